@@ -1,0 +1,172 @@
+//! The command line, as clap definitions only: no I/O, no defaults that need the environment.
+//! Doc comments are the `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+/// Run an LLM tool-calling loop to completion, with no human present.
+///
+/// rounds sends the prompt and the allowed tools to a model, runs the tool calls it asks for
+/// (read-only file tools by default), feeds the results back, and repeats until the model
+/// answers without calling tools or a limit is hit. The final answer goes to stdout; a JSONL
+/// transcript records every round.
+///
+/// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 token budget, 5 deadline,
+/// 6 tool failure (--fail-on), 130/143 interrupted.
+#[derive(Debug, Parser)]
+#[command(name = "rounds", version, max_term_width = 100)]
+#[command(after_help = AFTER_HELP)]
+pub struct Cli {
+    /// The prompt, as words joined by spaces. "-" (or no prompt) reads it from stdin; when a
+    /// prompt is given and stdin is a pipe or file, stdin is appended to it as context.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+
+    /// Read the prompt from FILE instead of the arguments.
+    #[arg(short = 'f', long, value_name = "FILE", conflicts_with = "prompt")]
+    pub prompt_file: Option<PathBuf>,
+
+    /// Never read stdin, even when it is a pipe (for CI steps whose stdin stays open).
+    #[arg(long)]
+    pub no_stdin: bool,
+
+    /// System prompt text (replaces the built-in one).
+    #[arg(long, value_name = "TEXT", conflicts_with = "system_file")]
+    pub system: Option<String>,
+
+    /// Read the system prompt from FILE.
+    #[arg(long, value_name = "FILE")]
+    pub system_file: Option<PathBuf>,
+
+    /// PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5, openai/gpt-4.1, ollama/qwen3:8b,
+    /// or replay:FILE.jsonl to replay a transcript. A bare claude-*, gpt-*/o* name picks its
+    /// provider. [default: anthropic/claude-sonnet-4-5]
+    #[arg(short, long, value_name = "PROVIDER/MODEL", env = "ROUNDS_MODEL")]
+    pub model: Option<String>,
+
+    /// Provider endpoint, overriding ANTHROPIC_BASE_URL / OPENAI_BASE_URL and the defaults.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Cap on each response's output tokens. [default for anthropic: 8192]
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+
+    /// Allow tools: TOOL or TOOL(PATTERN), comma-separated, repeatable. Adds to the default
+    /// (read_file, list_dir, glob, grep); "none" clears what came before, "all" allows every
+    /// tool. PATTERN is a glob on the call's subject: the path for file tools
+    /// (read_file(src/**)).
+    #[arg(short, long = "allow", value_name = "RULES")]
+    pub allow: Vec<String>,
+
+    /// Deny tools or calls, same syntax as --allow. Deny wins over allow.
+    #[arg(long = "deny", value_name = "RULES")]
+    pub deny: Vec<String>,
+
+    /// The directory file tools are confined to. [default: the current directory]
+    #[arg(short, long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Stop after N rounds (exit 3).
+    #[arg(long, value_name = "N", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rounds: u32,
+
+    /// Seconds each tool call may run before it is stopped.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = positive_secs)]
+    pub tool_timeout: f64,
+
+    /// Most tool calls running at once (consecutive read-only calls run in parallel).
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_parallel: u16,
+
+    /// Seconds without any data from the provider before the stream counts as stalled.
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = positive_secs)]
+    pub idle_timeout: f64,
+
+    /// What to print on stdout.
+    #[arg(short, long, value_enum, default_value_t = OutputMode::Text)]
+    pub output: OutputMode,
+
+    /// Write the transcript to FILE. [default: $ROUNDS_HOME/runs/DATE/RUN_ID.jsonl]
+    #[arg(long, value_name = "FILE", conflicts_with = "no_transcript")]
+    pub transcript: Option<PathBuf>,
+
+    /// Do not keep a transcript.
+    #[arg(long)]
+    pub no_transcript: bool,
+
+    /// Print nothing on stderr but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Log more on stderr (-v: info, -vv: debug).
+    #[arg(short, long, action = ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputMode {
+    /// The final answer text only.
+    Text,
+    /// One JSON object at the end: status, exit_code, final_text, rounds, usage, ….
+    Json,
+}
+
+const AFTER_HELP: &str = "\
+Keys come from the environment: ANTHROPIC_API_KEY, OPENAI_API_KEY (ollama, llamacpp and vllm
+need none). Base URLs: ANTHROPIC_BASE_URL (http://host:port), OPENAI_BASE_URL (http://host:port/v1).
+
+Examples:
+  rounds -m anthropic/claude-sonnet-4-5 'Which files define the CLI?'
+  git diff | rounds 'Review this change'
+  rounds -m replay:fixtures/demo/demo.jsonl -w fixtures/demo/workspace";
+
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number of seconds, got {s:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_words_rules_and_limits() {
+        let cli = Cli::try_parse_from([
+            "rounds",
+            "-m",
+            "openai/gpt-4.1",
+            "-a",
+            "bash(git *)",
+            "--allow",
+            "grep",
+            "--max-rounds",
+            "3",
+            "fix",
+            "the",
+            "build",
+        ])
+        .unwrap();
+        assert_eq!(cli.prompt, ["fix", "the", "build"]);
+        assert_eq!(cli.allow, ["bash(git *)", "grep"]);
+        assert_eq!(cli.max_rounds, 3);
+        assert_eq!(cli.output, OutputMode::Text);
+    }
+
+    #[test]
+    fn rejects_nonsense_limits_and_conflicts() {
+        assert!(Cli::try_parse_from(["rounds", "--max-rounds", "0", "x"]).is_err());
+        assert!(Cli::try_parse_from(["rounds", "--tool-timeout", "-1", "x"]).is_err());
+        assert!(Cli::try_parse_from(["rounds", "-f", "p.txt", "words"]).is_err());
+        assert!(Cli::try_parse_from(["rounds", "--transcript", "t", "--no-transcript"]).is_err());
+    }
+
+    #[test]
+    fn help_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

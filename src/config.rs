@@ -1,0 +1,429 @@
+//! Resolution of flags, environment and files into one `Config`. All the I/O of setup happens
+//! here, once, before any request: a missing key, an unreadable file or an empty prompt is a
+//! usage error (exit 2) that names what is wrong, never a key's value.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cli::{Cli, OutputMode};
+use crate::provider::openai::Flavor;
+use crate::tools::policy::{Policy, PolicyError};
+use crate::tools::workspace::WorkspaceError;
+use crate::tools::{Registry, SchemaError, Workspace};
+use crate::transcript::{self, ReadError, Transcript};
+
+const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
+const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
+/// Larger input would not fit any model's context; refusing is clearer than truncating.
+const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Which endpoint to talk to, with what credentials.
+pub enum ProviderChoice {
+    Anthropic {
+        base_url: String,
+        key: String,
+    },
+    OpenAi {
+        name: &'static str,
+        flavor: Flavor,
+        base_url: String,
+        key: Option<String>,
+    },
+    Replay {
+        path: PathBuf,
+        transcript: Box<Transcript>,
+    },
+}
+
+impl ProviderChoice {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProviderChoice::Anthropic { .. } => "anthropic",
+            ProviderChoice::OpenAi { name, .. } => name,
+            ProviderChoice::Replay { .. } => "replay",
+        }
+    }
+}
+
+/// Every setting of one run, resolved.
+pub struct Config {
+    pub provider: ProviderChoice,
+    pub model: String,
+    pub prompt: String,
+    pub system: String,
+    pub workspace: Workspace,
+    pub registry: Registry,
+    pub policy: Policy,
+    pub max_rounds: u32,
+    pub max_tokens: Option<u32>,
+    pub max_parallel: usize,
+    pub tool_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub output: OutputMode,
+    pub transcript: Option<PathBuf>,
+    pub run_id: String,
+    pub quiet: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "unknown provider {0:?} (known: anthropic, openai, ollama, llamacpp, vllm, replay:FILE)"
+    )]
+    UnknownProvider(String),
+    #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
+    AmbiguousModel(String),
+    #[error("the {0} provider is not supported yet")]
+    Unsupported(String),
+    #[error("{var} is not set: the {provider} provider needs an API key")]
+    MissingKey {
+        var: &'static str,
+        provider: &'static str,
+    },
+    #[error("invalid base URL {url:?}: {message}")]
+    BaseUrl { url: String, message: String },
+    #[error("cannot read {what} {}: {source}", path.display())]
+    File {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read stdin: {0}")]
+    Stdin(std::io::Error),
+    #[error("stdin is larger than {} MiB", MAX_STDIN_BYTES / 1024 / 1024)]
+    StdinTooLarge,
+    #[error("the prompt is empty: give it as arguments, with -f FILE, or on stdin")]
+    EmptyPrompt,
+    #[error("\"-\" reads the prompt from stdin, but stdin is a terminal")]
+    StdinIsTerminal,
+    #[error("workspace: {0}")]
+    Workspace(#[from] WorkspaceError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error("replay: {0}")]
+    Replay(#[from] ReadError),
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+}
+
+/// What is on the other end of stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinKind {
+    Terminal,
+    /// A pipe or a regular file: something a user deliberately fed us.
+    Piped,
+    /// Closed, /dev/null, a socket: nothing to read.
+    Nothing,
+}
+
+/// The outside world config reads from; tests substitute it.
+pub struct Inputs<'a> {
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub stdin_kind: StdinKind,
+    pub read_stdin: &'a mut dyn FnMut() -> Result<String, ConfigError>,
+    pub cwd: PathBuf,
+}
+
+/// Looks at the process's real stdin.
+pub fn stdin_kind() -> StdinKind {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return StdinKind::Terminal;
+    }
+    match std::fs::metadata("/dev/stdin") {
+        Ok(m) => {
+            use std::os::unix::fs::FileTypeExt;
+            let t = m.file_type();
+            if t.is_fifo() || t.is_file() {
+                StdinKind::Piped
+            } else {
+                StdinKind::Nothing
+            }
+        }
+        Err(_) => StdinKind::Nothing,
+    }
+}
+
+/// Reads the real stdin to its end, bounded. If a pipe stays silent for a while, says on stderr
+/// what rounds is waiting for, so a CI step that hangs explains itself.
+pub fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let r = std::io::stdin()
+            .take(MAX_STDIN_BYTES + 1)
+            .read_to_end(&mut buf)
+            .map(|_| buf);
+        let _ = tx.send(r);
+    });
+    let result = match rx.recv_timeout(Duration::from_secs(3)) {
+        Ok(r) => r,
+        Err(_) => {
+            if !quiet {
+                tracing::warn!("still reading stdin (a pipe); pass --no-stdin to skip it");
+            }
+            rx.recv()
+                .map_err(|_| ConfigError::Stdin(std::io::ErrorKind::BrokenPipe.into()))?
+        }
+    };
+    let bytes = result.map_err(ConfigError::Stdin)?;
+    if bytes.len() as u64 > MAX_STDIN_BYTES {
+        return Err(ConfigError::StdinTooLarge);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+impl Config {
+    pub fn resolve(cli: Cli, inputs: Inputs<'_>) -> Result<Config, ConfigError> {
+        let env = |name: &str| (inputs.env)(name).filter(|v| !v.is_empty());
+        let model_spec = cli
+            .model
+            .clone()
+            .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        let (provider, model) =
+            resolve_provider(&model_spec, cli.base_url.as_deref(), &env, &inputs.cwd)?;
+        let recorded = match &provider {
+            ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
+            _ => None,
+        };
+
+        let prompt = resolve_prompt(
+            &cli,
+            inputs.stdin_kind,
+            inputs.read_stdin,
+            recorded.map(|s| s.prompt.as_str()),
+            &inputs.cwd,
+        )?;
+        let workspace_dir = match &cli.workspace {
+            Some(dir) => inputs.cwd.join(dir),
+            None => inputs.cwd.clone(),
+        };
+        let workspace = Workspace::new(&workspace_dir)?;
+        let system = match (&cli.system, &cli.system_file, recorded) {
+            (Some(text), _, _) => text.clone(),
+            (None, Some(path), _) => read_file("system prompt file", &inputs.cwd.join(path))?,
+            (None, None, Some(start)) => start.system.clone(),
+            (None, None, None) => format!(
+                "{}\nThe workspace root is {}.\n",
+                DEFAULT_SYSTEM,
+                workspace.root().display()
+            ),
+        };
+
+        let registry = Registry::builtin()?;
+        let known: Vec<&str> = registry.names().collect();
+        let policy = Policy::new(&cli.allow, &cli.deny, &known)?;
+
+        let run_id = new_run_id();
+        let transcript = if cli.no_transcript {
+            None
+        } else if let Some(path) = &cli.transcript {
+            Some(inputs.cwd.join(path))
+        } else {
+            default_transcript_path(&env, &run_id)
+        };
+
+        Ok(Config {
+            provider,
+            model,
+            prompt,
+            system,
+            workspace,
+            registry,
+            policy,
+            max_rounds: cli.max_rounds,
+            max_tokens: cli.max_tokens,
+            max_parallel: usize::from(cli.max_parallel),
+            tool_timeout: Duration::from_secs_f64(cli.tool_timeout),
+            idle_timeout: Duration::from_secs_f64(cli.idle_timeout),
+            output: cli.output,
+            transcript,
+            run_id,
+            quiet: cli.quiet,
+        })
+    }
+}
+
+fn resolve_provider(
+    spec: &str,
+    base_url: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+) -> Result<(ProviderChoice, String), ConfigError> {
+    if let Some(path) = spec.strip_prefix("replay:") {
+        let path = cwd.join(path);
+        let transcript = transcript::read(&path)?;
+        let model = transcript.start.model.clone();
+        return Ok((
+            ProviderChoice::Replay {
+                path,
+                transcript: Box::new(transcript),
+            },
+            model,
+        ));
+    }
+    let (provider, model) = match spec.split_once('/') {
+        Some((p, m)) => (p.to_owned(), m.to_owned()),
+        None => {
+            let p = if spec.starts_with("claude-") {
+                "anthropic"
+            } else if spec.starts_with("gpt-")
+                || spec.starts_with("chatgpt-")
+                || ["o1", "o3", "o4"].iter().any(|p| spec.starts_with(p))
+            {
+                "openai"
+            } else if spec.starts_with("gemini-") {
+                "gemini"
+            } else {
+                return Err(ConfigError::AmbiguousModel(spec.to_owned()));
+            };
+            (p.to_owned(), spec.to_owned())
+        }
+    };
+    if model.is_empty() {
+        return Err(ConfigError::AmbiguousModel(spec.to_owned()));
+    }
+    let url = |env_name: Option<&str>, default: &str| -> Result<String, ConfigError> {
+        let url = base_url
+            .map(str::to_owned)
+            .or_else(|| env_name.and_then(env))
+            .unwrap_or_else(|| default.to_owned());
+        match reqwest::Url::parse(&url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(url),
+            Ok(u) => Err(ConfigError::BaseUrl {
+                url,
+                message: format!("unsupported scheme {}", u.scheme()),
+            }),
+            Err(e) => Err(ConfigError::BaseUrl {
+                url,
+                message: e.to_string(),
+            }),
+        }
+    };
+    let key = |var: &'static str, provider: &'static str| {
+        env(var).ok_or(ConfigError::MissingKey { var, provider })
+    };
+    let compatible = |name: &'static str,
+                      default_url: &str,
+                      key_var: &str|
+     -> Result<ProviderChoice, ConfigError> {
+        Ok(ProviderChoice::OpenAi {
+            name,
+            flavor: Flavor::Compatible,
+            base_url: url(None, default_url)?,
+            key: env(key_var),
+        })
+    };
+    let choice = match provider.as_str() {
+        "anthropic" => ProviderChoice::Anthropic {
+            base_url: url(Some("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")?,
+            key: key("ANTHROPIC_API_KEY", "anthropic")?,
+        },
+        "openai" => ProviderChoice::OpenAi {
+            name: "openai",
+            flavor: Flavor::OpenAi,
+            base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
+            key: Some(key("OPENAI_API_KEY", "openai")?),
+        },
+        "ollama" => compatible("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY")?,
+        "llamacpp" => compatible("llamacpp", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY")?,
+        "vllm" => compatible("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY")?,
+        "gemini" => return Err(ConfigError::Unsupported(provider)),
+        _ => return Err(ConfigError::UnknownProvider(provider)),
+    };
+    Ok((choice, model))
+}
+
+fn resolve_prompt(
+    cli: &Cli,
+    stdin_kind: StdinKind,
+    read_stdin: &mut dyn FnMut() -> Result<String, ConfigError>,
+    recorded: Option<&str>,
+    cwd: &Path,
+) -> Result<String, ConfigError> {
+    let from_args = match &cli.prompt_file {
+        Some(path) => Some(read_file("prompt file", &cwd.join(path))?),
+        None if cli.prompt.is_empty() || cli.prompt == ["-"] => None,
+        None => Some(cli.prompt.join(" ")),
+    };
+    let explicit_dash = cli.prompt == ["-"];
+    let prompt = match from_args {
+        Some(prompt) => {
+            // A prompt plus piped input: the input is context for the prompt.
+            let context = if !cli.no_stdin && stdin_kind == StdinKind::Piped {
+                read_stdin()?
+            } else {
+                String::new()
+            };
+            if context.trim().is_empty() {
+                prompt
+            } else {
+                format!("{}\n\n{}", prompt.trim_end(), fenced(&context))
+            }
+        }
+        None if explicit_dash && stdin_kind == StdinKind::Terminal => {
+            return Err(ConfigError::StdinIsTerminal);
+        }
+        None if cli.no_stdin || stdin_kind != StdinKind::Piped => {
+            recorded.map(str::to_owned).unwrap_or_default()
+        }
+        None => {
+            let text = read_stdin()?;
+            match recorded {
+                Some(r) if text.trim().is_empty() && !explicit_dash => r.to_owned(),
+                _ => text,
+            }
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(ConfigError::EmptyPrompt);
+    }
+    Ok(prompt)
+}
+
+/// Wraps text in a Markdown fence longer than any backtick run inside it.
+fn fenced(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    format!("{fence}\n{}\n{fence}", text.trim_end_matches('\n'))
+}
+
+fn read_file(what: &'static str, path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::File {
+        what,
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// `$ROUNDS_HOME/runs/YYYY-MM-DD/RUN_ID.jsonl`; `ROUNDS_HOME` defaults to `$XDG_STATE_HOME/rounds`,
+/// else `~/.local/state/rounds`. `None` when none of those can be found.
+fn default_transcript_path(env: &dyn Fn(&str) -> Option<String>, run_id: &str) -> Option<PathBuf> {
+    let home = env("ROUNDS_HOME").map(PathBuf::from).or_else(|| {
+        env("XDG_STATE_HOME")
+            .map(|s| PathBuf::from(s).join("rounds"))
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/state/rounds")))
+    })?;
+    let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+    Some(home.join("runs").join(date).join(format!("{run_id}.jsonl")))
+}
+
+/// A run id that sorts by time and is unique enough across concurrent runs on one machine.
+fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
+    format!("{stamp}-{:08x}", h.finish() as u32)
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

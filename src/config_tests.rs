@@ -1,0 +1,220 @@
+use super::*;
+use clap::Parser;
+use pretty_assertions::assert_eq;
+use std::collections::HashMap;
+
+struct World {
+    env: HashMap<String, String>,
+    stdin: StdinKind,
+    stdin_text: String,
+    stdin_reads: usize,
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            env: HashMap::from([("ANTHROPIC_API_KEY".into(), "sk-test".into())]),
+            stdin: StdinKind::Nothing,
+            stdin_text: String::new(),
+            stdin_reads: 0,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn resolve(&mut self, args: &[&str]) -> Result<Config, ConfigError> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("rounds").chain(args.iter().copied())).unwrap();
+        let env = self.env.clone();
+        let env = move |k: &str| env.get(k).cloned();
+        let text = self.stdin_text.clone();
+        let reads = &mut self.stdin_reads;
+        let mut read = || {
+            *reads += 1;
+            Ok(text.clone())
+        };
+        let inputs = Inputs {
+            env: &env,
+            stdin_kind: self.stdin,
+            read_stdin: &mut read,
+            cwd: self.dir.path().to_owned(),
+        };
+        Config::resolve(cli, inputs)
+    }
+}
+
+#[test]
+fn words_become_the_prompt_and_a_terminal_stdin_is_never_read() {
+    let mut w = World::new();
+    w.stdin = StdinKind::Terminal;
+    let c = w.resolve(&["summarize", "the", "repo"]).unwrap();
+    assert_eq!(c.prompt, "summarize the repo");
+    assert_eq!(w.stdin_reads, 0);
+}
+
+#[test]
+fn piped_stdin_is_the_prompt_or_its_fenced_context() {
+    let mut w = World::new();
+    w.stdin = StdinKind::Piped;
+    w.stdin_text = "diff --git a b\n```inner```\n".into();
+    let c = w.resolve(&["review", "this"]).unwrap();
+    assert_eq!(
+        c.prompt,
+        "review this\n\n````\ndiff --git a b\n```inner```\n````"
+    );
+    let c = w.resolve(&[]).unwrap();
+    assert_eq!(c.prompt, w.stdin_text);
+    let c = w.resolve(&["-"]).unwrap();
+    assert_eq!(c.prompt, w.stdin_text);
+    let _ = w.resolve(&["--no-stdin", "q"]).unwrap();
+    assert_eq!(w.stdin_reads, 3, "--no-stdin must not read");
+}
+
+#[test]
+fn empty_prompts_are_usage_errors() {
+    let mut w = World::new();
+    assert!(matches!(w.resolve(&[]), Err(ConfigError::EmptyPrompt)));
+    w.stdin = StdinKind::Piped;
+    w.stdin_text = "  \n".into();
+    assert!(matches!(w.resolve(&[]), Err(ConfigError::EmptyPrompt)));
+    assert!(matches!(w.resolve(&["   "]), Err(ConfigError::EmptyPrompt)));
+    w.stdin = StdinKind::Terminal;
+    assert!(matches!(
+        w.resolve(&["-"]),
+        Err(ConfigError::StdinIsTerminal)
+    ));
+}
+
+#[test]
+fn prompt_file_is_read_and_a_missing_one_named() {
+    let mut w = World::new();
+    std::fs::write(w.dir.path().join("p.txt"), "from a file").unwrap();
+    assert_eq!(w.resolve(&["-f", "p.txt"]).unwrap().prompt, "from a file");
+    let err = w.resolve(&["-f", "missing.txt"]).err().expect("an error");
+    assert!(
+        err.to_string().starts_with("cannot read prompt file "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_key_names_the_variable_and_never_a_value() {
+    let mut w = World::new();
+    w.env.clear();
+    w.env
+        .insert("OPENAI_API_KEY".into(), "sk-secret-value".into());
+    let err = w
+        .resolve(&["-m", "anthropic/claude-x", "q"])
+        .err()
+        .expect("an error");
+    assert_eq!(
+        err.to_string(),
+        "ANTHROPIC_API_KEY is not set: the anthropic provider needs an API key"
+    );
+    w.env.clear();
+    let err = w.resolve(&["-m", "gpt-4.1", "q"]).err().expect("an error");
+    assert!(
+        err.to_string().starts_with("OPENAI_API_KEY is not set"),
+        "{err}"
+    );
+}
+
+#[test]
+fn models_resolve_to_providers() {
+    let mut w = World::new();
+    w.env.insert("OPENAI_API_KEY".into(), "k".into());
+    let c = w.resolve(&["-m", "claude-sonnet-4-5", "q"]).unwrap();
+    assert_eq!(
+        (c.provider.name(), c.model.as_str()),
+        ("anthropic", "claude-sonnet-4-5")
+    );
+    let c = w.resolve(&["-m", "o3-mini", "q"]).unwrap();
+    assert_eq!(c.provider.name(), "openai");
+    let c = w.resolve(&["-m", "ollama/qwen3:8b", "q"]).unwrap();
+    assert_eq!(
+        (c.provider.name(), c.model.as_str()),
+        ("ollama", "qwen3:8b")
+    );
+    let ProviderChoice::OpenAi { base_url, key, .. } = &c.provider else {
+        panic!()
+    };
+    assert_eq!(
+        (base_url.as_str(), key),
+        ("http://127.0.0.1:11434/v1", &None)
+    );
+    let c = w
+        .resolve(&["-m", "vllm/meta-llama/Llama-3-8B", "q"])
+        .unwrap();
+    assert_eq!(c.model, "meta-llama/Llama-3-8B");
+    assert!(matches!(
+        w.resolve(&["-m", "nope/x", "q"]),
+        Err(ConfigError::UnknownProvider(_))
+    ));
+    assert!(matches!(
+        w.resolve(&["-m", "llama3", "q"]),
+        Err(ConfigError::AmbiguousModel(_))
+    ));
+    assert!(matches!(
+        w.resolve(&["-m", "anthropic/x", "--base-url", "ftp://h", "q"]),
+        Err(ConfigError::BaseUrl { .. })
+    ));
+}
+
+#[test]
+fn base_url_flag_beats_env_which_beats_default() {
+    let mut w = World::new();
+    let url = |c: &Config| match &c.provider {
+        ProviderChoice::Anthropic { base_url, .. } => base_url.clone(),
+        _ => panic!(),
+    };
+    assert_eq!(
+        url(&w.resolve(&["q"]).unwrap()),
+        "https://api.anthropic.com"
+    );
+    w.env
+        .insert("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9".into());
+    assert_eq!(url(&w.resolve(&["q"]).unwrap()), "http://127.0.0.1:9");
+    assert_eq!(
+        url(&w.resolve(&["--base-url", "http://h:1", "q"]).unwrap()),
+        "http://h:1"
+    );
+}
+
+#[test]
+fn transcript_defaults_under_rounds_home() {
+    let mut w = World::new();
+    w.env.insert("ROUNDS_HOME".into(), "/state/r".into());
+    let c = w.resolve(&["q"]).unwrap();
+    let path = c.transcript.unwrap();
+    assert!(path.starts_with("/state/r/runs"), "{}", path.display());
+    assert_eq!(
+        path.file_name().unwrap().to_str().unwrap(),
+        format!("{}.jsonl", c.run_id)
+    );
+    assert_eq!(
+        w.resolve(&["--no-transcript", "q"]).unwrap().transcript,
+        None
+    );
+    w.env.remove("ROUNDS_HOME");
+    w.env.insert("HOME".into(), "/home/u".into());
+    assert!(
+        w.resolve(&["q"])
+            .unwrap()
+            .transcript
+            .unwrap()
+            .starts_with("/home/u/.local/state/rounds/runs")
+    );
+}
+
+#[test]
+fn bad_allow_rules_and_workspaces_are_usage_errors() {
+    let mut w = World::new();
+    assert!(matches!(
+        w.resolve(&["-a", "red_file", "q"]),
+        Err(ConfigError::Policy(_))
+    ));
+    assert!(matches!(
+        w.resolve(&["-w", "does-not-exist", "q"]),
+        Err(ConfigError::Workspace(_))
+    ));
+}

@@ -1,0 +1,75 @@
+//! `rounds`: a headless runner for multi-round LLM tool-calling loops.
+//!
+//! The binary is a thin shell over [`run`]: parse flags, resolve them into a [`config::Config`],
+//! drive the [`agent`] loop against a [`provider`] with [`tools`], record a [`transcript`], and
+//! report an [`outcome::Outcome`] whose status is the exit code.
+// In --output json and stream-json modes stdout must hold only JSON lines: nothing but the
+// render module may print to it.
+#![deny(clippy::print_stdout)]
+
+pub mod agent;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod conversation;
+pub mod outcome;
+pub mod provider;
+pub mod render;
+pub mod tools;
+pub mod transcript;
+
+use cli::Cli;
+use config::{Config, Inputs};
+use outcome::Outcome;
+
+/// Runs the program for parsed flags and returns the exit code.
+pub fn run(cli: Cli) -> u8 {
+    let quiet = cli.quiet;
+    let output = cli.output;
+    init_logging(cli.verbose, quiet);
+    let env = |name: &str| std::env::var(name).ok();
+    let mut read_stdin = || config::read_real_stdin(quiet);
+    let inputs = Inputs {
+        env: &env,
+        stdin_kind: config::stdin_kind(),
+        read_stdin: &mut read_stdin,
+        cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+    };
+    let outcome = match Config::resolve(cli, inputs) {
+        Ok(config) => match runtime() {
+            Ok(rt) => rt.block_on(app::run(config)),
+            Err(e) => Outcome::usage_error(format!("cannot start the async runtime: {e}")),
+        },
+        Err(e) => Outcome::usage_error(e.to_string()),
+    };
+    render::print_outcome(output, &outcome);
+    render::print_summary(&outcome, quiet);
+    outcome.exit_code
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+}
+
+/// Logs go to stderr, and only when asked for (-v) or for warnings; never to stdout.
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, _) => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ROUNDS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("rounds={level}")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}

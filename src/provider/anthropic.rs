@@ -1,0 +1,581 @@
+//! Anthropic Messages API, streamed (`POST {base}/v1/messages`, `"stream": true`).
+//!
+//! Blocks are keyed by their stream `index`; tool input arrives as `partial_json` fragments and is
+//! parsed only at `content_block_stop`. A tool block still open when the response stops (the
+//! `max_tokens` case) is reported as truncated and never executed. Thinking blocks and their
+//! signatures are echoed back unchanged, and only to Anthropic.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::sse::SseEvent;
+use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
+use crate::conversation::{Block, CallDefect, Message, StopReason, ToolUse, Usage};
+
+const NAME: &str = "anthropic";
+const API_VERSION: &str = "2023-06-01";
+/// Anthropic requires `max_tokens`; this is used when the user did not set one.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+pub struct Anthropic {
+    client: reqwest::Client,
+    url: String,
+    key: String,
+    model: String,
+    idle: Duration,
+}
+
+impl Anthropic {
+    /// `base_url` follows the SDK convention: `http://host:port`, to which `/v1/messages` is added.
+    pub fn new(
+        client: reqwest::Client,
+        base_url: &str,
+        key: String,
+        model: String,
+        idle: Duration,
+    ) -> Anthropic {
+        let url = format!("{}/v1/messages", base_url.trim_end_matches('/'));
+        Anthropic {
+            client,
+            url,
+            key,
+            model,
+            idle,
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
+        let body = serde_json::to_vec(&build_request(&self.model, request)).map_err(|e| {
+            ProviderError::Protocol {
+                provider: NAME.into(),
+                message: e.to_string(),
+            }
+        })?;
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", http::secret_header(&self.key)?);
+        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+        let response = http::post(&self.client, NAME, &self.url, headers, body).await?;
+        Ok(super::drive(
+            Box::pin(response.bytes_stream()),
+            AnthropicMapper::default(),
+            self.idle,
+        ))
+    }
+}
+
+// ---- request ----
+
+#[derive(Debug, Serialize)]
+pub struct WireRequest<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    system: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
+    messages: Vec<WireMessage>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
+#[derive(Debug, Serialize)]
+struct ToolChoice {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct WireMessage {
+    role: &'static str,
+    content: WireContent,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum WireContent {
+    Text(String),
+    Blocks(Vec<Value>),
+}
+
+/// The request body for `request`, as Anthropic expects it.
+pub fn build_request<'a>(model: &'a str, request: &Request<'a>) -> WireRequest<'a> {
+    let tools: Vec<WireTool> = request
+        .tools
+        .iter()
+        .map(|t| WireTool {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.input_schema,
+        })
+        .collect();
+    let tool_choice = (!tools.is_empty()).then_some(ToolChoice { kind: "auto" });
+    WireRequest {
+        model,
+        max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        stream: true,
+        system: request.system,
+        tools,
+        tool_choice,
+        messages: wire_messages(request.messages),
+    }
+}
+
+fn wire_messages(messages: &[Message]) -> Vec<WireMessage> {
+    let mut out: Vec<WireMessage> = Vec::new();
+    for message in messages {
+        let (role, content) = match message {
+            Message::User(text) => ("user", WireContent::Text(text.clone())),
+            Message::Assistant { blocks, provider } => {
+                let blocks = assistant_blocks(blocks, provider == NAME);
+                if blocks.is_empty() {
+                    continue;
+                }
+                ("assistant", WireContent::Blocks(blocks))
+            }
+            Message::ToolResults(results) => {
+                let blocks = results
+                    .iter()
+                    .map(|r| {
+                        let mut b = serde_json::json!({
+                            "type": "tool_result",
+                            "tool_use_id": r.tool_use_id,
+                            "content": r.content,
+                        });
+                        if r.is_error {
+                            b["is_error"] = Value::Bool(true);
+                        }
+                        b
+                    })
+                    .collect();
+                ("user", WireContent::Blocks(blocks))
+            }
+        };
+        // The API wants alternating roles: merge a turn into the previous one of the same role
+        // (tool results first, then the new prompt text, as Anthropic requires).
+        match out.last_mut() {
+            Some(prev) if prev.role == role => {
+                let mut merged = into_blocks(std::mem::replace(
+                    &mut prev.content,
+                    WireContent::Blocks(vec![]),
+                ));
+                merged.extend(into_blocks(content));
+                prev.content = WireContent::Blocks(merged);
+            }
+            _ => out.push(WireMessage { role, content }),
+        }
+    }
+    out
+}
+
+fn into_blocks(content: WireContent) -> Vec<Value> {
+    match content {
+        WireContent::Text(text) => vec![serde_json::json!({"type": "text", "text": text})],
+        WireContent::Blocks(blocks) => blocks,
+    }
+}
+
+/// An assistant turn's blocks in their original order. Thinking is only valid where it was
+/// signed, so it is dropped when the turn came from another provider; empty text is rejected by
+/// the API and dropped.
+fn assistant_blocks(blocks: &[Block], ours: bool) -> Vec<Value> {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            Block::Text { text, .. } if text.is_empty() => None,
+            Block::Text { text, .. } => Some(serde_json::json!({"type": "text", "text": text})),
+            Block::Thinking {
+                text,
+                signature: Some(signature),
+            } if ours => Some(
+                serde_json::json!({"type": "thinking", "thinking": text, "signature": signature}),
+            ),
+            Block::Thinking { .. } => None,
+            Block::RedactedThinking { data } if ours => {
+                Some(serde_json::json!({"type": "redacted_thinking", "data": data}))
+            }
+            Block::RedactedThinking { .. } => None,
+            Block::ToolUse(call) => Some(serde_json::json!({
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": call.input,
+            })),
+        })
+        .collect()
+}
+
+// ---- stream ----
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Event {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: ContentBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: ContentDelta,
+    },
+    ContentBlockStop {
+        index: usize,
+    },
+    MessageDelta {
+        delta: MessageDeltaBody,
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    },
+    MessageStop,
+    Ping,
+    Error {
+        error: ApiError,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ContentBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ContentDelta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    ThinkingDelta {
+        thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageDeltaBody {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ApiError {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    message: String,
+}
+
+/// A block being assembled from deltas.
+#[derive(Debug)]
+enum Partial {
+    Text(String),
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Redacted(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        start: Value,
+    },
+    /// A block type we do not model (server tool results and the like): skipped.
+    Ignored,
+}
+
+/// Anthropic stream events → neutral events.
+#[derive(Debug, Default)]
+pub struct AnthropicMapper {
+    open: BTreeMap<usize, Partial>,
+    usage: Usage,
+    stop: Option<StopReason>,
+    done: bool,
+}
+
+impl Mapper for AnthropicMapper {
+    fn provider(&self) -> &str {
+        NAME
+    }
+
+    fn map(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let event: Event = parse_json(NAME, &event.data)?;
+        match event {
+            Event::MessageStart { message } => {
+                if let Some(u) = message.usage {
+                    self.merge_usage(&u);
+                    out.push(StreamEvent::Usage(self.usage));
+                }
+            }
+            Event::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                let partial = match content_block {
+                    ContentBlock::Text { text } => {
+                        if !text.is_empty() {
+                            out.push(StreamEvent::TextDelta(text.clone()));
+                        }
+                        Partial::Text(text)
+                    }
+                    ContentBlock::Thinking {
+                        thinking,
+                        signature,
+                    } => Partial::Thinking {
+                        text: thinking,
+                        signature,
+                    },
+                    ContentBlock::RedactedThinking { data } => Partial::Redacted(data),
+                    ContentBlock::ToolUse { id, name, input } => Partial::ToolUse {
+                        id,
+                        name,
+                        json: String::new(),
+                        start: input,
+                    },
+                    ContentBlock::Other => Partial::Ignored,
+                };
+                self.open.insert(index, partial);
+            }
+            Event::ContentBlockDelta { index, delta } => {
+                let Some(partial) = self.open.get_mut(&index) else {
+                    return Err(self.protocol(format!("delta for unknown block {index}")));
+                };
+                match (partial, delta) {
+                    (Partial::Text(text), ContentDelta::TextDelta { text: d }) => {
+                        text.push_str(&d);
+                        out.push(StreamEvent::TextDelta(d));
+                    }
+                    (Partial::Thinking { text, .. }, ContentDelta::ThinkingDelta { thinking }) => {
+                        text.push_str(&thinking);
+                        if !thinking.is_empty() {
+                            out.push(StreamEvent::ThinkingDelta(thinking));
+                        }
+                    }
+                    // The signature arrives whole, just before the block stops: replace.
+                    (
+                        Partial::Thinking { signature, .. },
+                        ContentDelta::SignatureDelta { signature: s },
+                    ) => {
+                        *signature = s;
+                    }
+                    (
+                        Partial::ToolUse { json, .. },
+                        ContentDelta::InputJsonDelta { partial_json },
+                    ) => {
+                        json.push_str(&partial_json);
+                    }
+                    _ => {}
+                }
+            }
+            Event::ContentBlockStop { index } => {
+                if let Some(block) = self.open.remove(&index).and_then(finish_block) {
+                    out.push(StreamEvent::Block(block));
+                }
+            }
+            Event::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.stop_reason {
+                    self.stop = Some(stop_reason(&reason));
+                }
+                if let Some(u) = usage {
+                    self.merge_usage(&u);
+                    out.push(StreamEvent::Usage(self.usage));
+                }
+            }
+            Event::MessageStop => self.end(out)?,
+            Event::Ping | Event::Unknown => {}
+            Event::Error { error } => {
+                return Err(ProviderError::Stream {
+                    provider: NAME.into(),
+                    message: format!("{} ({})", error.message, error.kind),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        tail: Option<SseEvent>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        // SDK fixtures end without the blank line after `message_stop`; a stop reason from
+        // `message_delta` is what makes the response complete.
+        let tail_is_stop = tail.is_some_and(|t| t.event == "message_stop");
+        if self.stop.is_some() || tail_is_stop {
+            return self.end(out);
+        }
+        Err(ProviderError::Truncated {
+            provider: NAME.into(),
+            expected: "message_stop",
+        })
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+impl AnthropicMapper {
+    fn merge_usage(&mut self, u: &WireUsage) {
+        // `message_delta` counts are cumulative: each present field replaces the earlier value.
+        if let Some(n) = u.input_tokens {
+            self.usage.input_tokens = n;
+        }
+        if let Some(n) = u.output_tokens {
+            self.usage.output_tokens = n;
+        }
+        if let Some(n) = u.cache_creation_input_tokens {
+            self.usage.cache_write_tokens = n;
+        }
+        if let Some(n) = u.cache_read_input_tokens {
+            self.usage.cache_read_tokens = n;
+        }
+    }
+
+    fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let stop = self.stop.unwrap_or(StopReason::EndTurn);
+        // Blocks never stopped: text is kept; a tool call's input is incomplete and must not run.
+        for (_, partial) in std::mem::take(&mut self.open) {
+            match partial {
+                Partial::ToolUse { id, name, json, .. } => {
+                    let mut call = ToolUse::from_raw(id, name, "");
+                    call.raw_input = Some(json);
+                    call.defect = Some(CallDefect::Truncated);
+                    out.push(StreamEvent::Block(Block::ToolUse(call)));
+                }
+                other => out.extend(finish_block(other).map(StreamEvent::Block)),
+            }
+        }
+        out.push(StreamEvent::Done(stop));
+        self.done = true;
+        Ok(())
+    }
+
+    fn protocol(&self, message: String) -> ProviderError {
+        ProviderError::Protocol {
+            provider: NAME.into(),
+            message,
+        }
+    }
+}
+
+fn finish_block(partial: Partial) -> Option<Block> {
+    Some(match partial {
+        Partial::Text(text) => Block::text(text),
+        Partial::Thinking { text, signature } => Block::Thinking {
+            text,
+            signature: (!signature.is_empty()).then_some(signature),
+        },
+        Partial::Redacted(data) => Block::RedactedThinking { data },
+        Partial::ToolUse {
+            id,
+            name,
+            json,
+            start,
+        } => {
+            // Input normally streams as fragments; a block that arrived complete carries it in
+            // `content_block_start` instead.
+            if json.trim().is_empty() && start.as_object().is_some_and(|o| !o.is_empty()) {
+                let mut call = ToolUse::from_raw(id, name, "");
+                call.input = start;
+                Block::ToolUse(call)
+            } else {
+                Block::ToolUse(ToolUse::from_raw(id, name, &json))
+            }
+        }
+        Partial::Ignored => return None,
+    })
+}
+
+fn stop_reason(s: &str) -> StopReason {
+    match s {
+        "end_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" => StopReason::MaxTokens,
+        "stop_sequence" => StopReason::StopSequence,
+        "pause_turn" => StopReason::PauseTurn,
+        "refusal" => StopReason::Refusal,
+        "model_context_window_exceeded" => StopReason::ContextWindowExceeded,
+        _ => StopReason::Other,
+    }
+}
+
+#[cfg(test)]
+#[path = "anthropic_tests.rs"]
+mod tests;

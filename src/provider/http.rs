@@ -1,0 +1,180 @@
+//! HTTP plumbing shared by the network providers: one client, a POST that turns every non-success
+//! status into a typed error carrying the provider's own error text, and `retry-after` parsing.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderValue};
+
+use super::{ProviderError, clip};
+
+/// Builds the process's HTTP client. Connection setup is bounded; the response body is bounded by
+/// the idle timeout in `provider::drive`, not by a total timeout (a long answer is legitimate).
+pub fn client() -> Result<reqwest::Client, reqwest::Error> {
+    // reqwest is built without a bundled crypto provider; ring is ours. An `Err` means one is
+    // already installed, which is all we need.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .user_agent(concat!("rounds/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// A header value holding a secret: marked sensitive so it never shows in debug output.
+pub fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| ProviderError::Transport {
+        provider: "config".into(),
+        message: "the API key contains characters that cannot be sent in a header".into(),
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+/// POSTs a JSON body and returns the response once its status says a stream follows.
+pub async fn post(
+    client: &reqwest::Client,
+    provider: &str,
+    url: &str,
+    headers: HeaderMap,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, ProviderError> {
+    let response = client
+        .post(url)
+        .headers(headers)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| ProviderError::Transport {
+            provider: provider.to_owned(),
+            message: describe(&e),
+        })?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = retry_after(response.headers());
+    // An error body is small; a huge one is cut rather than buffered whole.
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    use futures_util::StreamExt;
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() > 64 * 1024 {
+            break;
+        }
+    }
+    let reason = status.canonical_reason().unwrap_or("");
+    let text = error_text(&body);
+    Err(ProviderError::Http {
+        provider: provider.to_owned(),
+        status: status.as_u16(),
+        message: if text.is_empty() {
+            reason.to_owned()
+        } else {
+            format!("{reason}: {text}")
+                .trim_start_matches(": ")
+                .to_owned()
+        },
+        retry_after,
+    })
+}
+
+/// A transport error with its causes (reqwest's top-level message alone says little).
+pub fn describe(e: &reqwest::Error) -> String {
+    let mut msg = if e.is_connect() {
+        "connection failed".to_owned()
+    } else if e.is_timeout() {
+        "timed out".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        source = s.source();
+    }
+    msg
+}
+
+/// The provider's own error text from an error body, in whichever shape the provider uses:
+/// `{"error":{"message","type"}}` (Anthropic, OpenAI, Gemini), `{"message"}` (vLLM),
+/// `{"error":"…"}` (Ollama native), or plain text.
+pub fn error_text(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(text.trim()) else {
+        return clip(text.trim(), 500);
+    };
+    // Gemini sometimes wraps the status object in a one-element list.
+    let json = match json {
+        serde_json::Value::Array(mut items) if items.len() == 1 => items.remove(0),
+        other => other,
+    };
+    let err = json.get("error").unwrap_or(&json);
+    if let Some(s) = err.as_str() {
+        return clip(s, 500);
+    }
+    let message = err.get("message").and_then(|m| m.as_str()).unwrap_or("");
+    let kind = ["type", "status", "code"]
+        .iter()
+        .find_map(|k| err.get(*k).and_then(|v| v.as_str()));
+    match (message, kind) {
+        ("", None) => clip(text.trim(), 500),
+        ("", Some(kind)) => kind.to_owned(),
+        (m, Some(kind)) => format!("{} ({kind})", clip(m, 500)),
+        (m, None) => clip(m, 500),
+    }
+}
+
+/// `retry-after-ms` (milliseconds), else `retry-after` in seconds (fractions allowed). HTTP-date
+/// forms are ignored: backoff applies instead.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let secs = get("retry-after")?.trim().parse::<f64>().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_text_reads_each_provider_shape() {
+        let anthropic = br#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        assert_eq!(
+            error_text(anthropic),
+            "invalid x-api-key (authentication_error)"
+        );
+        let gemini = br#"[{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT"}}]"#;
+        assert_eq!(error_text(gemini), "API key not valid. (INVALID_ARGUMENT)");
+        let vllm =
+            br#"{"object":"error","message":"bad model","type":"BadRequestError","code":400}"#;
+        assert_eq!(error_text(vllm), "bad model (BadRequestError)");
+        assert_eq!(
+            error_text(br#"{"error":"model not found"}"#),
+            "model not found"
+        );
+        assert_eq!(error_text(b"  upstream exploded \n"), "upstream exploded");
+        assert_eq!(error_text(b""), "");
+    }
+
+    #[test]
+    fn retry_after_prefers_milliseconds() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+}

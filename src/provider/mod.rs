@@ -1,0 +1,269 @@
+//! Model providers behind one streaming interface.
+//!
+//! Each provider file has three parts: serde wire types, a request builder from the neutral
+//! conversation, and a `Mapper`, a pure state machine from wire events to [`StreamEvent`]s. The
+//! shared parts live here: the event enum, the error type (classified once, so retry decisions
+//! never parse strings), and the driver that runs a mapper over an HTTP body through the SSE
+//! decoder with an idle timeout.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+use crate::conversation::{Block, Message, StopReason, Usage};
+use crate::tools::ToolSpec;
+
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod replay;
+pub mod sse;
+#[cfg(test)]
+pub mod testing;
+
+/// Everything a provider needs for one request.
+pub struct Request<'a> {
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    /// The tools offered this round; empty means the model gets no tools.
+    pub tools: &'a [&'a ToolSpec],
+    /// Cap on the response's output tokens, when the user set one.
+    pub max_tokens: Option<u32>,
+}
+
+/// What a provider stream yields, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// A piece of answer text, for live display; the whole text also arrives as a `Block`.
+    TextDelta(String),
+    /// A piece of reasoning, for live display.
+    ThinkingDelta(String),
+    /// A finished block. A `ToolUse` block may be executed as soon as it arrives.
+    Block(Block),
+    /// Usage so far (each report replaces the previous one for this response).
+    Usage(Usage),
+    /// The response ended normally. Always the last event of a successful stream.
+    Done(StopReason),
+}
+
+/// A boxed stream of events; dropping it cancels the request.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+/// One model endpoint.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// The provider's name as the user wrote it (`anthropic`, `ollama`, …).
+    fn name(&self) -> &str;
+    /// The model name sent to the provider.
+    fn model(&self) -> &str;
+    /// Starts one streamed response. HTTP-level failures are returned here; failures after the
+    /// response started arrive through the stream.
+    async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError>;
+}
+
+/// Why a model request failed. Messages name the provider and carry the provider's own error
+/// text; they never contain a key.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProviderError {
+    /// A non-success HTTP status before any streaming.
+    #[error("{provider}: HTTP {status}: {message}")]
+    Http {
+        provider: String,
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// An error the provider reported inside a 200 stream.
+    #[error("{provider}: error in stream: {message}")]
+    Stream { provider: String, message: String },
+    /// Connecting, sending or reading failed.
+    #[error("{provider}: {message}")]
+    Transport { provider: String, message: String },
+    /// No bytes arrived for longer than the idle timeout.
+    #[error("{provider}: stream stalled: no data for {}s", .after.as_secs())]
+    Idle { provider: String, after: Duration },
+    /// The stream closed before its terminal event.
+    #[error("{provider}: stream closed before {expected}")]
+    Truncated {
+        provider: String,
+        expected: &'static str,
+    },
+    /// The stream was not what the protocol promises (bad JSON, oversized event).
+    #[error("{provider}: protocol error: {message}")]
+    Protocol { provider: String, message: String },
+    /// The replay provider has nothing (more) to play.
+    #[error("replay: {0}")]
+    Replay(String),
+}
+
+impl ProviderError {
+    /// Whether trying the same request again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => matches!(status, 408 | 409 | 429 | 500..=599),
+            ProviderError::Stream { .. } => true,
+            ProviderError::Transport { .. } => true,
+            ProviderError::Idle { .. } => true,
+            ProviderError::Truncated { .. } => true,
+            ProviderError::Protocol { .. } => false,
+            ProviderError::Replay(_) => false,
+        }
+    }
+
+    /// The HTTP status, when there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ProviderError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A provider's wire-to-neutral state machine. Pure: no I/O, so it is tested by feeding events.
+pub trait Mapper: Send + 'static {
+    /// The provider name used in error messages.
+    fn provider(&self) -> &str;
+
+    /// Maps one SSE event.
+    fn map(
+        &mut self,
+        event: sse::SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError>;
+
+    /// Lines outside the SSE grammar (a bare JSON error body, for some servers).
+    fn stray(&mut self, lines: Vec<String>) -> Result<(), ProviderError> {
+        let _ = lines;
+        Ok(())
+    }
+
+    /// The body ended. `tail` is an event that lacked its closing blank line (not dispatched by
+    /// the SSE rules, but useful to recognise a terminal sentinel). Must emit `Done` or fail.
+    fn finish(
+        &mut self,
+        tail: Option<sse::SseEvent>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError>;
+
+    /// True once the terminal event was seen; the driver stops reading.
+    fn is_done(&self) -> bool;
+}
+
+/// Runs `mapper` over a byte stream: decode SSE, map, enforce the idle timeout, and end with
+/// `Done` or an error (never a silent end).
+pub fn drive<S, E, M>(body: S, mapper: M, idle: Duration) -> EventStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display,
+    M: Mapper,
+{
+    struct State<S, M> {
+        body: S,
+        mapper: M,
+        decoder: sse::Decoder,
+        pending: std::collections::VecDeque<Result<StreamEvent, ProviderError>>,
+        finished: bool,
+    }
+    let state = State {
+        body,
+        mapper,
+        decoder: sse::Decoder::default(),
+        pending: Default::default(),
+        finished: false,
+    };
+    let stream = futures_util::stream::unfold(state, move |mut st| async move {
+        loop {
+            if let Some(item) = st.pending.pop_front() {
+                return Some((item, st));
+            }
+            if st.finished {
+                return None;
+            }
+            let provider = st.mapper.provider().to_owned();
+            let next = match tokio::time::timeout(idle, st.body.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    st.finished = true;
+                    let err = ProviderError::Idle {
+                        provider,
+                        after: idle,
+                    };
+                    return Some((Err(err), st));
+                }
+            };
+            let mut out = Vec::new();
+            let step = match next {
+                Some(Ok(bytes)) => feed(&mut st.decoder, &mut st.mapper, &bytes, &mut out),
+                Some(Err(e)) => Err(ProviderError::Transport {
+                    provider,
+                    message: format!("reading the response failed: {e}"),
+                }),
+                None => {
+                    st.finished = true;
+                    let stray = st.decoder.take_stray();
+                    let tail = st.decoder.finish();
+                    st.mapper
+                        .stray(stray)
+                        .and_then(|()| st.mapper.finish(tail, &mut out))
+                }
+            };
+            // Events mapped before a failure are still delivered, then the error ends the stream.
+            st.pending.extend(out.into_iter().map(Ok));
+            if let Err(e) = step {
+                st.pending.push_back(Err(e));
+                st.finished = true;
+            }
+            if st.mapper.is_done() {
+                st.finished = true;
+            }
+        }
+    });
+    Box::pin(stream)
+}
+
+fn feed<M: Mapper>(
+    decoder: &mut sse::Decoder,
+    mapper: &mut M,
+    bytes: &[u8],
+    out: &mut Vec<StreamEvent>,
+) -> Result<(), ProviderError> {
+    let mut events = Vec::new();
+    let fed = decoder.feed(bytes, &mut events);
+    for ev in events {
+        if mapper.is_done() {
+            break;
+        }
+        mapper.map(ev, out)?;
+    }
+    mapper.stray(decoder.take_stray())?;
+    fed.map_err(|e| ProviderError::Protocol {
+        provider: mapper.provider().to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Parses an event's JSON data, naming the provider and event on failure.
+pub fn parse_json<T: serde::de::DeserializeOwned>(
+    provider: &str,
+    data: &str,
+) -> Result<T, ProviderError> {
+    serde_json::from_str(data).map_err(|e| ProviderError::Protocol {
+        provider: provider.to_owned(),
+        message: format!("undecodable event ({e}): {}", clip(data, 200)),
+    })
+}
+
+/// Cuts text for error messages at a character boundary.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}

@@ -1,0 +1,535 @@
+//! OpenAI Chat Completions, streamed, and every server that speaks it (Ollama, llama.cpp, vLLM).
+//!
+//! Tool calls arrive as fragments keyed by `index`, possibly interleaved, possibly whole in one
+//! chunk (Ollama). A call is complete when a later index has begun and its arguments parse, or
+//! when the choice finishes; complete calls are emitted in index order so execution can start
+//! while the model is still streaming. Arguments are echoed back as the exact text streamed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::header::HeaderMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::sse::SseEvent;
+use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
+use crate::conversation::{Block, CallDefect, Message, StopReason, ToolUse, Usage};
+
+/// Which dialect of the API a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// api.openai.com: `developer` role, `max_completion_tokens`.
+    OpenAi,
+    /// A compatible server: `system` role, `max_tokens`.
+    Compatible,
+}
+
+pub struct OpenAi {
+    name: &'static str,
+    flavor: Flavor,
+    client: reqwest::Client,
+    url: String,
+    key: Option<String>,
+    model: String,
+    idle: Duration,
+}
+
+impl OpenAi {
+    /// `base_url` follows the SDK convention: it ends in `/v1`; `/chat/completions` is added.
+    pub fn new(
+        name: &'static str,
+        flavor: Flavor,
+        client: reqwest::Client,
+        base_url: &str,
+        key: Option<String>,
+        model: String,
+        idle: Duration,
+    ) -> OpenAi {
+        let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+        OpenAi {
+            name,
+            flavor,
+            client,
+            url,
+            key,
+            model,
+            idle,
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAi {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
+        let wire = build_request(&self.model, self.flavor, request);
+        let body = serde_json::to_vec(&wire).map_err(|e| ProviderError::Protocol {
+            provider: self.name.into(),
+            message: e.to_string(),
+        })?;
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.key {
+            headers.insert(
+                "authorization",
+                http::secret_header(&format!("Bearer {key}"))?,
+            );
+        }
+        let response = http::post(&self.client, self.name, &self.url, headers, body).await?;
+        let mapper = OpenAiMapper::new(self.name);
+        Ok(super::drive(
+            Box::pin(response.bytes_stream()),
+            mapper,
+            self.idle,
+        ))
+    }
+}
+
+// ---- request ----
+
+#[derive(Debug, Serialize)]
+pub struct WireRequest<'a> {
+    model: &'a str,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    messages: Vec<Value>,
+}
+
+#[derive(Debug, Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// The request body for `request`.
+pub fn build_request<'a>(model: &'a str, flavor: Flavor, request: &Request<'a>) -> WireRequest<'a> {
+    let tools: Vec<WireTool> = request
+        .tools
+        .iter()
+        .map(|t| WireTool {
+            kind: "function",
+            function: WireFunction {
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.input_schema,
+            },
+        })
+        .collect();
+    // llama.cpp only makes parallel calls when asked; the others default to it.
+    let parallel_tool_calls = (!tools.is_empty()).then_some(true);
+    let (max_completion_tokens, max_tokens) = match flavor {
+        Flavor::OpenAi => (request.max_tokens, None),
+        Flavor::Compatible => (None, request.max_tokens),
+    };
+    let system_role = match flavor {
+        Flavor::OpenAi => "developer",
+        Flavor::Compatible => "system",
+    };
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(serde_json::json!({"role": system_role, "content": request.system}));
+    }
+    for message in request.messages {
+        push_messages(message, &mut messages);
+    }
+    WireRequest {
+        model,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        tools,
+        parallel_tool_calls,
+        max_completion_tokens,
+        max_tokens,
+        messages,
+    }
+}
+
+fn push_messages(message: &Message, out: &mut Vec<Value>) {
+    match message {
+        Message::User(text) => out.push(serde_json::json!({"role": "user", "content": text})),
+        Message::Assistant { blocks, .. } => {
+            let text: String = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Text { text, .. } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let calls: Vec<Value> = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse(call) => Some(serde_json::json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments_text()},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let mut m = serde_json::json!({"role": "assistant"});
+            m["content"] = if text.is_empty() && !calls.is_empty() {
+                Value::Null
+            } else {
+                text.into()
+            };
+            if !calls.is_empty() {
+                m["tool_calls"] = Value::Array(calls);
+            }
+            out.push(m);
+        }
+        Message::ToolResults(results) => {
+            for r in results {
+                // Chat Completions has no error flag on tool messages; the text says it instead.
+                let content = if r.is_error {
+                    format!("Error: {}", r.content)
+                } else {
+                    r.content.clone()
+                };
+                out.push(serde_json::json!({
+                    "role": "tool",
+                    "tool_call_id": r.tool_use_id,
+                    "content": content,
+                }));
+            }
+        }
+    }
+}
+
+// ---- stream ----
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+    /// vLLM reports errors at the top level: `{"object":"error","message":…}`.
+    #[serde(default)]
+    object: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u32,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<CallDelta>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CallDelta {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    /// A string fragment, or (some compatible servers) the whole arguments as an object.
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    args: String,
+}
+
+/// Chat Completions chunks → neutral events.
+#[derive(Debug)]
+pub struct OpenAiMapper {
+    provider: &'static str,
+    text: String,
+    reasoning: String,
+    calls: BTreeMap<u32, PartialCall>,
+    /// Calls below this index have been emitted.
+    next_emit: u32,
+    generated_ids: u32,
+    finish: Option<StopReason>,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl OpenAiMapper {
+    pub fn new(provider: &'static str) -> OpenAiMapper {
+        OpenAiMapper {
+            provider,
+            text: String::new(),
+            reasoning: String::new(),
+            calls: BTreeMap::new(),
+            next_emit: 0,
+            generated_ids: 0,
+            finish: None,
+            usage: None,
+            done: false,
+        }
+    }
+
+    fn stream_error(&self, message: String) -> ProviderError {
+        ProviderError::Stream {
+            provider: self.provider.into(),
+            message,
+        }
+    }
+
+    fn flush_reasoning(&mut self, out: &mut Vec<StreamEvent>) {
+        if !self.reasoning.is_empty() {
+            let text = std::mem::take(&mut self.reasoning);
+            out.push(StreamEvent::Block(Block::Thinking {
+                text,
+                signature: None,
+            }));
+        }
+    }
+
+    fn flush_text(&mut self, out: &mut Vec<StreamEvent>) {
+        self.flush_reasoning(out);
+        if !self.text.is_empty() {
+            out.push(StreamEvent::Block(Block::text(std::mem::take(
+                &mut self.text,
+            ))));
+        }
+    }
+
+    /// Emits, in index order, every call known to be complete; with `all`, every call.
+    fn emit_calls(&mut self, all: bool, out: &mut Vec<StreamEvent>) {
+        let truncated = self.finish == Some(StopReason::MaxTokens);
+        while let Some(call) = self.calls.get(&self.next_emit) {
+            let later_started = self.calls.range(self.next_emit + 1..).next().is_some();
+            let parses =
+                serde_json::from_str::<Value>(call.args.trim()).is_ok_and(|v| v.is_object());
+            if !(all || later_started && parses) {
+                break;
+            }
+            let Some(call) = self.calls.remove(&self.next_emit) else {
+                break;
+            };
+            self.next_emit += 1;
+            let id = if call.id.is_empty() {
+                // Some compatible servers omit ids; results must still refer to something unique.
+                self.generated_ids += 1;
+                format!("call_rounds_{}", self.generated_ids)
+            } else {
+                call.id
+            };
+            let mut tool_use = ToolUse::from_raw(id, call.name, &call.args).keep_raw(&call.args);
+            if truncated && tool_use.defect.is_some() {
+                tool_use.defect = Some(CallDefect::Truncated);
+            }
+            out.push(StreamEvent::Block(Block::ToolUse(tool_use)));
+        }
+    }
+
+    fn end(&mut self, out: &mut Vec<StreamEvent>) {
+        self.flush_text(out);
+        self.emit_calls(true, out);
+        if let Some(usage) = self.usage {
+            out.push(StreamEvent::Usage(usage));
+        }
+        let emitted_calls = self.next_emit > 0;
+        let stop = match self.finish {
+            // gpt-4o sometimes says `stop` on a tool round: the calls decide.
+            Some(StopReason::EndTurn) | None if emitted_calls => StopReason::ToolUse,
+            Some(reason) => reason,
+            None => StopReason::EndTurn,
+        };
+        out.push(StreamEvent::Done(stop));
+        self.done = true;
+    }
+}
+
+impl Mapper for OpenAiMapper {
+    fn provider(&self) -> &str {
+        self.provider
+    }
+
+    fn map(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        if event.data.trim() == "[DONE]" {
+            self.end(out);
+            return Ok(());
+        }
+        let chunk: Chunk = parse_json(self.provider, &event.data)?;
+        if let Some(err) = chunk.error {
+            return Err(self.stream_error(http::error_text(err.to_string().as_bytes())));
+        }
+        if chunk.object.as_deref() == Some("error") {
+            return Err(self.stream_error(chunk.message.unwrap_or_else(|| event.data.clone())));
+        }
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            let delta = choice.delta.unwrap_or_default();
+            for r in [delta.reasoning_content, delta.reasoning]
+                .into_iter()
+                .flatten()
+            {
+                if !r.is_empty() {
+                    out.push(StreamEvent::ThinkingDelta(r.clone()));
+                    self.reasoning.push_str(&r);
+                }
+            }
+            if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
+                self.flush_reasoning(out);
+                out.push(StreamEvent::TextDelta(content.clone()));
+                self.text.push_str(&content);
+            }
+            for call in delta.tool_calls.into_iter().flatten() {
+                self.flush_text(out);
+                let index = call.index.unwrap_or(self.next_emit);
+                let entry = self.calls.entry(index).or_default();
+                if let Some(id) = call.id.filter(|id| !id.is_empty()) {
+                    entry.id = id;
+                }
+                if let Some(f) = call.function {
+                    if let Some(name) = f.name.filter(|n| !n.is_empty()) {
+                        // Set once; append only a genuinely new fragment (llama.cpp streams names).
+                        if entry.name.is_empty() || !entry.name.ends_with(&name) {
+                            entry.name.push_str(&name);
+                        }
+                    }
+                    match f.arguments {
+                        Some(Value::String(s)) => entry.args.push_str(&s),
+                        Some(Value::Null) | None => {}
+                        Some(object) => entry.args.push_str(&object.to_string()),
+                    }
+                }
+            }
+            self.emit_calls(false, out);
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(finish_reason(&reason));
+                // Tools can start now; usage and `[DONE]` may take a moment longer.
+                self.flush_text(out);
+                self.emit_calls(true, out);
+            }
+        }
+        if let Some(u) = chunk.usage {
+            let cached = u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0);
+            self.usage = Some(Usage {
+                input_tokens: u.prompt_tokens.saturating_sub(cached),
+                output_tokens: u.completion_tokens,
+                cache_read_tokens: cached,
+                cache_write_tokens: 0,
+            });
+        }
+        Ok(())
+    }
+
+    fn stray(&mut self, lines: Vec<String>) -> Result<(), ProviderError> {
+        // Older llama.cpp builds report errors on a non-standard `error:` line.
+        match lines.iter().find_map(|l| l.strip_prefix("error:")) {
+            Some(body) => Err(self.stream_error(http::error_text(body.trim().as_bytes()))),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(
+        &mut self,
+        tail: Option<SseEvent>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        // Some servers omit the blank line after `[DONE]`; a finished choice is also complete.
+        let tail_done = tail.is_some_and(|t| t.data.trim() == "[DONE]");
+        if tail_done || self.finish.is_some() {
+            self.end(out);
+            return Ok(());
+        }
+        Err(ProviderError::Truncated {
+            provider: self.provider.into(),
+            expected: "[DONE]",
+        })
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+fn finish_reason(s: &str) -> StopReason {
+    match s {
+        "stop" => StopReason::EndTurn,
+        "tool_calls" | "function_call" | "tool" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::Refusal,
+        _ => StopReason::Other,
+    }
+}
+
+#[cfg(test)]
+#[path = "openai_tests.rs"]
+mod tests;

@@ -1,0 +1,279 @@
+//! `glob`: find paths by name pattern, the way a developer would with `git ls-files`-aware tools:
+//! what .gitignore hides is not worth the model's attention, and results are capped.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use globset::GlobBuilder;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::policy::Subject;
+use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+
+/// Paths shown per call.
+const MAX_RESULTS: usize = 200;
+
+pub struct Glob {
+    spec: ToolSpec,
+}
+
+#[derive(Deserialize)]
+struct Args {
+    pattern: String,
+    path: Option<String>,
+}
+
+impl Glob {
+    pub fn new() -> Glob {
+        let description = format!(
+            "Find files and directories in the workspace whose path matches a glob, e.g. \
+             `**/*.rs` or `src/*.toml`. The pattern is matched against the path relative to \
+             `path`; `*` does not cross `/`, `**` does. Files ignored by .gitignore/.ignore are \
+             skipped. Returns workspace-relative paths (directories end with `/`), sorted, at \
+             most {MAX_RESULTS}."
+        );
+        let input_schema = json!({
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob pattern, e.g. \"**/*.rs\" or \"src/*.toml\"."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Directory to search from, relative to the workspace root. Default \".\" (the root)."
+                }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        });
+        Glob {
+            spec: ToolSpec {
+                name: "glob".to_owned(),
+                description,
+                input_schema,
+                class: Class::Safe,
+            },
+        }
+    }
+}
+
+impl Default for Glob {
+    fn default() -> Glob {
+        Glob::new()
+    }
+}
+
+#[async_trait]
+impl Tool for Glob {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The base directory: `glob(src/**)` allows searching under `src`.
+    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
+        let path = match input.get("path") {
+            Some(path) => path.as_str()?,
+            None => ".",
+        };
+        workspace.subject(path)
+    }
+
+    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let args: Args = parse_args(input)?;
+        let workspace = Arc::clone(&ctx.workspace);
+        let cancel = ctx.cancel.clone();
+        tokio::task::spawn_blocking(move || find(&workspace, &args, &cancel))
+            .await
+            .map_err(|e| ToolError::failed(format!("glob failed: {e}")))?
+    }
+}
+
+fn find(
+    workspace: &Workspace,
+    args: &Args,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
+    let given = args.path.as_deref().unwrap_or(".");
+    let base = workspace.resolve(given)?;
+    if !base.is_dir() {
+        return Err(ToolError::failed(format!("{given:?} is not a directory")));
+    }
+    // Walked paths never start with "./", so a pattern written that way would match nothing.
+    let pattern = args.pattern.strip_prefix("./").unwrap_or(&args.pattern);
+    let matcher = GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| ToolError::failed(e.to_string()))?
+        .compile_matcher();
+
+    let mut shown = Vec::new();
+    let mut more = 0usize;
+    for entry in workspace.walker(&base).build() {
+        if cancel.is_cancelled() {
+            return Err(ToolError::failed("glob was cancelled"));
+        }
+        // An unreadable directory or ignore file is skipped rather than failing the search.
+        let Ok(entry) = entry else { continue };
+        let rel = match entry.path().strip_prefix(&base) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel,
+            _ => continue,
+        };
+        if !matcher.is_match(rel) {
+            continue;
+        }
+        if shown.len() == MAX_RESULTS {
+            more += 1;
+            continue;
+        }
+        let mut line = workspace.display(entry.path());
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            line.push('/');
+        }
+        shown.push(line);
+    }
+
+    if shown.is_empty() {
+        return Ok(no_match(&args.pattern, given, workspace.root() == base));
+    }
+    let mut out = shown.join("\n");
+    if more > 0 {
+        out.push_str(&format!("\n[... {more} more matches not shown]"));
+    }
+    Ok(out)
+}
+
+fn no_match(pattern: &str, given: &str, at_root: bool) -> String {
+    if at_root {
+        format!("no files match {pattern:?}")
+    } else {
+        format!("no files match {pattern:?} under {given:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::workspace::testing::{context, workspace, write};
+    use std::path::Path;
+
+    async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
+        Glob::new()
+            .run(input, &context(ws))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    fn tree(root: &Path) {
+        for f in [
+            "Cargo.toml",
+            "src/main.rs",
+            "src/tools/mod.rs",
+            "src/a.rs",
+            "src/config.toml",
+            "target/debug/x.rs",
+            "notes.log",
+            ".hidden/h.rs",
+            ".git/x.rs",
+            "b.rs",
+        ] {
+            write(root, f, "");
+        }
+        write(root, ".gitignore", "target/\n*.log\n");
+    }
+
+    #[tokio::test]
+    async fn matches_sorted_and_gitignore_respected() {
+        let (_dir, root, ws) = workspace();
+        tree(&root);
+        let got = call(&ws, json!({"pattern": "**/*.rs"})).await;
+        let want = ".hidden/h.rs\nb.rs\nsrc/a.rs\nsrc/main.rs\nsrc/tools/mod.rs";
+        assert_eq!(got, Ok(want.to_owned()));
+    }
+
+    #[tokio::test]
+    async fn star_does_not_cross_separators() {
+        let (_dir, root, ws) = workspace();
+        tree(&root);
+        assert_eq!(
+            call(&ws, json!({"pattern": "src/*"})).await,
+            Ok("src/a.rs\nsrc/config.toml\nsrc/main.rs\nsrc/tools/".to_owned())
+        );
+        assert_eq!(
+            call(&ws, json!({"pattern": "*.toml"})).await,
+            Ok("Cargo.toml".to_owned())
+        );
+        assert_eq!(
+            call(&ws, json!({"pattern": "./src/*.toml"})).await,
+            Ok("src/config.toml".to_owned())
+        );
+    }
+
+    #[tokio::test]
+    async fn base_path_makes_pattern_relative_to_it() {
+        let (_dir, root, ws) = workspace();
+        tree(&root);
+        assert_eq!(
+            call(&ws, json!({"pattern": "*.rs", "path": "src"})).await,
+            Ok("src/a.rs\nsrc/main.rs".to_owned())
+        );
+        assert_eq!(
+            call(&ws, json!({"pattern": "*.md", "path": "src"})).await,
+            Ok(r#"no files match "*.md" under "src""#.to_owned())
+        );
+        assert_eq!(
+            call(&ws, json!({"pattern": "*", "path": "b.rs"})).await,
+            Err(r#""b.rs" is not a directory"#.to_owned())
+        );
+    }
+
+    #[tokio::test]
+    async fn no_match_and_invalid_pattern() {
+        let (_dir, root, ws) = workspace();
+        tree(&root);
+        assert_eq!(
+            call(&ws, json!({"pattern": "**/*.py"})).await,
+            Ok(r#"no files match "**/*.py""#.to_owned())
+        );
+        assert_eq!(
+            call(&ws, json!({"pattern": "src/[a"})).await,
+            Err("error parsing glob 'src/[a': unclosed character class; missing ']'".to_owned())
+        );
+    }
+
+    #[tokio::test]
+    async fn caps_results_and_counts_the_rest() {
+        let (_dir, root, ws) = workspace();
+        for i in 0..250 {
+            write(&root, &format!("d/f{i:03}.txt"), "");
+        }
+        let got = call(&ws, json!({"pattern": "d/*.txt"})).await.unwrap();
+        let mut want: Vec<String> = (0..200).map(|i| format!("d/f{i:03}.txt")).collect();
+        want.push("[... 50 more matches not shown]".to_owned());
+        assert_eq!(got, want.join("\n"));
+    }
+
+    #[tokio::test]
+    async fn symlinks_out_are_not_followed() {
+        let (_dir, root, ws) = workspace();
+        let out = tempfile::tempdir().unwrap();
+        write(out.path(), "secret.rs", "");
+        write(&root, "in.rs", "");
+        symlink(out.path(), root.join("escape")).unwrap();
+        assert_eq!(
+            call(&ws, json!({"pattern": "**/*.rs"})).await,
+            Ok("in.rs".to_owned())
+        );
+        assert_eq!(
+            call(&ws, json!({"pattern": "*", "path": "escape"})).await,
+            Err(r#"path "escape" resolves outside the workspace (symlink)"#.to_owned())
+        );
+    }
+}

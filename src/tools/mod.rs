@@ -1,0 +1,154 @@
+//! Tools the model can call: the `Tool` trait, the registry of every tool this run knows, and the
+//! per-call pipeline and allowlist policy that sit in front of execution.
+//!
+//! A tool is a trait object (not a generic) because tools from manifests and MCP servers only exist
+//! at run time. Each tool owns its JSON Schema; the registry compiles every schema once, so a call
+//! is validated before the tool ever sees its input.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub mod glob;
+pub mod grep;
+pub mod list_dir;
+pub mod pipeline;
+pub mod policy;
+pub mod read_file;
+pub mod workspace;
+
+pub use workspace::Workspace;
+
+/// Whether a tool may run at the same time as others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Reads only: consecutive safe calls run in parallel.
+    Safe,
+    /// Changes things: waits for every earlier call and blocks every later one.
+    Mutating,
+}
+
+/// What the model is told about a tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub class: Class,
+}
+
+/// Everything a running tool may use. The workspace root comes from the user, never the model.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub workspace: Arc<Workspace>,
+    /// Cancelled on timeout, deadline or signal; long-running tools must stop promptly.
+    pub cancel: CancellationToken,
+}
+
+/// A failure the model should read: becomes an error tool_result, never ends the run.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The tool ran (or tried to) and failed; the message says why, for the model.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ToolError {
+    pub fn failed(msg: impl Into<String>) -> ToolError {
+        ToolError::Failed(msg.into())
+    }
+}
+
+/// One tool. Implementations validate nothing themselves beyond deserializing their typed
+/// arguments: the pipeline has already checked the input against `spec().input_schema`.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+
+    /// The text allowlist patterns match against (a workspace-relative path, a command, a URL),
+    /// or `None` when the tool has no subject.
+    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<policy::Subject> {
+        let _ = (input, workspace);
+        None
+    }
+
+    /// Runs the call and returns the text the model sees.
+    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+/// Deserializes a tool's typed arguments from already-validated input.
+pub fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|e| ToolError::failed(format!("invalid arguments: {e}")))
+}
+
+/// A registered tool with its compiled schema.
+pub struct Entry {
+    pub tool: Arc<dyn Tool>,
+    pub validator: jsonschema::Validator,
+}
+
+/// Every tool this run knows, in registration order.
+#[derive(Default)]
+pub struct Registry {
+    entries: Vec<Entry>,
+    by_name: HashMap<String, usize>,
+}
+
+/// A tool whose schema does not compile is a bug in the tool, reported at startup.
+#[derive(Debug, thiserror::Error)]
+#[error("tool {name}: invalid input schema: {message}")]
+pub struct SchemaError {
+    pub name: String,
+    pub message: String,
+}
+
+impl Registry {
+    /// The built-in tools.
+    pub fn builtin() -> Result<Registry, SchemaError> {
+        let mut registry = Registry::default();
+        registry.register(Arc::new(read_file::ReadFile::new()))?;
+        registry.register(Arc::new(list_dir::ListDir::new()))?;
+        registry.register(Arc::new(glob::Glob::new()))?;
+        registry.register(Arc::new(grep::Grep::new()))?;
+        Ok(registry)
+    }
+
+    /// Adds a tool; a later tool with the same name replaces the earlier one.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), SchemaError> {
+        let spec = tool.spec();
+        let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| SchemaError {
+            name: spec.name.clone(),
+            message: e.to_string(),
+        })?;
+        let name = spec.name.clone();
+        let entry = Entry { tool, validator };
+        match self.by_name.get(&name) {
+            Some(&i) => {
+                tracing::warn!("tool {name} registered twice; the later one wins");
+                self.entries[i] = entry;
+            }
+            None => {
+                self.by_name.insert(name, self.entries.len());
+                self.entries.push(entry);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.by_name.get(name).map(|&i| &self.entries[i])
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.tool.spec().name.as_str())
+    }
+
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.entries.iter().map(|e| e.tool.spec())
+    }
+}

@@ -1,0 +1,325 @@
+//! The JSONL transcript: its schema, its writer and its reader.
+//!
+//! One `start` line, one `round` line per finished round, one `end` line. Each line is
+//! serialized whole, written with a single `write_all` and flushed before the next round starts,
+//! so a run killed at any moment leaves every finished round on disk as valid JSONL. The same
+//! types are read back by `--resume` and by the replay provider.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::{Block, ErrorKind, StopReason, ToolResult, Usage};
+
+/// The schema version written in every line's `v`.
+pub const VERSION: u32 = 1;
+
+/// One transcript line: `{"v":1,"type":…,…}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub v: u32,
+    #[serde(flatten)]
+    pub line: Line,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    Start(Start),
+    Round(Round),
+    End(End),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    pub run_id: String,
+    pub time: String,
+    pub provider: String,
+    pub model: String,
+    pub workspace: String,
+    pub prompt: String,
+    pub system: String,
+    /// The allowlist in effect, as rules (`read_file`, `bash(git *)`).
+    pub tools: Vec<String>,
+    pub limits: Limits,
+    pub resumed_from: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_rounds: u32,
+    pub max_tokens: Option<u32>,
+    pub budget_tokens: Option<u64>,
+    pub timeout_secs: Option<f64>,
+    pub tool_timeout_secs: f64,
+    pub max_parallel: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    pub round: u32,
+    pub time: String,
+    /// The model's blocks in the order it produced them.
+    pub blocks: Vec<Block>,
+    /// One result per tool_use block, in the same order.
+    pub results: Vec<ToolResult>,
+    pub stop_reason: Option<StopReason>,
+    pub usage: Usage,
+    pub model_ms: u64,
+    pub tools_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    pub status: String,
+    pub exit_code: u8,
+    pub rounds: u32,
+    pub final_text: String,
+    pub usage: Usage,
+    pub duration_ms: u64,
+    pub error: Option<String>,
+    /// How many tool calls were made, and how many failed, by kind.
+    #[serde(default)]
+    pub tool_calls: u32,
+    #[serde(default)]
+    pub tool_errors: BTreeMap<ErrorKind, u32>,
+}
+
+/// Writing the transcript failed: the run cannot keep its promise of a record, so it ends.
+#[derive(Debug, thiserror::Error)]
+#[error("transcript {}: {source}", path.display())]
+pub struct WriteError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+/// The transcript's only writer.
+#[derive(Debug)]
+pub struct Writer {
+    file: File,
+    path: PathBuf,
+}
+
+impl Writer {
+    /// Creates (or truncates) the file, making parent directories as needed.
+    pub fn create(path: &Path) -> Result<Writer, WriteError> {
+        let wrap = |source| WriteError {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(wrap)?;
+        }
+        let file = File::create(path).map_err(wrap)?;
+        Ok(Writer {
+            file,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one line and flushes it.
+    pub fn write(&mut self, line: &Line) -> Result<(), WriteError> {
+        let mut bytes =
+            serde_json::to_vec(&RecordRef { v: VERSION, line }).map_err(|e| WriteError {
+                path: self.path.clone(),
+                source: e.into(),
+            })?;
+        bytes.push(b'\n');
+        self.file
+            .write_all(&bytes)
+            .and_then(|()| self.file.flush())
+            .map_err(|source| WriteError {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// Serializes like `Record` without cloning the line.
+#[derive(Serialize)]
+struct RecordRef<'a> {
+    v: u32,
+    #[serde(flatten)]
+    line: &'a Line,
+}
+
+/// A transcript read back from disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub start: Start,
+    pub rounds: Vec<Round>,
+    pub end: Option<End>,
+    /// The last line was cut off (the run was killed mid-write) and was skipped.
+    pub torn_tail: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read transcript {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("transcript {}, line {line}: {message}", path.display())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+/// Reads a transcript. A torn last line (no newline and not valid JSON) is skipped and reported
+/// in `torn_tail`; any other bad line is an error naming it.
+pub fn read(path: &Path) -> Result<Transcript, ReadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+fn parse(path: &Path, text: &str) -> Result<Transcript, ReadError> {
+    let invalid = |line: usize, message: String| ReadError::Invalid {
+        path: path.to_owned(),
+        line,
+        message,
+    };
+    let ends_with_newline = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let mut start = None;
+    let mut rounds = Vec::new();
+    let mut end = None;
+    let mut torn_tail = false;
+    for (i, raw) in lines.iter().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let record: Record = match serde_json::from_str(raw) {
+            Ok(r) => r,
+            Err(_) if i + 1 == lines.len() && !ends_with_newline => {
+                torn_tail = true;
+                break;
+            }
+            Err(e) => return Err(invalid(i + 1, e.to_string())),
+        };
+        if record.v != VERSION {
+            return Err(invalid(
+                i + 1,
+                format!("unsupported transcript version {}", record.v),
+            ));
+        }
+        match record.line {
+            Line::Start(s) if start.is_none() => start = Some(s),
+            Line::Start(_) => return Err(invalid(i + 1, "a second start line".into())),
+            Line::Round(r) => rounds.push(r),
+            Line::End(e) => end = Some(e),
+        }
+    }
+    let start = start.ok_or_else(|| invalid(1, "no start line".into()))?;
+    Ok(Transcript {
+        start,
+        rounds,
+        end,
+        torn_tail,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn sample_start() -> Start {
+        Start {
+            run_id: "r1".into(),
+            time: "2026-01-01T00:00:00Z".into(),
+            provider: "anthropic".into(),
+            model: "m".into(),
+            workspace: "/ws".into(),
+            prompt: "hi".into(),
+            system: "sys".into(),
+            tools: vec!["read_file".into()],
+            limits: Limits {
+                max_rounds: 25,
+                max_tokens: None,
+                budget_tokens: None,
+                timeout_secs: None,
+                tool_timeout_secs: 30.0,
+                max_parallel: 8,
+            },
+            resumed_from: None,
+        }
+    }
+
+    #[test]
+    fn lines_round_trip_and_carry_version_and_type_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/t.jsonl");
+        let mut w = Writer::create(&path).unwrap();
+        w.write(&Line::Start(sample_start())).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with(r#"{"v":1,"type":"start","run_id":"r1""#),
+            "{text}"
+        );
+        assert!(text.ends_with('\n'));
+        let t = read(&path).unwrap();
+        assert_eq!(t.start, sample_start());
+        assert!(!t.torn_tail);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_skipped_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut w = Writer::create(&path).unwrap();
+        w.write(&Line::Start(sample_start())).unwrap();
+        drop(w);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(br#"{"v":1,"type":"round","round":1,"ti"#)
+            .unwrap();
+        let t = read(&path).unwrap();
+        assert!(t.torn_tail);
+        assert!(t.rounds.is_empty());
+    }
+
+    #[test]
+    fn a_bad_line_in_the_middle_is_an_error_naming_it() {
+        let start = serde_json::to_string(&Record {
+            v: 1,
+            line: Line::Start(sample_start()),
+        });
+        let text = format!("{}\nnot json\n", start.unwrap());
+        let err = parse(Path::new("t.jsonl"), &text).unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn a_write_failure_is_reported_with_the_path() {
+        // /dev/full accepts the open and fails every write with ENOSPC, like a full disk.
+        let Ok(file) = File::options().write(true).open("/dev/full") else {
+            return;
+        };
+        let mut w = Writer {
+            file,
+            path: PathBuf::from("/dev/full"),
+        };
+        let err = w.write(&Line::Start(sample_start())).unwrap_err();
+        assert!(
+            err.to_string().starts_with("transcript /dev/full: "),
+            "{err}"
+        );
+    }
+}

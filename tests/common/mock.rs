@@ -1,0 +1,201 @@
+//! A scripted model provider: a real HTTP/1.1 server on 127.0.0.1:0 that answers the Nth request
+//! with the Nth scripted reply, writes each body step as its own HTTP chunk (so tests control
+//! the network boundaries the client sees), and records every request.
+//!
+//! Plain threads and std sockets, so it works from tests and benchmarks alike without a runtime.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One step of a reply body.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Written as one HTTP chunk, then flushed.
+    Bytes(Vec<u8>),
+    /// Pause before the next step.
+    Sleep(Duration),
+    /// Wait until a file exists (lets a test hold a stream open until something happened).
+    WaitFor(std::path::PathBuf, Duration),
+    /// Drop the connection without finishing the body (a reset mid-stream).
+    Reset,
+}
+
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<Step>,
+}
+
+impl Reply {
+    /// An SSE reply whose events are written one chunk each.
+    pub fn sse(events: Vec<String>) -> Reply {
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: events.into_iter().map(|e| Step::Bytes(e.into_bytes())).collect(),
+        }
+    }
+
+    /// An SSE reply from raw bytes written in `chunk`-byte pieces.
+    pub fn sse_bytes(bytes: &[u8], chunk: usize) -> Reply {
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: bytes.chunks(chunk.max(1)).map(|c| Step::Bytes(c.to_vec())).collect(),
+        }
+    }
+
+    /// A JSON error reply.
+    pub fn error(status: u16, body: &str) -> Reply {
+        Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: vec![Step::Bytes(body.as_bytes().to_vec())],
+        }
+    }
+}
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Recorded {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("request body is JSON")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+pub struct MockServer {
+    pub addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl MockServer {
+    /// Starts serving `replies` in order; requests beyond the script get a 599 saying so.
+    pub fn start(replies: Vec<Reply>) -> MockServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(replies.into_iter()));
+        let recorded = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let recorded = recorded.clone();
+                let script = script.clone();
+                std::thread::spawn(move || serve(stream, &recorded, &script));
+            }
+        });
+        MockServer { addr, requests }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    recorded: &Mutex<Vec<Recorded>>,
+    script: &Mutex<std::vec::IntoIter<Reply>>,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut reader = BufReader::new(match stream.try_clone() {
+        Ok(s) => s,
+        Err(_) => return,
+    });
+    let mut writer = stream;
+    loop {
+        let Some(request) = read_request(&mut reader) else { return };
+        recorded.lock().unwrap().push(request);
+        let reply = script.lock().unwrap().next().unwrap_or_else(|| {
+            Reply::error(599, r#"{"error":{"message":"the mock has no more scripted replies"}}"#)
+        });
+        if write_reply(&mut writer, &reply).is_err() {
+            return;
+        }
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let path = parts.next()?.to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        reader.read_line(&mut h).ok()?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+    let len = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).ok()?;
+    Some(Recorded { method, path, headers, body })
+}
+
+fn write_reply(w: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {} Mock\r\ntransfer-encoding: chunked\r\n", reply.status);
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    w.write_all(head.as_bytes())?;
+    w.flush()?;
+    for step in &reply.body {
+        match step {
+            Step::Bytes(b) if b.is_empty() => {}
+            Step::Bytes(b) => {
+                w.write_all(format!("{:x}\r\n", b.len()).as_bytes())?;
+                w.write_all(b)?;
+                w.write_all(b"\r\n")?;
+                w.flush()?;
+            }
+            Step::Sleep(d) => std::thread::sleep(*d),
+            Step::WaitFor(path, limit) => {
+                let deadline = std::time::Instant::now() + *limit;
+                while !path.exists() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            Step::Reset => {
+                let _ = w.shutdown(std::net::Shutdown::Both);
+                return Err(std::io::ErrorKind::ConnectionReset.into());
+            }
+        }
+    }
+    w.write_all(b"0\r\n\r\n")?;
+    w.flush()
+}
