@@ -69,7 +69,7 @@ pub trait Provider: Send + Sync {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ProviderError {
     /// A non-success HTTP status before any streaming.
-    #[error("{provider}: HTTP {status}: {message}")]
+    #[error("{provider}: HTTP {status} {message}")]
     Http {
         provider: String,
         status: u16,

@@ -37,7 +37,10 @@ impl Reply {
         Reply {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
-            body: events.into_iter().map(|e| Step::Bytes(e.into_bytes())).collect(),
+            body: events
+                .into_iter()
+                .map(|e| Step::Bytes(e.into_bytes()))
+                .collect(),
         }
     }
 
@@ -46,7 +49,10 @@ impl Reply {
         Reply {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
-            body: bytes.chunks(chunk.max(1)).map(|c| Step::Bytes(c.to_vec())).collect(),
+            body: bytes
+                .chunks(chunk.max(1))
+                .map(|c| Step::Bytes(c.to_vec()))
+                .collect(),
         }
     }
 
@@ -75,7 +81,10 @@ impl Recorded {
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -125,10 +134,15 @@ fn serve(
     });
     let mut writer = stream;
     loop {
-        let Some(request) = read_request(&mut reader) else { return };
+        let Some(request) = read_request(&mut reader) else {
+            return;
+        };
         recorded.lock().unwrap().push(request);
         let reply = script.lock().unwrap().next().unwrap_or_else(|| {
-            Reply::error(599, r#"{"error":{"message":"the mock has no more scripted replies"}}"#)
+            Reply::error(
+                599,
+                r#"{"error":{"message":"the mock has no more scripted replies"}}"#,
+            )
         });
         if write_reply(&mut writer, &reply).is_err() {
             return;
@@ -163,11 +177,19 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
         .unwrap_or(0);
     let mut body = vec![0; len];
     reader.read_exact(&mut body).ok()?;
-    Some(Recorded { method, path, headers, body })
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body,
+    })
 }
 
 fn write_reply(w: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
-    let mut head = format!("HTTP/1.1 {} Mock\r\ntransfer-encoding: chunked\r\n", reply.status);
+    let mut head = format!(
+        "HTTP/1.1 {} Mock\r\ntransfer-encoding: chunked\r\n",
+        reply.status
+    );
     for (k, v) in &reply.headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }

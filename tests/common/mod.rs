@@ -1,0 +1,100 @@
+//! Helpers shared by the end-to-end tests: a sandbox per test (workspace, HOME, state dir), the
+//! real binary with a clean environment, transcript reading, and SSE builders per provider.
+
+#![allow(dead_code)]
+
+pub mod mock;
+pub mod sse;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// A fresh directory tree for one test: `ws/` is the workspace and the working directory.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("ws")).expect("ws");
+        std::fs::create_dir_all(dir.path().join("home")).expect("home");
+        Sandbox { dir }
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws").canonicalize().expect("ws path")
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Writes a workspace file, creating directories.
+    pub fn write(&self, rel: &str, content: &str) {
+        let path = self.ws().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, content).expect("write");
+    }
+
+    /// The binary with an empty environment (plus PATH and a private HOME), run in `ws/`, stdin
+    /// closed. Tests add exactly the variables they mean to.
+    pub fn rounds(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rounds"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("ROUNDS_HOME", self.path("state"))
+            .current_dir(self.ws())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// The transcript path tests pass with `--transcript`.
+    pub fn transcript_path(&self) -> PathBuf {
+        self.path("t.jsonl")
+    }
+
+    pub fn transcript(&self) -> Vec<Value> {
+        read_jsonl(&self.transcript_path())
+    }
+}
+
+/// What a finished run printed and returned.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().expect("run rounds");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// Every line of a JSONL file, each required to parse.
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "last line not terminated"
+    );
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSONL line {l:?}: {e}")))
+        .collect()
+}
+
+/// The line types of a transcript, e.g. `["start", "round", "end"]`.
+pub fn types(lines: &[Value]) -> Vec<&str> {
+    lines
+        .iter()
+        .map(|l| l["type"].as_str().expect("type"))
+        .collect()
+}

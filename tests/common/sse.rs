@@ -1,0 +1,129 @@
+//! Builders for provider streams, so tests read as the conversation they script. Tool arguments
+//! are split into fragments, as real providers send them.
+
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+
+/// One block of a scripted model response.
+pub enum B<'a> {
+    Text(&'a str),
+    Thinking(&'a str, &'a str),
+    /// id, name, arguments as JSON text (sent in two fragments).
+    Tool(&'a str, &'a str, &'a str),
+}
+
+fn event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn halves(s: &str) -> (&str, &str) {
+    let mut mid = s.len() / 2;
+    while !s.is_char_boundary(mid) {
+        mid += 1;
+    }
+    s.split_at(mid)
+}
+
+/// A complete Anthropic Messages stream.
+pub fn anthropic(blocks: &[B], stop: &str, input_tokens: u64, output_tokens: u64) -> Vec<String> {
+    let mut out = vec![event(
+        "message_start",
+        json!({"type":"message_start","message":{"id":"msg_test","type":"message","role":"assistant",
+            "model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,
+            "usage":{"input_tokens":input_tokens,"output_tokens":1}}}),
+    )];
+    out.extend(anthropic_blocks(blocks, 0));
+    out.push(event(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":output_tokens}}),
+    ));
+    out.push(event("message_stop", json!({"type":"message_stop"})));
+    out
+}
+
+/// Just the content block events of an Anthropic stream, numbered from `first`.
+pub fn anthropic_blocks(blocks: &[B], first: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let index = first + i;
+        let delta = |d: Value| {
+            event(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":index,"delta":d}),
+            )
+        };
+        match b {
+            B::Text(t) => {
+                out.push(event("content_block_start", json!({"type":"content_block_start","index":index,"content_block":{"type":"text","text":""}})));
+                let (a, b2) = halves(t);
+                out.push(delta(json!({"type":"text_delta","text":a})));
+                out.push(delta(json!({"type":"text_delta","text":b2})));
+            }
+            B::Thinking(t, sig) => {
+                out.push(event("content_block_start", json!({"type":"content_block_start","index":index,"content_block":{"type":"thinking","thinking":"","signature":""}})));
+                out.push(delta(json!({"type":"thinking_delta","thinking":t})));
+                out.push(delta(json!({"type":"signature_delta","signature":sig})));
+            }
+            B::Tool(id, name, args) => {
+                out.push(event("content_block_start", json!({"type":"content_block_start","index":index,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}})));
+                let (a, b2) = halves(args);
+                out.push(delta(json!({"type":"input_json_delta","partial_json":""})));
+                out.push(delta(json!({"type":"input_json_delta","partial_json":a})));
+                out.push(delta(json!({"type":"input_json_delta","partial_json":b2})));
+            }
+        }
+        out.push(event(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":index}),
+        ));
+    }
+    out
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let c = json!({"id":"chatcmpl-test","object":"chat.completion.chunk","created":1,"model":"gpt-test",
+        "choices":[{"index":0,"delta":delta,"logprobs":null,"finish_reason":finish}]});
+    format!("data: {c}\n\n")
+}
+
+/// A complete Chat Completions stream: text first, then tool calls (each call's arguments in
+/// two fragments), the finish chunk, the usage chunk and `[DONE]`.
+pub fn openai(
+    blocks: &[B],
+    finish: &str,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+) -> Vec<String> {
+    let mut out = vec![chunk(json!({"role":"assistant","content":null}), None)];
+    let mut index = 0;
+    for b in blocks {
+        match b {
+            B::Text(t) => {
+                let (a, b2) = halves(t);
+                out.push(chunk(json!({"content":a}), None));
+                out.push(chunk(json!({"content":b2}), None));
+            }
+            B::Thinking(..) => {}
+            B::Tool(id, name, args) => {
+                let (a, b2) = halves(args);
+                out.push(chunk(json!({"tool_calls":[{"index":index,"id":id,"type":"function","function":{"name":name,"arguments":""}}]}), None));
+                out.push(chunk(
+                    json!({"tool_calls":[{"index":index,"function":{"arguments":a}}]}),
+                    None,
+                ));
+                out.push(chunk(
+                    json!({"tool_calls":[{"index":index,"function":{"arguments":b2}}]}),
+                    None,
+                ));
+                index += 1;
+            }
+        }
+    }
+    out.push(chunk(json!({}), Some(finish)));
+    let usage = json!({"id":"chatcmpl-test","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],
+        "usage":{"prompt_tokens":prompt_tokens,"completion_tokens":completion_tokens,"total_tokens":prompt_tokens+completion_tokens}});
+    out.push(format!("data: {usage}\n\n"));
+    out.push("data: [DONE]\n\n".to_owned());
+    out
+}

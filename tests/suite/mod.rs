@@ -1,0 +1,4 @@
+mod exit_codes;
+mod outputs;
+mod providers;
+mod tool_errors;

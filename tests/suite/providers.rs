@@ -1,0 +1,257 @@
+//! A two-round run per provider: round 1 asks for two parallel read_file calls, round 2
+//! answers. Checks the exit code, stdout, every transcript line, and that the second request
+//! carries the tool results in that provider's exact wire format.
+
+use crate::common::mock::{MockServer, Reply};
+use crate::common::sse::{self, B};
+use crate::common::{Sandbox, run, types};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const ANSWER: &str = "a.txt says alpha and b.txt says beta — both read ✓";
+
+fn sandbox() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    sb.write("b.txt", "beta\n");
+    sb
+}
+
+/// The transcript of a 2-round run must have exactly these lines, whatever the provider.
+fn check_transcript(sb: &Sandbox, provider: &str, model: &str, round1_blocks: Value) {
+    let lines = sb.transcript();
+    assert_eq!(types(&lines), ["start", "round", "round", "end"]);
+    let start = &lines[0];
+    assert_eq!(start["v"], 1);
+    assert_eq!(start["provider"], provider);
+    assert_eq!(start["model"], model);
+    assert_eq!(start["prompt"], "read both files");
+    assert_eq!(start["workspace"], sb.ws().display().to_string());
+    assert_eq!(
+        start["tools"],
+        json!(["read_file", "list_dir", "glob", "grep"])
+    );
+
+    let r1 = &lines[1];
+    assert_eq!(r1["round"], 1);
+    assert_eq!(r1["blocks"], round1_blocks);
+    let ids = [
+        round1_blocks[1]["id"].as_str().unwrap(),
+        round1_blocks[2]["id"].as_str().unwrap(),
+    ];
+    let results = r1["results"].as_array().unwrap();
+    let summary: Vec<(&str, &str, bool, &str)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["tool_use_id"].as_str().unwrap(),
+                r["name"].as_str().unwrap(),
+                r["is_error"].as_bool().unwrap(),
+                r["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (ids[0], "read_file", false, "     1\talpha\n"),
+            (ids[1], "read_file", false, "     1\tbeta\n"),
+        ]
+    );
+    assert_eq!(r1["stop_reason"], "tool_use");
+    assert_eq!(r1["usage"], json!({"input_tokens":100,"output_tokens":20}));
+    assert!(r1["model_ms"].is_u64() && r1["tools_ms"].is_u64());
+
+    let r2 = &lines[2];
+    assert_eq!(r2["round"], 2);
+    assert_eq!(r2["blocks"], json!([{"type":"text","text":ANSWER}]));
+    assert_eq!(r2["results"], json!([]));
+    assert_eq!(r2["stop_reason"], "end_turn");
+
+    let end = &lines[3];
+    assert_eq!(end["status"], "completed");
+    assert_eq!(end["exit_code"], 0);
+    assert_eq!(end["rounds"], 2);
+    assert_eq!(end["final_text"], ANSWER);
+    assert_eq!(end["usage"], json!({"input_tokens":250,"output_tokens":50}));
+    assert_eq!(end["error"], Value::Null);
+    assert_eq!(end["tool_calls"], 2);
+}
+
+#[test]
+fn anthropic_two_rounds_with_parallel_tool_calls() {
+    let sb = sandbox();
+    let calls = [
+        B::Text("Reading both."),
+        B::Tool("toolu_1", "read_file", r#"{"path":"a.txt"}"#),
+        B::Tool("toolu_2", "read_file", r#"{"path":"b.txt"}"#),
+    ];
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(&calls, "tool_use", 100, 20)),
+        Reply::sse(sse::anthropic(&[B::Text(ANSWER)], "end_turn", 150, 30)),
+    ]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["-m", "anthropic/claude-test", "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("read both files"));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, format!("{ANSWER}\n").as_str()),
+        "{}",
+        out.stderr
+    );
+    check_transcript(
+        &sb,
+        "anthropic",
+        "claude-test",
+        json!([
+            {"type":"text","text":"Reading both."},
+            {"type":"tool_use","id":"toolu_1","name":"read_file","input":{"path":"a.txt"}},
+            {"type":"tool_use","id":"toolu_2","name":"read_file","input":{"path":"b.txt"}},
+        ]),
+    );
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(
+            (r.method.as_str(), r.path.as_str()),
+            ("POST", "/v1/messages")
+        );
+        assert_eq!(r.header("x-api-key"), Some("sk-ant-test-key"));
+        assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+    }
+    let first = requests[0].json();
+    assert_eq!(first["model"], "claude-test");
+    assert_eq!(first["stream"], true);
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "list_dir", "glob", "grep"]);
+    assert!(first["tools"][0]["input_schema"]["properties"]["path"].is_object());
+    assert_eq!(
+        first["messages"],
+        json!([{"role":"user","content":"read both files"}])
+    );
+
+    let second = requests[1].json();
+    assert_eq!(
+        second["messages"],
+        json!([
+            {"role":"user","content":"read both files"},
+            {"role":"assistant","content":[
+                {"type":"text","text":"Reading both."},
+                {"type":"tool_use","id":"toolu_1","name":"read_file","input":{"path":"a.txt"}},
+                {"type":"tool_use","id":"toolu_2","name":"read_file","input":{"path":"b.txt"}},
+            ]},
+            {"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"toolu_1","content":"     1\talpha\n"},
+                {"type":"tool_result","tool_use_id":"toolu_2","content":"     1\tbeta\n"},
+            ]},
+        ])
+    );
+    assert_eq!(second["system"], first["system"]);
+    assert_eq!(second["tools"], first["tools"]);
+}
+
+#[test]
+fn openai_two_rounds_with_parallel_tool_calls() {
+    let sb = sandbox();
+    let calls = [
+        B::Text("Reading both."),
+        B::Tool("call_1", "read_file", r#"{"path": "a.txt"}"#),
+        B::Tool("call_2", "read_file", r#"{"path": "b.txt"}"#),
+    ];
+    let server = MockServer::start(vec![
+        Reply::sse(sse::openai(&calls, "tool_calls", 100, 20)),
+        Reply::sse(sse::openai(&[B::Text(ANSWER)], "stop", 150, 30)),
+    ]);
+    let out = run(sb
+        .rounds()
+        .env("OPENAI_API_KEY", "sk-openai-test-key")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .args(["-m", "openai/gpt-test", "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("read both files"));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, format!("{ANSWER}\n").as_str()),
+        "{}",
+        out.stderr
+    );
+    // OpenAI echoes arguments verbatim, so the transcript keeps their exact text.
+    check_transcript(
+        &sb,
+        "openai",
+        "gpt-test",
+        json!([
+            {"type":"text","text":"Reading both."},
+            {"type":"tool_use","id":"call_1","name":"read_file","input":{"path":"a.txt"},"raw_input":"{\"path\": \"a.txt\"}"},
+            {"type":"tool_use","id":"call_2","name":"read_file","input":{"path":"b.txt"},"raw_input":"{\"path\": \"b.txt\"}"},
+        ]),
+    );
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert_eq!(
+            (r.method.as_str(), r.path.as_str()),
+            ("POST", "/v1/chat/completions")
+        );
+        assert_eq!(r.header("authorization"), Some("Bearer sk-openai-test-key"));
+    }
+    let first = requests[0].json();
+    assert_eq!(first["stream_options"], json!({"include_usage": true}));
+    assert_eq!(first["messages"][0]["role"], "developer");
+    assert_eq!(first["tools"][0]["type"], "function");
+    assert_eq!(first["tools"][0]["function"]["name"], "read_file");
+
+    let second = requests[1].json();
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(messages[0], first["messages"][0]);
+    assert_eq!(
+        messages[1..],
+        [
+            json!({"role":"user","content":"read both files"}),
+            json!({"role":"assistant","content":"Reading both.","tool_calls":[
+                {"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"path\": \"a.txt\"}"}},
+                {"id":"call_2","type":"function","function":{"name":"read_file","arguments":"{\"path\": \"b.txt\"}"}},
+            ]}),
+            json!({"role":"tool","tool_call_id":"call_1","content":"     1\talpha\n"}),
+            json!({"role":"tool","tool_call_id":"call_2","content":"     1\tbeta\n"}),
+        ]
+    );
+}
+
+#[test]
+fn ollama_preset_needs_no_key_and_sends_the_compatible_dialect() {
+    let sb = sandbox();
+    let server = MockServer::start(vec![Reply::sse(sse::openai(
+        &[B::Text("hi")],
+        "stop",
+        5,
+        1,
+    ))]);
+    let out = run(sb
+        .rounds()
+        .args(["-m", "ollama/qwen3:8b", "--no-transcript", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hello"));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "hi\n"),
+        "{}",
+        out.stderr
+    );
+    let req = &server.requests()[0];
+    assert_eq!(req.header("authorization"), None);
+    let body = req.json();
+    assert_eq!(body["model"], "qwen3:8b");
+    assert_eq!(body["messages"][0]["role"], "system");
+}

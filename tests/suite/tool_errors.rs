@@ -1,0 +1,128 @@
+//! Calls the pipeline must refuse come back to the model as error results that say what was
+//! wrong, and the run goes on.
+
+use crate::common::mock::{MockServer, Reply};
+use crate::common::sse::{self, B};
+use crate::common::{Sandbox, run};
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+#[test]
+fn bad_calls_become_error_results_and_the_run_continues() {
+    let sb = Sandbox::new();
+    sb.write("ok.txt", "fine\n");
+    sb.write("secret.txt", "classified\n");
+    std::fs::write(sb.path("outside.txt"), "outside\n").unwrap();
+    let calls = [
+        B::Tool("t1", "read_file", r#"{"path":"ok.txt"}"#),
+        B::Tool("t2", "read_file", r#"{"path":"../outside.txt"}"#),
+        B::Tool("t3", "read_file", r#"{"file":"ok.txt"}"#),
+        B::Tool("t4", "bash", r#"{"command":"ls"}"#),
+        B::Tool("t5", "read_file", r#"{"path":"secret.txt"}"#),
+        B::Tool("t6", "read_file", r#"{"path": "ok.txt""#),
+    ];
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(&calls, "tool_use", 10, 5)),
+        Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 10, 5)),
+    ]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["--deny", "read_file(secret.txt)", "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "done\n"),
+        "{}",
+        out.stderr
+    );
+
+    let lines = sb.transcript();
+    let results = lines[1]["results"].as_array().unwrap();
+    let kinds: Vec<&Value> = results.iter().map(|r| &r["error_kind"]).collect();
+    assert_eq!(
+        kinds,
+        [
+            &Value::Null,
+            &"failed".into(),
+            &"schema".into(),
+            &"unknown_tool".into(),
+            &"denied".into(),
+            &"invalid_json".into()
+        ]
+    );
+    let content = |i: usize| results[i]["content"].as_str().unwrap();
+    assert_eq!(content(0), "     1\tfine\n");
+    assert!(
+        content(1).contains("outside the workspace"),
+        "{}",
+        content(1)
+    );
+    assert!(
+        !content(1).contains("outside\n"),
+        "the outside file must not be read"
+    );
+    assert!(
+        content(2).contains("\"path\" is a required property"),
+        "{}",
+        content(2)
+    );
+    assert!(
+        content(2).contains("'file' was unexpected"),
+        "names the unexpected property: {}",
+        content(2)
+    );
+    assert!(
+        content(3).contains("unknown tool \"bash\"")
+            && content(3).contains("read_file, list_dir, glob, grep"),
+        "{}",
+        content(3)
+    );
+    assert_eq!(
+        content(4),
+        "denied by the rule --deny read_file(secret.txt)"
+    );
+    assert!(
+        content(5).contains("not valid JSON") && content(5).contains("nothing was run"),
+        "{}",
+        content(5)
+    );
+
+    let end = &lines[3];
+    assert_eq!(end["tool_calls"], 6);
+    assert_eq!(
+        end["tool_errors"],
+        serde_json::json!({"invalid_json":1,"schema":1,"unknown_tool":1,"denied":1,"failed":1})
+    );
+
+    // The model saw every error, flagged, in call order.
+    let second = server.requests()[1].json();
+    let sent = second["messages"][2]["content"].as_array().unwrap();
+    let flags: Vec<(&str, bool)> = sent
+        .iter()
+        .map(|r| {
+            (
+                r["tool_use_id"].as_str().unwrap(),
+                r["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            ("t1", false),
+            ("t2", true),
+            ("t3", true),
+            ("t4", true),
+            ("t5", true),
+            ("t6", true)
+        ]
+    );
+    // The invalid-JSON call is echoed with an empty object, which the API accepts.
+    assert_eq!(
+        second["messages"][1]["content"][5]["input"],
+        serde_json::json!({})
+    );
+}
