@@ -10,7 +10,7 @@ use crate::cli::{Cli, OutputMode};
 use crate::provider::openai::Flavor;
 use crate::tools::policy::{Policy, PolicyError};
 use crate::tools::workspace::WorkspaceError;
-use crate::tools::{Registry, SchemaError, Workspace};
+use crate::tools::{BuiltinOptions, Registry, SchemaError, Workspace};
 use crate::transcript::{self, ReadError, Transcript};
 
 const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
@@ -212,7 +212,7 @@ impl Config {
             ),
         };
 
-        let registry = Registry::builtin()?;
+        let registry = Registry::builtin(&BuiltinOptions::default())?;
         let known: Vec<&str> = registry.names().collect();
         let policy = Policy::new(&cli.allow, &cli.deny, &known)?;
 

@@ -107,9 +107,17 @@ pub struct SchemaError {
     pub message: String,
 }
 
+/// Settings of the built-in tools that come from flags.
+#[derive(Debug, Clone, Default)]
+pub struct BuiltinOptions {
+    /// `web_search` endpoint template with `{query}`; `None` means the DuckDuckGo HTML page.
+    pub search_url: Option<String>,
+}
+
 impl Registry {
     /// The built-in tools.
-    pub fn builtin() -> Result<Registry, SchemaError> {
+    pub fn builtin(options: &BuiltinOptions) -> Result<Registry, SchemaError> {
+        let _ = options;
         let mut registry = Registry::default();
         registry.register(Arc::new(read_file::ReadFile::new()))?;
         registry.register(Arc::new(list_dir::ListDir::new()))?;
