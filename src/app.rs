@@ -10,8 +10,10 @@ use crate::agent::{Agent, LoopLimits, Observer, Quiet};
 use crate::config::{Config, ProviderChoice};
 use crate::conversation::Message;
 use crate::outcome::{Outcome, Status};
+use crate::progress::Progress;
 use crate::provider::{Provider, anthropic::Anthropic, openai::OpenAi, replay::Replay};
-use crate::tools::pipeline::Toolbox;
+use crate::tools::Outputs;
+use crate::tools::pipeline::{Settings, Toolbox};
 use crate::transcript::{End, Limits, Line, Start, Writer};
 
 /// A run that could not start.
@@ -55,12 +57,19 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         policy,
         ..
     } = config;
-    let toolbox = Arc::new(Toolbox::new(
-        registry,
-        policy,
-        workspace,
-        config.tool_timeout,
-    ));
+    // Whole outputs of cut results live beside the transcript, or in the temp directory.
+    let outputs = match &config.transcript {
+        Some(path) => path.with_extension("outputs"),
+        None => std::env::temp_dir().join(format!("rounds-{}", config.run_id)),
+    };
+    let settings = Settings {
+        timeout: config.tool_timeout,
+        max_result_bytes: config.max_result_bytes,
+        env: config.tool_env.clone(),
+        outputs: Outputs::new(outputs),
+        hooks: config.hooks.clone(),
+    };
+    let toolbox = Arc::new(Toolbox::new(registry, policy, workspace, settings));
 
     // The transcript path is checked before any model call: an unwritable one is a usage error.
     let mut writer = match &config.transcript {
@@ -90,7 +99,10 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         w.write(&Line::Start(start)).map_err(SetupFailure::usage)?;
     }
 
-    let observer: Arc<dyn Observer> = Arc::new(Quiet);
+    let observer: Arc<dyn Observer> = match Progress::for_terminal(config.max_rounds) {
+        Some(progress) if !config.quiet => Arc::new(progress),
+        _ => Arc::new(Quiet),
+    };
     let agent = Agent {
         provider,
         toolbox,

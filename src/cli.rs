@@ -64,6 +64,27 @@ pub struct Cli {
     #[arg(long = "deny", value_name = "RULES")]
     pub deny: Vec<String>,
 
+    /// Pass this environment variable through to tool processes (repeatable). Tools get a
+    /// scrubbed environment (PATH, HOME, LANG, … but no keys); provider keys are never passed.
+    #[arg(long = "tool-env", value_name = "NAME")]
+    pub tool_env: Vec<String>,
+
+    /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin. Exit 0 goes on
+    /// (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's stderr as
+    /// the error the model sees, anything else is a warning. Repeatable.
+    #[arg(long = "pre-tool-hook", value_name = "CMD")]
+    pub pre_tool_hook: Vec<String>,
+
+    /// Run CMD after each tool call, with the call and its result as JSON on stdin. Exit 2
+    /// replaces the result with an error carrying CMD's stderr. Repeatable.
+    #[arg(long = "post-tool-hook", value_name = "CMD")]
+    pub post_tool_hook: Vec<String>,
+
+    /// Longest tool result sent to the model; longer ones keep their head and tail, and the
+    /// whole is saved to a file (beside the transcript) that the result names.
+    #[arg(long, value_name = "BYTES", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1024..))]
+    pub max_result_bytes: u64,
+
     /// The directory file tools are confined to. [default: the current directory]
     #[arg(short, long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::cli::{Cli, OutputMode};
+use crate::process;
 use crate::provider::openai::Flavor;
+use crate::tools::hooks::Hooks;
 use crate::tools::policy::{Policy, PolicyError};
 use crate::tools::workspace::WorkspaceError;
 use crate::tools::{BuiltinOptions, Registry, SchemaError, Workspace};
@@ -60,6 +62,10 @@ pub struct Config {
     pub max_parallel: usize,
     pub tool_timeout: Duration,
     pub idle_timeout: Duration,
+    pub max_result_bytes: usize,
+    /// The environment tool and hook processes get.
+    pub tool_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub hooks: Hooks,
     pub output: OutputMode,
     pub transcript: Option<PathBuf>,
     pub run_id: String,
@@ -106,6 +112,8 @@ pub enum ConfigError {
     Replay(#[from] ReadError),
     #[error(transparent)]
     Schema(#[from] SchemaError),
+    #[error("--tool-env {0}: provider keys are never passed to tools")]
+    SecretToolEnv(String),
 }
 
 /// What is on the other end of stdin.
@@ -121,6 +129,8 @@ pub enum StdinKind {
 /// The outside world config reads from; tests substitute it.
 pub struct Inputs<'a> {
     pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Every variable of the process environment, for building tool environments.
+    pub env_all: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     pub stdin_kind: StdinKind,
     pub read_stdin: &'a mut dyn FnMut() -> Result<String, ConfigError>,
     pub cwd: PathBuf,
@@ -216,6 +226,27 @@ impl Config {
         let known: Vec<&str> = registry.names().collect();
         let policy = Policy::new(&cli.allow, &cli.deny, &known)?;
 
+        if let Some(secret) = cli
+            .tool_env
+            .iter()
+            .find(|n| process::SECRET_ENV.contains(&n.as_str()))
+        {
+            return Err(ConfigError::SecretToolEnv(secret.clone()));
+        }
+        let names: Vec<String> = inputs
+            .env_all
+            .iter()
+            .filter_map(|(k, _)| k.to_str().map(str::to_owned))
+            .collect();
+        let lookup = |name: &str| {
+            inputs
+                .env_all
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        let tool_env = process::tool_env(&lookup, &names, &cli.tool_env);
+
         let run_id = new_run_id();
         let transcript = if cli.no_transcript {
             None
@@ -238,6 +269,12 @@ impl Config {
             max_parallel: usize::from(cli.max_parallel),
             tool_timeout: Duration::from_secs_f64(cli.tool_timeout),
             idle_timeout: Duration::from_secs_f64(cli.idle_timeout),
+            max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
+            tool_env,
+            hooks: Hooks {
+                pre: cli.pre_tool_hook.clone(),
+                post: cli.post_tool_hook.clone(),
+            },
             output: cli.output,
             transcript,
             run_id,

@@ -33,8 +33,10 @@ impl World {
             *reads += 1;
             Ok(text.clone())
         };
+        let env_all = self.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
         let inputs = Inputs {
             env: &env,
+            env_all,
             stdin_kind: self.stdin,
             read_stdin: &mut read,
             cwd: self.dir.path().to_owned(),
@@ -217,4 +219,28 @@ fn bad_allow_rules_and_workspaces_are_usage_errors() {
         w.resolve(&["-w", "does-not-exist", "q"]),
         Err(ConfigError::Workspace(_))
     ));
+}
+
+#[test]
+fn tool_environment_is_scrubbed_and_keys_cannot_be_passed() {
+    let mut w = World::new();
+    w.env.insert("PATH".into(), "/bin".into());
+    w.env.insert("AWS_SECRET_ACCESS_KEY".into(), "aws".into());
+    w.env.insert("MY_TOKEN".into(), "t".into());
+    w.env.insert("LC_ALL".into(), "C".into());
+    let c = w.resolve(&["--tool-env", "MY_TOKEN", "q"]).unwrap();
+    let names: Vec<_> = c
+        .tool_env
+        .iter()
+        .map(|(k, _)| k.to_str().unwrap())
+        .collect();
+    assert_eq!(names, ["LC_ALL", "MY_TOKEN", "PATH"]);
+    let err = w
+        .resolve(&["--tool-env", "ANTHROPIC_API_KEY", "q"])
+        .err()
+        .expect("an error");
+    assert_eq!(
+        err.to_string(),
+        "--tool-env ANTHROPIC_API_KEY: provider keys are never passed to tools"
+    );
 }

@@ -13,6 +13,8 @@ pub mod cli;
 pub mod config;
 pub mod conversation;
 pub mod outcome;
+pub mod process;
+pub mod progress;
 pub mod provider;
 pub mod render;
 pub mod tools;
@@ -24,6 +26,8 @@ use outcome::Outcome;
 
 /// Runs the program for parsed flags and returns the exit code.
 pub fn run(cli: Cli) -> u8 {
+    // Before anything reads a key: tool processes must not be able to read our memory.
+    process::protect_self();
     let quiet = cli.quiet;
     let output = cli.output;
     init_logging(cli.verbose, quiet);
@@ -31,6 +35,7 @@ pub fn run(cli: Cli) -> u8 {
     let mut read_stdin = || config::read_real_stdin(quiet);
     let inputs = Inputs {
         env: &env,
+        env_all: std::env::vars_os().collect(),
         stdin_kind: config::stdin_kind(),
         read_stdin: &mut read_stdin,
         cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),

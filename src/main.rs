@@ -5,6 +5,15 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Tool processes run under a re-exec of this binary (see `process::supervisor`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == rounds::process::SUPERVISE_ARG)
+    {
+        let code = rounds::process::supervisor::main(&args[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = match rounds::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -84,7 +84,14 @@ fn toolbox(
     }
     let policy = Policy::new(&["none,safe,mutating".into()], &[], &["safe", "mutating"]).unwrap();
     let ws = Workspace::new(dir).unwrap();
-    Arc::new(Toolbox::new(registry, policy, ws, Duration::from_secs(5)))
+    let settings = crate::tools::pipeline::Settings {
+        timeout: Duration::from_secs(5),
+        max_result_bytes: 30_000,
+        env: Vec::new(),
+        outputs: crate::tools::Outputs::new(dir.join("outputs")),
+        hooks: Default::default(),
+    };
+    Arc::new(Toolbox::new(registry, policy, ws, settings))
 }
 
 fn call(id: usize, name: &str, tag: &str, ms: u64) -> ToolUse {

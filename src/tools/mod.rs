@@ -6,20 +6,28 @@
 //! is validated before the tool ever sees its input.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub mod bash;
+pub mod command_parts;
+pub mod edit_file;
 pub mod glob;
 pub mod grep;
+pub mod hooks;
 pub mod list_dir;
 pub mod pipeline;
 pub mod policy;
 pub mod read_file;
 pub mod workspace;
+pub mod write_file;
 
 pub use workspace::Workspace;
 
@@ -48,6 +56,60 @@ pub struct ToolContext {
     pub workspace: Arc<Workspace>,
     /// Cancelled on timeout, deadline or signal; long-running tools must stop promptly.
     pub cancel: CancellationToken,
+    /// The call's id, for naming files that belong to it.
+    pub call_id: String,
+    /// The most time the call may take (`--tool-timeout`); tools that start processes enforce it
+    /// themselves so they can clean up and report partial output.
+    pub timeout: Duration,
+    /// The environment of processes the tool starts: scrubbed, never a provider key.
+    pub env: Arc<[(OsString, OsString)]>,
+    /// Where whole outputs that were cut are saved.
+    pub outputs: Arc<Outputs>,
+}
+
+impl ToolContext {
+    /// A context with defaults (30 s, empty environment, outputs in the temp directory), for
+    /// running a tool outside the pipeline.
+    pub fn new(workspace: Arc<Workspace>, cancel: CancellationToken) -> ToolContext {
+        ToolContext {
+            workspace,
+            cancel,
+            call_id: "call".into(),
+            timeout: Duration::from_secs(30),
+            env: Arc::from(Vec::new()),
+            outputs: Arc::new(Outputs::new(std::env::temp_dir().join("rounds-outputs"))),
+        }
+    }
+}
+
+/// The directory where whole outputs are saved when a result had to be cut: beside the
+/// transcript (`RUN.outputs/`), or in the temp directory without one.
+#[derive(Debug, Clone)]
+pub struct Outputs {
+    dir: PathBuf,
+}
+
+impl Outputs {
+    pub fn new(dir: PathBuf) -> Outputs {
+        Outputs { dir }
+    }
+
+    /// The file for one call's output of one kind (`stdout`, `txt`, …). Ids come from the
+    /// model, so they are reduced to characters safe in a file name.
+    pub fn path(&self, call_id: &str, kind: &str) -> PathBuf {
+        let safe: String = call_id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(100)
+            .collect();
+        self.dir.join(format!("{safe}.{kind}"))
+    }
 }
 
 /// A failure the model should read: becomes an error tool_result, never ends the run.
@@ -56,6 +118,10 @@ pub enum ToolError {
     /// The tool ran (or tried to) and failed; the message says why, for the model.
     #[error("{0}")]
     Failed(String),
+    /// The tool enforced its own time limit (and cleaned up); the message may carry partial
+    /// output.
+    #[error("{0}")]
+    TimedOut(String),
 }
 
 impl ToolError {
@@ -123,6 +189,9 @@ impl Registry {
         registry.register(Arc::new(list_dir::ListDir::new()))?;
         registry.register(Arc::new(glob::Glob::new()))?;
         registry.register(Arc::new(grep::Grep::new()))?;
+        registry.register(Arc::new(write_file::WriteFile::new()))?;
+        registry.register(Arc::new(edit_file::EditFile::new()))?;
+        registry.register(Arc::new(bash::Bash::new()))?;
         Ok(registry)
     }
 

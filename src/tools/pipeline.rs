@@ -1,15 +1,32 @@
-//! The per-call pipeline: defects → known tool → schema → allowlist → execute (timeout,
-//! cancellation). Every failure along the way becomes an error result the model can read and
-//! react to; nothing here can end the run.
+//! The per-call pipeline: defects → known tool → schema → allowlist → pre hooks → execute
+//! (timeout, cancellation) → post hooks → cap the result. Every failure along the way becomes an
+//! error result the model can read and react to; nothing here can end the run.
 
+use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::hooks::{HookRun, Hooks, Verdict};
 use super::policy::{Decision, Policy, Subject};
-use super::{Class, Registry, ToolContext, ToolError, ToolSpec, Workspace};
+use super::{Class, Entry, Outputs, Registry, ToolContext, ToolError, ToolSpec, Workspace};
 use crate::conversation::{CallDefect, ErrorKind, ToolResult, ToolUse};
+use crate::process::capture::cap_text;
+
+/// How long past its timeout a tool may take to clean up before the pipeline stops waiting.
+const CLEANUP_MARGIN: Duration = Duration::from_secs(3);
+
+/// Limits and plumbing shared by every call.
+pub struct Settings {
+    pub timeout: Duration,
+    /// Results longer than this keep their head and tail; the whole goes to `outputs`.
+    pub max_result_bytes: usize,
+    pub env: Vec<(OsString, OsString)>,
+    pub outputs: Outputs,
+    pub hooks: Hooks,
+}
 
 /// The tools of one run with the rules and limits that govern them.
 pub struct Toolbox {
@@ -17,6 +34,10 @@ pub struct Toolbox {
     policy: Policy,
     workspace: Arc<Workspace>,
     timeout: Duration,
+    max_result_bytes: usize,
+    env: Arc<[(OsString, OsString)]>,
+    outputs: Arc<Outputs>,
+    hooks: Hooks,
 }
 
 impl Toolbox {
@@ -24,13 +45,17 @@ impl Toolbox {
         registry: Registry,
         policy: Policy,
         workspace: Workspace,
-        timeout: Duration,
+        settings: Settings,
     ) -> Toolbox {
         Toolbox {
             registry,
             policy,
             workspace: Arc::new(workspace),
-            timeout,
+            timeout: settings.timeout,
+            max_result_bytes: settings.max_result_bytes,
+            env: Arc::from(settings.env),
+            outputs: Arc::new(settings.outputs),
+            hooks: settings.hooks,
         }
     }
 
@@ -72,16 +97,49 @@ impl Toolbox {
     /// Runs one call through the whole pipeline. Always returns a result.
     pub async fn execute(&self, call: &ToolUse, cancel: CancellationToken) -> ToolResult {
         let started = Instant::now();
-        let mut result = match self.checked(call) {
+        let mut result = match self.checked(call, &call.input) {
             Err(result) => result,
-            Ok(entry) => self.run(call, entry, cancel).await,
+            Ok(entry) => self.hooked(call, entry, cancel).await,
         };
         result.duration_ms = started.elapsed().as_millis() as u64;
-        result
+        self.cap(result)
     }
 
-    /// Everything that can be decided without running the tool.
-    fn checked(&self, call: &ToolUse) -> Result<&super::Entry, ToolResult> {
+    async fn hooked(&self, call: &ToolUse, entry: &Entry, cancel: CancellationToken) -> ToolResult {
+        let run = HookRun {
+            workspace: self.workspace.root(),
+            env: &self.env,
+            timeout: self.timeout,
+            cancel: &cancel,
+        };
+        let mut input = call.input.clone();
+        match self.hooks.before(call, &input, &run).await {
+            Verdict::Veto(why) => return ToolResult::error(call, ErrorKind::Vetoed, why),
+            Verdict::Proceed(Some(replaced)) => {
+                // A hook may rewrite the input, not get around the schema or the allowlist.
+                if let Err(mut result) = self.checked(call, &replaced) {
+                    result.content = format!(
+                        "the pre-tool hook's replacement input was refused: {}",
+                        result.content
+                    );
+                    return result;
+                }
+                input = replaced;
+            }
+            Verdict::Proceed(None) => {}
+        }
+        let result = self.run(call, entry, input.clone(), cancel.clone()).await;
+        match self.hooks.after(call, &input, &result, &run).await {
+            Verdict::Veto(why) => ToolResult {
+                duration_ms: result.duration_ms,
+                ..ToolResult::error(call, ErrorKind::Vetoed, why)
+            },
+            Verdict::Proceed(_) => result,
+        }
+    }
+
+    /// Everything that can be decided without running anything.
+    fn checked(&self, call: &ToolUse, input: &Value) -> Result<&Entry, ToolResult> {
         let fail = |kind, msg: String| Err(ToolResult::error(call, kind, msg));
         match &call.defect {
             Some(CallDefect::InvalidJson(e)) => {
@@ -125,7 +183,7 @@ impl Toolbox {
         };
         let errors: Vec<String> = entry
             .validator
-            .iter_errors(&call.input)
+            .iter_errors(input)
             .map(|e| {
                 let at = e.instance_path().to_string();
                 if at.is_empty() {
@@ -146,7 +204,7 @@ impl Toolbox {
                 ),
             );
         }
-        let subject = entry.tool.subject(&call.input, &self.workspace);
+        let subject = entry.tool.subject(input, &self.workspace);
         if let Decision::Denied(why) = self.policy.permits(&call.name, subject.as_ref()) {
             return fail(ErrorKind::Denied, why);
         }
@@ -156,13 +214,21 @@ impl Toolbox {
     async fn run(
         &self,
         call: &ToolUse,
-        entry: &super::Entry,
+        entry: &Entry,
+        input: Value,
         cancel: CancellationToken,
     ) -> ToolResult {
         let ctx = ToolContext {
             workspace: self.workspace.clone(),
             cancel: cancel.child_token(),
+            call_id: call.id.clone(),
+            timeout: self.timeout,
+            env: self.env.clone(),
+            outputs: self.outputs.clone(),
         };
+        // Tools that start processes enforce the timeout themselves (and clean up); this outer
+        // limit is the safety net for every tool.
+        let hard_stop = self.timeout + CLEANUP_MARGIN;
         let outcome = tokio::select! {
             // A tool that returns because it saw the cancellation was cancelled, not successful.
             biased;
@@ -170,7 +236,7 @@ impl Toolbox {
                 ctx.cancel.cancel();
                 return ToolResult::error(call, ErrorKind::Cancelled, "the call was cancelled");
             }
-            r = tokio::time::timeout(self.timeout, entry.tool.run(call.input.clone(), &ctx)) => r,
+            r = tokio::time::timeout(hard_stop, entry.tool.run(input, &ctx)) => r,
         };
         match outcome {
             Ok(Ok(content)) => ToolResult {
@@ -187,6 +253,9 @@ impl Toolbox {
             Ok(Err(ToolError::Failed(message))) => {
                 ToolResult::error(call, ErrorKind::Failed, message)
             }
+            Ok(Err(ToolError::TimedOut(message))) => {
+                ToolResult::error(call, ErrorKind::Timeout, message)
+            }
             Err(_) => {
                 // Dropping the future stopped async work; the token stops blocking work.
                 ctx.cancel.cancel();
@@ -201,5 +270,20 @@ impl Toolbox {
                 )
             }
         }
+    }
+
+    /// Keeps a result within `max_result_bytes`: head and tail stay, the whole goes to a file
+    /// that the marker in the middle names.
+    fn cap(&self, mut result: ToolResult) -> ToolResult {
+        result.bytes = result.content.len() as u64;
+        if result.content.len() <= self.max_result_bytes {
+            return result;
+        }
+        let path = self.outputs.path(&result.tool_use_id, "txt");
+        let captured = cap_text(&result.content, self.max_result_bytes, Some(path));
+        result.full_output = captured.spilled.as_ref().map(|p| p.display().to_string());
+        result.content = captured.render();
+        result.truncated = true;
+        result
     }
 }

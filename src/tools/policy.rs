@@ -8,6 +8,8 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
+use super::command_parts;
+
 /// The tools allowed when the user says nothing.
 pub const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 
@@ -16,14 +18,17 @@ pub const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 pub enum Subject {
     /// A workspace-relative path: `*` stays within one directory, `**` crosses them.
     Path(String),
-    /// A command or URL: `*` matches anything, `/` included.
+    /// A URL or other text: `*` matches anything, `/` included.
     Text(String),
+    /// A shell command: like `Text`, but a rule allows it only if it matches every simple
+    /// command in it (see `command_parts`).
+    Command(String),
 }
 
 impl Subject {
     pub fn as_str(&self) -> &str {
         match self {
-            Subject::Path(s) | Subject::Text(s) => s,
+            Subject::Path(s) | Subject::Text(s) | Subject::Command(s) => s,
         }
     }
 }
@@ -70,7 +75,7 @@ impl Rule {
             (None, _) => true,
             (Some(_), None) => false,
             (Some(p), Some(Subject::Path(s))) => p.path.is_match(s),
-            (Some(p), Some(Subject::Text(s))) => p.text.is_match(s),
+            (Some(p), Some(Subject::Text(s) | Subject::Command(s))) => p.text.is_match(s),
         }
     }
 }
@@ -134,6 +139,9 @@ impl Policy {
 
     /// Whether one call may run.
     pub fn permits(&self, tool: &str, subject: Option<&Subject>) -> Decision {
+        if let Some(Subject::Command(command)) = subject {
+            return self.permits_command(tool, command);
+        }
         if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
             return Decision::Denied(format!("denied by the rule --deny {}", rule.text));
         }
@@ -154,6 +162,56 @@ impl Policy {
             "{what} is not allowed: {tool} is only allowed as {}",
             patterns.join(", ")
         ))
+    }
+
+    /// A shell command is denied if a deny rule matches it or any part of it, and allowed only if
+    /// a pattern-less rule allows the tool or every part matches an allow pattern.
+    fn permits_command(&self, tool: &str, command: &str) -> Decision {
+        let parts = command_parts::split(command);
+        let whole = Subject::Text(command.to_owned());
+        let mut subjects = vec![whole];
+        if let Ok(parts) = &parts {
+            subjects.extend(parts.iter().map(|p| Subject::Text(p.clone())));
+        }
+        for rule in &self.deny {
+            if let Some(s) = subjects.iter().find(|s| rule.matches(tool, Some(s))) {
+                return Decision::Denied(format!(
+                    "{:?} is denied by the rule --deny {}",
+                    s.as_str(),
+                    rule.text
+                ));
+            }
+        }
+        if self
+            .allow
+            .iter()
+            .any(|r| r.pattern.is_none() && r.matches_tool(tool))
+        {
+            return Decision::Allowed;
+        }
+        let rules: Vec<&Rule> = self.allow.iter().filter(|r| r.matches_tool(tool)).collect();
+        let texts: Vec<&str> = rules.iter().map(|r| r.text.as_str()).collect();
+        let parts = match parts {
+            Ok(parts) if !parts.is_empty() => parts,
+            Ok(_) => return Decision::Denied("an empty command is not allowed".into()),
+            Err(command_parts::Unreadable(why)) => {
+                return Decision::Denied(format!(
+                    "the command cannot be checked against {} ({why})",
+                    texts.join(", ")
+                ));
+            }
+        };
+        for part in &parts {
+            let s = Subject::Text(part.clone());
+            if !rules.iter().any(|r| r.matches(tool, Some(&s))) {
+                return Decision::Denied(format!(
+                    "{part:?} is not allowed: {tool} is only allowed as {} (every command in a \
+                     compound command must match)",
+                    texts.join(", ")
+                ));
+            }
+        }
+        Decision::Allowed
     }
 
     /// The rules in effect, for the transcript.
@@ -338,6 +396,36 @@ mod tests {
                 "\"cargo build\" is not allowed: bash is only allowed as bash(git *)".into()
             )
         );
+    }
+
+    #[test]
+    fn compound_commands_must_match_in_every_part() {
+        let p = policy(&["bash(git *)"], &[]);
+        let cmd = |s: &str| p.permits("bash", Some(&Subject::Command(s.into())));
+        assert_eq!(cmd("git status && git diff | git apply"), Decision::Allowed);
+        assert_eq!(
+            cmd("git status; rm -rf x"),
+            Decision::Denied(
+                "\"rm -rf x\" is not allowed: bash is only allowed as bash(git *) (every command \
+                 in a compound command must match)"
+                    .into()
+            )
+        );
+        for bad in [
+            "git log $(rm -rf x)",
+            "git log `curl x`",
+            "(git status; sh)",
+            "git log 'oops",
+        ] {
+            assert!(matches!(cmd(bad), Decision::Denied(_)), "{bad}");
+        }
+        let p = policy(&["bash"], &["bash(rm *)"]);
+        let cmd = |s: &str| p.permits("bash", Some(&Subject::Command(s.into())));
+        assert_eq!(cmd("ls && echo ok"), Decision::Allowed);
+        assert!(
+            matches!(cmd("ls; rm -rf /"), Decision::Denied(m) if m.contains("--deny bash(rm *)"))
+        );
+        assert!(matches!(cmd("echo $(rm -rf /)"), Decision::Denied(_)));
     }
 
     #[test]

@@ -91,6 +91,7 @@ impl Recorded {
 pub struct MockServer {
     pub addr: SocketAddr,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    waits: Arc<Mutex<Vec<bool>>>,
 }
 
 impl MockServer {
@@ -99,17 +100,21 @@ impl MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let waits = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(replies.into_iter()));
-        let recorded = requests.clone();
+        let (recorded, waited) = (requests.clone(), waits.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let recorded = recorded.clone();
-                let script = script.clone();
-                std::thread::spawn(move || serve(stream, &recorded, &script));
+                let (recorded, waited, script) = (recorded.clone(), waited.clone(), script.clone());
+                std::thread::spawn(move || serve(stream, &recorded, &waited, &script));
             }
         });
-        MockServer { addr, requests }
+        MockServer {
+            addr,
+            requests,
+            waits,
+        }
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -120,11 +125,17 @@ impl MockServer {
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// For each `WaitFor` step served so far: whether its file appeared before the limit.
+    pub fn waits(&self) -> Vec<bool> {
+        self.waits.lock().unwrap().clone()
+    }
 }
 
 fn serve(
     stream: TcpStream,
     recorded: &Mutex<Vec<Recorded>>,
+    waited: &Mutex<Vec<bool>>,
     script: &Mutex<std::vec::IntoIter<Reply>>,
 ) {
     let _ = stream.set_nodelay(true);
@@ -144,7 +155,7 @@ fn serve(
                 r#"{"error":{"message":"the mock has no more scripted replies"}}"#,
             )
         });
-        if write_reply(&mut writer, &reply).is_err() {
+        if write_reply(&mut writer, &reply, waited).is_err() {
             return;
         }
     }
@@ -185,7 +196,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
     })
 }
 
-fn write_reply(w: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+fn write_reply(w: &mut TcpStream, reply: &Reply, waited: &Mutex<Vec<bool>>) -> std::io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} Mock\r\ntransfer-encoding: chunked\r\n",
         reply.status
@@ -211,6 +222,7 @@ fn write_reply(w: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
                 while !path.exists() && std::time::Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(5));
                 }
+                waited.lock().unwrap().push(path.exists());
             }
             Step::Reset => {
                 let _ = w.shutdown(std::net::Shutdown::Both);

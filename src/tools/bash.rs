@@ -1,0 +1,136 @@
+//! `bash`: runs a shell command in the workspace under the supervisor (see `process`): stdin
+//! closed, its own process group, a scrubbed environment, a timeout that ends every process it
+//! started, and output kept in bounded memory (head and tail, the whole of it spilled to a file).
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::policy::Subject;
+use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::process::{self, Captured, Exit, Limits};
+
+/// Bytes of each stream kept from the start and from the end; the rest is only in the spill
+/// file. Both streams together stay under the default result cap.
+const KEEP: usize = 6 * 1024;
+
+pub struct Bash {
+    spec: ToolSpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: String,
+    #[serde(default)]
+    timeout: Option<f64>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: Option<String>,
+}
+
+impl Default for Bash {
+    fn default() -> Self {
+        Bash::new()
+    }
+}
+
+impl Bash {
+    pub fn new() -> Bash {
+        Bash {
+            spec: ToolSpec {
+                name: "bash".into(),
+                description: "Run a shell command with `bash -c` in the workspace root. stdin is \
+                    closed (nothing can prompt for input). Returns the exit code, duration, stdout \
+                    and stderr; long output keeps its beginning and end, and the whole of it is \
+                    saved to a file named in the result. The command and everything it starts are \
+                    killed at the timeout. A non-zero exit code is reported, not treated as a tool \
+                    failure."
+                    .into(),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string", "description": "The command line, run by bash -c."},
+                        "timeout": {"type": "number", "exclusiveMinimum": 0,
+                            "description": "Seconds before the command is killed; capped by the run's --tool-timeout."},
+                        "description": {"type": "string", "description": "A few words on what the command does, for the log."}
+                    },
+                    "required": ["command"],
+                    "additionalProperties": false
+                }),
+                class: Class::Mutating,
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Bash {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn subject(&self, input: &Value, _workspace: &Workspace) -> Option<Subject> {
+        Some(Subject::Command(input.get("command")?.as_str()?.to_owned()))
+    }
+
+    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let args: Args = parse_args(input)?;
+        let limit = args
+            .timeout
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .map_or(ctx.timeout, |t| Duration::from_secs_f64(t).min(ctx.timeout));
+        let spec = process::Spec {
+            argv: vec!["bash".into(), "-c".into(), OsString::from(&args.command)],
+            cwd: ctx.workspace.root(),
+            env: &ctx.env,
+            stdin: None,
+            timeout: limit,
+            cancel: ctx.cancel.clone(),
+            stdout: Limits {
+                head: KEEP,
+                tail: KEEP,
+                spill: Some(ctx.outputs.path(&ctx.call_id, "stdout")),
+            },
+            stderr: Limits {
+                head: KEEP,
+                tail: KEEP,
+                spill: Some(ctx.outputs.path(&ctx.call_id, "stderr")),
+            },
+        };
+        let done = process::run(spec)
+            .await
+            .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
+        let secs = done.duration.as_secs_f64();
+        match done.exit {
+            Exit::Code(code) => Ok(format!(
+                "exit code: {code}\nduration: {secs:.2}s\n{}",
+                streams(&done.stdout, &done.stderr)
+            )),
+            Exit::TimedOut => Err(ToolError::TimedOut(format!(
+                "timed out after {:.1}s; the command and every process it started were killed\n{}",
+                limit.as_secs_f64(),
+                streams(&done.stdout, &done.stderr)
+            ))),
+            Exit::Cancelled => Err(ToolError::failed(format!(
+                "cancelled after {secs:.2}s; the command and every process it started were killed"
+            ))),
+        }
+    }
+}
+
+fn streams(stdout: &Captured, stderr: &Captured) -> String {
+    let show = |name: &str, c: &Captured| {
+        if c.total == 0 {
+            format!("{name}: (empty)\n")
+        } else {
+            let text = c.render();
+            let nl = if text.ends_with('\n') { "" } else { "\n" };
+            format!("{name}:\n{text}{nl}")
+        }
+    };
+    format!("{}{}", show("stdout", stdout), show("stderr", stderr))
+}

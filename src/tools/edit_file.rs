@@ -1,0 +1,647 @@
+//! `edit_file`: the model's way to change part of a file without resending all of it.
+//!
+//! The model names an exact piece of text and its replacement. Requiring the text to occur exactly
+//! once (unless `replace_all`) means an edit never lands somewhere the model did not look; when
+//! there is no match, the error says whether whitespace or line endings were the likely reason, so
+//! the next attempt can succeed. Only the replaced bytes change: line endings (the model's `\n` is
+//! matched as `\r\n` in a CRLF file) and a missing final newline stay as they were. The write is
+//! `Workspace::replace_atomic`, so a failed edit leaves the file untouched. The result shows a
+//! unified diff so the model can check what it did.
+
+use std::borrow::Cow;
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use similar::udiff::UnifiedHunkHeader;
+use similar::{ChangeTag, TextDiff};
+
+use super::policy::Subject;
+use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+
+/// Larger files are refused: the whole file is held in memory (twice) and diffed.
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Unchanged lines shown around each change.
+const CONTEXT_LINES: usize = 3;
+/// Diff lines (hunk headers included) in the result; the rest is counted, not shown.
+const MAX_DIFF_LINES: usize = 200;
+/// Bytes shown of one diff line, so a minified file does not flood the result.
+const MAX_LINE_BYTES: usize = 500;
+/// After this the diff is still correct but may be less minimal.
+const DIFF_TIMEOUT: Duration = Duration::from_secs(1);
+/// Line numbers listed when old_string occurs more than once.
+const MAX_LISTED: usize = 10;
+
+pub struct EditFile {
+    spec: ToolSpec,
+}
+
+#[derive(Deserialize)]
+struct Args {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+impl EditFile {
+    pub fn new() -> EditFile {
+        let description = "Replace exact text in a UTF-8 text file in the workspace. old_string \
+                           must match the file exactly (indentation included) and occur exactly \
+                           once, unless replace_all is true; include enough surrounding lines to \
+                           make it unique. Line endings and a missing final newline are kept; \
+                           nothing else in the file changes. The result shows a unified diff of \
+                           the change. To create a file or replace all of it, use write_file."
+            .to_owned();
+        let input_schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "File path, relative to the workspace root (or absolute inside it)."
+                },
+                "old_string": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The exact text to replace, as it appears in the file."
+                },
+                "new_string": {
+                    "type": "string",
+                    "description": "The text to put in its place (may be empty to delete); must differ from old_string."
+                },
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence instead of requiring exactly one. Default false."
+                }
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        });
+        EditFile {
+            spec: ToolSpec {
+                name: "edit_file".to_owned(),
+                description,
+                input_schema,
+                class: Class::Mutating,
+            },
+        }
+    }
+}
+
+impl Default for EditFile {
+    fn default() -> EditFile {
+        EditFile::new()
+    }
+}
+
+#[async_trait]
+impl Tool for EditFile {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
+        workspace.subject(input.get("path")?.as_str()?)
+    }
+
+    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let args: Args = parse_args(input)?;
+        let workspace = Arc::clone(&ctx.workspace);
+        tokio::task::spawn_blocking(move || edit(&workspace, &args))
+            .await
+            .map_err(|e| ToolError::failed(format!("edit_file failed: {e}")))?
+    }
+}
+
+fn edit(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
+    let path = args.path.as_str();
+    if args.old_string.is_empty() {
+        return Err(ToolError::failed(
+            "old_string is empty; to create a file or replace all of it, use write_file",
+        ));
+    }
+    if args.old_string == args.new_string {
+        return Err(ToolError::failed(
+            "old_string and new_string are identical; there is nothing to change",
+        ));
+    }
+    let (file, real) = workspace.open_file(path)?;
+    let mut bytes = Vec::new();
+    (&file)
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::failed(format!("cannot read {path:?}: {e}")))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ToolError::failed(format!(
+            "{path:?} is larger than {} MiB; edit_file does not edit files that large",
+            MAX_FILE_BYTES / (1024 * 1024)
+        )));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) if !text.contains('\0') => text,
+        _ => {
+            return Err(ToolError::failed(format!(
+                "{path:?} looks binary (it has NUL bytes or is not valid UTF-8); edit_file only \
+                 edits UTF-8 text files"
+            )));
+        }
+    };
+    let (old, new) = in_file_style(&text, &args.old_string, &args.new_string);
+    let count = text.matches(old.as_ref()).count();
+    if count == 0 {
+        return Err(ToolError::failed(not_found(&text, path, &args.old_string)));
+    }
+    if count > 1 && !args.replace_all {
+        return Err(ToolError::failed(ambiguous(&text, path, &old, count)));
+    }
+    let updated = if args.replace_all {
+        text.replace(old.as_ref(), &new)
+    } else {
+        text.replacen(old.as_ref(), &new, 1)
+    };
+    // The file that was read, even when `path` went through a symlink inside the workspace; and
+    // only if it is still that file.
+    let rel = workspace.display(&real);
+    let report = workspace.replace_atomic(&rel, updated.as_bytes(), &file)?;
+    let s = if count == 1 { "" } else { "s" };
+    Ok(format!(
+        "edited {}: {count} replacement{s}\n{}",
+        report.path,
+        unified_diff(&report.path, &text, &updated)
+    ))
+}
+
+/// The strings in the file's own line-ending style: models write `\n` even when the file uses
+/// `\r\n`, and a CRLF file must stay CRLF. The strings as given win when only they match (a
+/// mixed file).
+fn in_file_style<'a>(text: &str, old: &'a str, new: &'a str) -> (Cow<'a, str>, Cow<'a, str>) {
+    let crlf = text.matches("\r\n").count();
+    let bare_lf = text.matches('\n').count() - crlf;
+    let convert =
+        |s: &'a str| -> Cow<'a, str> { if crlf > bare_lf { to_crlf(s) } else { to_lf(s) } };
+    let (styled_old, styled_new) = (convert(old), convert(new));
+    if !text.contains(styled_old.as_ref()) && text.contains(old) {
+        return (Cow::Borrowed(old), Cow::Borrowed(new));
+    }
+    (styled_old, styled_new)
+}
+
+fn to_lf(s: &str) -> Cow<'_, str> {
+    if s.contains("\r\n") {
+        Cow::Owned(s.replace("\r\n", "\n"))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+fn to_crlf(s: &str) -> Cow<'_, str> {
+    if s.contains('\n') {
+        Cow::Owned(to_lf(s).replace('\n', "\r\n"))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// The zero-match error, with the likely reason when there is one.
+fn not_found(text: &str, path: &str, old: &str) -> String {
+    let mut msg = format!("old_string was not found in {path:?}.");
+    if to_lf(text).contains(to_lf(old).as_ref()) {
+        msg.push_str(
+            " It matches if line endings are ignored: the file mixes CRLF and LF line endings \
+             there; copy the text with its exact line endings.",
+        );
+    } else if let Some(line) = whitespace_insensitive_match(text, old) {
+        msg.push_str(&format!(
+            " A match ignoring whitespace starts at line {line}: check indentation, tabs versus \
+             spaces and trailing spaces."
+        ));
+    }
+    msg.push_str(" Read the file again and copy old_string exactly.");
+    msg
+}
+
+/// The 1-based line where `old` occurs if all whitespace is ignored on both sides.
+fn whitespace_insensitive_match(text: &str, old: &str) -> Option<usize> {
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let needle = squeeze(old);
+    if needle.is_empty() {
+        return None;
+    }
+    let at = squeeze(text).find(&needle)?;
+    // Map the offset in the squeezed text back to the original by counting kept bytes again.
+    let mut kept = 0;
+    for (offset, c) in text.char_indices().filter(|(_, c)| !c.is_whitespace()) {
+        if kept == at {
+            return Some(line_of(text, offset));
+        }
+        kept += c.len_utf8();
+    }
+    None
+}
+
+fn ambiguous(text: &str, path: &str, old: &str, count: usize) -> String {
+    let lines: Vec<String> = text
+        .match_indices(old)
+        .take(MAX_LISTED)
+        .map(|(offset, _)| line_of(text, offset).to_string())
+        .collect();
+    let more = if count > MAX_LISTED { ", …" } else { "" };
+    format!(
+        "old_string occurs {count} times in {path:?} (at lines {}{more}); add surrounding lines \
+         to old_string so that it matches exactly once, or set replace_all to true to replace \
+         every occurrence",
+        lines.join(", ")
+    )
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// `diff -u` style, line endings not shown (a CRLF file's diff reads like any other).
+fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    let diff = TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old, new);
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    let (mut shown, mut cut) = (0, 0);
+    let mut push = |line: &str| {
+        if shown < MAX_DIFF_LINES {
+            out.push_str(line);
+            out.push('\n');
+            shown += 1;
+        } else {
+            cut += 1;
+        }
+    };
+    for group in diff.grouped_ops(CONTEXT_LINES) {
+        push(&UnifiedHunkHeader::new(&group).to_string());
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let sign = match change.tag() {
+                    ChangeTag::Equal => ' ',
+                    ChangeTag::Delete => '-',
+                    ChangeTag::Insert => '+',
+                };
+                push(&format!("{sign}{}", shorten(change.value())));
+                if change.missing_newline() {
+                    push("\\ No newline at end of file");
+                }
+            }
+        }
+    }
+    if cut > 0 {
+        out.push_str(&format!(
+            "[diff cut after {MAX_DIFF_LINES} lines; {cut} more lines not shown]\n"
+        ));
+    }
+    out
+}
+
+fn shorten(line: &str) -> Cow<'_, str> {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if line.len() <= MAX_LINE_BYTES {
+        return Cow::Borrowed(line);
+    }
+    let mut end = MAX_LINE_BYTES;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!(
+        "{}[… {} more bytes]",
+        &line[..end],
+        line.len() - end
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::workspace::testing::{context, workspace, write};
+
+    async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
+        EditFile::new()
+            .run(input, &context(ws))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn replace(ws: &Workspace, path: &str, old: &str, new: &str) -> Result<String, String> {
+        call(
+            ws,
+            json!({"path": path, "old_string": old, "new_string": new}),
+        )
+        .await
+    }
+
+    fn read(root: &std::path::Path, rel: &str) -> Vec<u8> {
+        std::fs::read(root.join(rel)).unwrap()
+    }
+
+    fn names(root: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    const TEN: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n";
+
+    #[tokio::test]
+    async fn single_replacement_with_diff() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "src/n.txt", TEN);
+        let got = replace(&ws, "./src/n.txt", "five\n", "FIVE\nfive and a half\n").await;
+        let want = "edited src/n.txt: 1 replacement\n\
+                    --- a/src/n.txt\n\
+                    +++ b/src/n.txt\n\
+                    @@ -2,7 +2,8 @@\n \
+                    two\n \
+                    three\n \
+                    four\n\
+                    -five\n\
+                    +FIVE\n\
+                    +five and a half\n \
+                    six\n \
+                    seven\n \
+                    eight\n";
+        assert_eq!(got, Ok(want.to_owned()));
+        assert_eq!(
+            String::from_utf8(read(&root, "src/n.txt")).unwrap(),
+            TEN.replace("five\n", "FIVE\nfive and a half\n")
+        );
+        assert_eq!(names(&root.join("src")), ["n.txt"]);
+    }
+
+    #[tokio::test]
+    async fn replace_all_counts_and_separate_hunks() {
+        let (_dir, root, ws) = workspace();
+        let content = format!("x = 1\n{}x = 1\n", "pad\n".repeat(10));
+        write(&root, "f.py", &content);
+        let got = call(
+            &ws,
+            json!({"path": "f.py", "old_string": "x = 1", "new_string": "x = 2", "replace_all": true}),
+        )
+        .await;
+        let want = "edited f.py: 2 replacements\n--- a/f.py\n+++ b/f.py\n\
+                    @@ -1,4 +1,4 @@\n-x = 1\n+x = 2\n pad\n pad\n pad\n\
+                    @@ -9,4 +9,4 @@\n pad\n pad\n pad\n-x = 1\n+x = 2\n";
+        assert_eq!(got, Ok(want.to_owned()));
+        assert_eq!(
+            read(&root, "f.py"),
+            content.replace("x = 1", "x = 2").as_bytes()
+        );
+    }
+
+    #[tokio::test]
+    async fn zero_matches_say_why() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "a.rs", "fn main() {\n\tlet x = 1;\n}\n");
+        write(&root, "mixed.txt", "a\r\nb\nc\r\n");
+        let got = replace(&ws, "a.rs", "nothing like it", "y").await;
+        assert_eq!(
+            got,
+            Err(r#"old_string was not found in "a.rs". Read the file again and copy old_string exactly."#.to_owned())
+        );
+        let got = replace(&ws, "a.rs", "    let x = 1;\n}", "y").await;
+        assert_eq!(
+            got,
+            Err(
+                "old_string was not found in \"a.rs\". A match ignoring whitespace starts at \
+                 line 2: check indentation, tabs versus spaces and trailing spaces. Read the file \
+                 again and copy old_string exactly."
+                    .to_owned()
+            )
+        );
+        let got = replace(&ws, "mixed.txt", "a\nb\nc", "y").await;
+        assert_eq!(
+            got,
+            Err(
+                "old_string was not found in \"mixed.txt\". It matches if line endings are \
+                 ignored: the file mixes CRLF and LF line endings there; copy the text with its \
+                 exact line endings. Read the file again and copy old_string exactly."
+                    .to_owned()
+            )
+        );
+        assert_eq!(read(&root, "a.rs"), b"fn main() {\n\tlet x = 1;\n}\n");
+        assert_eq!(read(&root, "mixed.txt"), b"a\r\nb\nc\r\n");
+    }
+
+    #[tokio::test]
+    async fn multiple_matches_need_context_or_replace_all() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "f.txt", "ok\nok\nfine\nok\n");
+        let got = replace(&ws, "f.txt", "ok", "KO").await;
+        assert_eq!(
+            got,
+            Err(
+                "old_string occurs 3 times in \"f.txt\" (at lines 1, 2, 4); add surrounding \
+                 lines to old_string so that it matches exactly once, or set replace_all to true \
+                 to replace every occurrence"
+                    .to_owned()
+            )
+        );
+        assert_eq!(read(&root, "f.txt"), b"ok\nok\nfine\nok\n");
+        let got = replace(&ws, "f.txt", "ok\nfine", "ok\nbetter").await;
+        assert!(got.is_ok(), "{got:?}");
+        assert_eq!(read(&root, "f.txt"), b"ok\nok\nbetter\nok\n");
+    }
+
+    #[tokio::test]
+    async fn crlf_file_stays_crlf() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "w.txt", "alpha\r\nbeta\r\ngamma\r\n");
+        let got = replace(&ws, "w.txt", "alpha\nbeta\n", "alpha\nBETA\nbeta2\n").await;
+        assert_eq!(
+            got,
+            Ok("edited w.txt: 1 replacement\n--- a/w.txt\n+++ b/w.txt\n\
+                @@ -1,3 +1,4 @@\n alpha\n-beta\n+BETA\n+beta2\n gamma\n"
+                .to_owned())
+        );
+        assert_eq!(read(&root, "w.txt"), b"alpha\r\nBETA\r\nbeta2\r\ngamma\r\n");
+        // A single-line old_string with a multi-line new_string: the new lines get CRLF too.
+        replace(&ws, "w.txt", "gamma", "gamma\ndelta")
+            .await
+            .unwrap();
+        assert_eq!(
+            read(&root, "w.txt"),
+            b"alpha\r\nBETA\r\nbeta2\r\ngamma\r\ndelta\r\n"
+        );
+        // And an LF file stays LF when the model sends CRLF.
+        write(&root, "u.txt", "a\nb\n");
+        replace(&ws, "u.txt", "a\r\nb", "a\r\nc").await.unwrap();
+        assert_eq!(read(&root, "u.txt"), b"a\nc\n");
+    }
+
+    #[tokio::test]
+    async fn missing_final_newline_stays_missing() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "n.txt", "first\nlast");
+        let got = replace(&ws, "n.txt", "first", "1st").await;
+        assert_eq!(
+            got,
+            Ok("edited n.txt: 1 replacement\n--- a/n.txt\n+++ b/n.txt\n\
+                @@ -1,2 +1,2 @@\n-first\n+1st\n last\n\\ No newline at end of file\n"
+                .to_owned())
+        );
+        assert_eq!(read(&root, "n.txt"), b"1st\nlast");
+        replace(&ws, "n.txt", "last", "end").await.unwrap();
+        assert_eq!(read(&root, "n.txt"), b"1st\nend");
+    }
+
+    #[tokio::test]
+    async fn refusals_leave_files_untouched() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "bin.dat", b"ab\0cd");
+        write(&root, "latin1.txt", b"caf\xe9\n");
+        write(&root, "t.txt", "same");
+        let binary = |p: &str| {
+            Err(format!(
+                "{p:?} looks binary (it has NUL bytes or is not valid UTF-8); edit_file only \
+                 edits UTF-8 text files"
+            ))
+        };
+        assert_eq!(replace(&ws, "bin.dat", "ab", "x").await, binary("bin.dat"));
+        assert_eq!(
+            replace(&ws, "latin1.txt", "caf", "x").await,
+            binary("latin1.txt")
+        );
+        assert_eq!(
+            replace(&ws, "t.txt", "same", "same").await,
+            Err("old_string and new_string are identical; there is nothing to change".to_owned())
+        );
+        assert_eq!(
+            replace(&ws, "t.txt", "", "x").await,
+            Err(
+                "old_string is empty; to create a file or replace all of it, use write_file"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            replace(&ws, "../t.txt", "same", "x").await,
+            Err(r#"path "../t.txt" is outside the workspace"#.to_owned())
+        );
+        assert_eq!(
+            replace(&ws, "missing.txt", "a", "b").await,
+            Err(r#"no such file or directory: "missing.txt""#.to_owned())
+        );
+        let out = tempfile::tempdir().unwrap();
+        write(out.path(), "secret", "same");
+        symlink(out.path().join("secret"), root.join("out-link")).unwrap();
+        assert_eq!(
+            replace(&ws, "out-link", "same", "x").await,
+            Err(r#"path "out-link" resolves outside the workspace (symlink)"#.to_owned())
+        );
+        assert_eq!(read(out.path(), "secret"), b"same");
+        assert_eq!(read(&root, "bin.dat"), b"ab\0cd");
+        assert_eq!(read(&root, "latin1.txt"), b"caf\xe9\n");
+        assert_eq!(read(&root, "t.txt"), b"same");
+        assert_eq!(names(&root), ["bin.dat", "latin1.txt", "out-link", "t.txt"]);
+    }
+
+    #[tokio::test]
+    async fn permissions_kept_and_symlink_inside_edits_its_target() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "real.sh", "echo hi\n");
+        let path = root.join("real.sh");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
+        symlink("real.sh", root.join("link.sh")).unwrap();
+        let got = replace(&ws, "link.sh", "hi", "bye").await.unwrap();
+        assert!(
+            got.starts_with("edited real.sh: 1 replacement\n--- a/real.sh\n"),
+            "{got}"
+        );
+        assert_eq!(read(&root, "real.sh"), b"echo bye\n");
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o750);
+        assert!(
+            root.join("link.sh")
+                .symlink_metadata()
+                .unwrap()
+                .is_symlink()
+        );
+        assert_eq!(names(&root), ["link.sh", "real.sh"]);
+    }
+
+    #[tokio::test]
+    async fn long_diffs_are_cut() {
+        let (_dir, root, ws) = workspace();
+        let content: String = (1..=300).map(|n| format!("v{n}\n")).collect();
+        write(&root, "many.txt", &content);
+        let got = call(
+            &ws,
+            json!({"path": "many.txt", "old_string": "v", "new_string": "w", "replace_all": true}),
+        )
+        .await
+        .unwrap();
+        let lines: Vec<&str> = got.lines().collect();
+        // Header, ---, +++, then 200 diff lines (one hunk: 1 header + 600 changes) and the note.
+        assert_eq!(lines.len(), 3 + MAX_DIFF_LINES + 1);
+        assert_eq!(lines[0], "edited many.txt: 300 replacements");
+        assert_eq!(lines[3], "@@ -1,300 +1,300 @@");
+        assert_eq!(
+            lines[lines.len() - 1],
+            "[diff cut after 200 lines; 401 more lines not shown]"
+        );
+        assert_eq!(
+            read(&root, "many.txt"),
+            content.replace('v', "w").as_bytes()
+        );
+    }
+
+    #[test]
+    fn long_lines_are_shortened_on_char_boundaries() {
+        let line = format!("{}é{}\r\n", "a".repeat(MAX_LINE_BYTES - 1), "b".repeat(10));
+        assert_eq!(
+            shorten(&line),
+            format!("{}[… 12 more bytes]", "a".repeat(MAX_LINE_BYTES - 1))
+        );
+        assert_eq!(shorten("short\r\n"), "short");
+    }
+
+    #[test]
+    fn spec_compiles_and_subject_is_relative() {
+        let (_dir, root, ws) = workspace();
+        let tool = Arc::new(EditFile::default());
+        assert_eq!(tool.spec().class, Class::Mutating);
+        let mut registry = crate::tools::Registry::default();
+        registry.register(tool.clone()).unwrap();
+        let entry = registry.get("edit_file").unwrap();
+        assert!(
+            !entry
+                .validator
+                .is_valid(&json!({"path": "a", "old_string": "", "new_string": "b"}))
+        );
+        assert!(
+            !entry
+                .validator
+                .is_valid(&json!({"path": "a", "old_string": "a", "new_string": "b", "extra": 1}))
+        );
+        assert!(
+            entry
+                .validator
+                .is_valid(&json!({"path": "a", "old_string": "a", "new_string": ""}))
+        );
+        assert_eq!(
+            tool.subject(&json!({"path": root.join("x/y.rs")}), &ws),
+            Some(Subject::Path("x/y.rs".to_owned()))
+        );
+        assert_eq!(tool.subject(&json!({"path": "/etc/passwd"}), &ws), None);
+    }
+}
