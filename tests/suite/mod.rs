@@ -1,4 +1,5 @@
 mod exit_codes;
+mod hooks;
 mod outputs;
 mod providers;
 mod tool_errors;
