@@ -11,7 +11,9 @@ use crate::config::{Config, ProviderChoice};
 use crate::conversation::Message;
 use crate::outcome::{Outcome, Status};
 use crate::progress::Progress;
-use crate::provider::{Provider, anthropic::Anthropic, openai::OpenAi, replay::Replay};
+use crate::provider::{
+    Provider, anthropic::Anthropic, gemini::Gemini, openai::OpenAi, replay::Replay,
+};
 use crate::tools::Outputs;
 use crate::tools::pipeline::{Settings, Toolbox};
 use crate::transcript::{End, Limits, Line, Start, Writer};
@@ -173,6 +175,9 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, SetupFailure> {
             model,
             idle,
         )),
+        ProviderChoice::Gemini { base_url, key } => {
+            Arc::new(Gemini::new(client()?, base_url, key.clone(), model, idle))
+        }
         ProviderChoice::OpenAi {
             name,
             flavor,

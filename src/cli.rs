@@ -69,6 +69,12 @@ pub struct Cli {
     #[arg(long = "tool-env", value_name = "NAME")]
     pub tool_env: Vec<String>,
 
+    /// Search endpoint for web_search, with {query} where the URL-encoded query goes. It may
+    /// answer with a DuckDuckGo-style HTML page or JSON {"results":[{"title","url","snippet"}]}.
+    /// [default: https://html.duckduckgo.com/html/?q={query}]
+    #[arg(long, value_name = "URL")]
+    pub search_url: Option<String>,
+
     /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin. Exit 0 goes on
     /// (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's stderr as
     /// the error the model sees, anything else is a warning. Repeatable.

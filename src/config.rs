@@ -26,6 +26,10 @@ pub enum ProviderChoice {
         base_url: String,
         key: String,
     },
+    Gemini {
+        base_url: String,
+        key: String,
+    },
     OpenAi {
         name: &'static str,
         flavor: Flavor,
@@ -42,6 +46,7 @@ impl ProviderChoice {
     pub fn name(&self) -> &'static str {
         match self {
             ProviderChoice::Anthropic { .. } => "anthropic",
+            ProviderChoice::Gemini { .. } => "gemini",
             ProviderChoice::OpenAi { name, .. } => name,
             ProviderChoice::Replay { .. } => "replay",
         }
@@ -75,7 +80,7 @@ pub struct Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error(
-        "unknown provider {0:?} (known: anthropic, openai, ollama, llamacpp, vllm, replay:FILE)"
+        "unknown provider {0:?} (known: anthropic, openai, gemini, ollama, llamacpp, vllm, replay:FILE)"
     )]
     UnknownProvider(String),
     #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
@@ -112,6 +117,8 @@ pub enum ConfigError {
     Replay(#[from] ReadError),
     #[error(transparent)]
     Schema(#[from] SchemaError),
+    #[error("--search-url {0:?} must contain {{query}}")]
+    SearchUrl(String),
     #[error("--tool-env {0}: provider keys are never passed to tools")]
     SecretToolEnv(String),
 }
@@ -222,7 +229,13 @@ impl Config {
             ),
         };
 
-        let registry = Registry::builtin(&BuiltinOptions::default())?;
+        if let Some(url) = cli.search_url.as_ref().filter(|u| !u.contains("{query}")) {
+            return Err(ConfigError::SearchUrl(url.clone()));
+        }
+        let options = BuiltinOptions {
+            search_url: cli.search_url.clone(),
+        };
+        let registry = Registry::builtin(&options)?;
         let known: Vec<&str> = registry.names().collect();
         let policy = Policy::new(&cli.allow, &cli.deny, &known)?;
 
@@ -367,7 +380,13 @@ fn resolve_provider(
         "ollama" => compatible("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY")?,
         "llamacpp" => compatible("llamacpp", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY")?,
         "vllm" => compatible("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY")?,
-        "gemini" => return Err(ConfigError::Unsupported(provider)),
+        "gemini" => ProviderChoice::Gemini {
+            base_url: url(
+                Some("GEMINI_BASE_URL"),
+                "https://generativelanguage.googleapis.com",
+            )?,
+            key: key("GEMINI_API_KEY", "gemini")?,
+        },
         _ => return Err(ConfigError::UnknownProvider(provider)),
     };
     Ok((choice, model))

@@ -244,3 +244,46 @@ fn tool_environment_is_scrubbed_and_keys_cannot_be_passed() {
         "--tool-env ANTHROPIC_API_KEY: provider keys are never passed to tools"
     );
 }
+
+#[test]
+fn gemini_models_need_gemini_api_key_and_take_its_base_url() {
+    let mut w = World::new();
+    for spec in ["gemini/gemini-2.5-flash", "gemini-2.5-flash"] {
+        let err = w.resolve(&["-m", spec, "q"]).err().unwrap();
+        assert!(
+            matches!(
+                err,
+                ConfigError::MissingKey {
+                    var: "GEMINI_API_KEY",
+                    provider: "gemini"
+                }
+            ),
+            "{err}"
+        );
+    }
+    w.env.insert("GEMINI_API_KEY".into(), "g".into());
+    let c = w.resolve(&["-m", "gemini/gemini-2.5-flash", "q"]).unwrap();
+    assert_eq!(
+        (c.provider.name(), c.model.as_str()),
+        ("gemini", "gemini-2.5-flash")
+    );
+    let ProviderChoice::Gemini { base_url, key } = &c.provider else {
+        panic!()
+    };
+    assert_eq!(
+        (base_url.as_str(), key.as_str()),
+        ("https://generativelanguage.googleapis.com", "g")
+    );
+    w.env
+        .insert("GEMINI_BASE_URL".into(), "http://env:1".into());
+    let c = w.resolve(&["-m", "gemini-2.5-pro", "q"]).unwrap();
+    assert!(
+        matches!(&c.provider, ProviderChoice::Gemini { base_url, .. } if base_url == "http://env:1")
+    );
+    let c = w
+        .resolve(&["-m", "gemini-2.5-pro", "--base-url", "http://flag:2", "q"])
+        .unwrap();
+    assert!(
+        matches!(&c.provider, ProviderChoice::Gemini { base_url, .. } if base_url == "http://flag:2")
+    );
+}

@@ -17,6 +17,7 @@ use crate::conversation::{Block, Message, StopReason, Usage};
 use crate::tools::ToolSpec;
 
 pub mod anthropic;
+pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod replay;

@@ -26,6 +26,9 @@ pub mod list_dir;
 pub mod pipeline;
 pub mod policy;
 pub mod read_file;
+pub mod web;
+pub mod web_fetch;
+pub mod web_search;
 pub mod workspace;
 pub mod write_file;
 
@@ -183,7 +186,6 @@ pub struct BuiltinOptions {
 impl Registry {
     /// The built-in tools.
     pub fn builtin(options: &BuiltinOptions) -> Result<Registry, SchemaError> {
-        let _ = options;
         let mut registry = Registry::default();
         registry.register(Arc::new(read_file::ReadFile::new()))?;
         registry.register(Arc::new(list_dir::ListDir::new()))?;
@@ -192,6 +194,10 @@ impl Registry {
         registry.register(Arc::new(write_file::WriteFile::new()))?;
         registry.register(Arc::new(edit_file::EditFile::new()))?;
         registry.register(Arc::new(bash::Bash::new()))?;
+        registry.register(Arc::new(web_fetch::WebFetch::new()))?;
+        registry.register(Arc::new(web_search::WebSearch::new(
+            options.search_url.clone(),
+        )))?;
         Ok(registry)
     }
 

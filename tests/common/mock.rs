@@ -69,6 +69,10 @@ impl Reply {
 /// A request the server received.
 #[derive(Clone, Debug)]
 pub struct Recorded {
+    /// When the request had been read completely.
+    pub received: std::time::Instant,
+    /// When the reply had been written completely (`None` while it is being written).
+    pub replied: Option<std::time::Instant>,
     pub method: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
@@ -148,7 +152,11 @@ fn serve(
         let Some(request) = read_request(&mut reader) else {
             return;
         };
-        recorded.lock().unwrap().push(request);
+        let index = {
+            let mut all = recorded.lock().unwrap();
+            all.push(request);
+            all.len() - 1
+        };
         let reply = script.lock().unwrap().next().unwrap_or_else(|| {
             Reply::error(
                 599,
@@ -158,6 +166,7 @@ fn serve(
         if write_reply(&mut writer, &reply, waited).is_err() {
             return;
         }
+        recorded.lock().unwrap()[index].replied = Some(std::time::Instant::now());
     }
 }
 
@@ -189,6 +198,8 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
     let mut body = vec![0; len];
     reader.read_exact(&mut body).ok()?;
     Some(Recorded {
+        received: std::time::Instant::now(),
+        replied: None,
         method,
         path,
         headers,

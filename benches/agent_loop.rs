@@ -1,0 +1,207 @@
+//! `cargo bench`: the numbers the README reports, measured against the loopback mock provider
+//! with the release binary.
+//!
+//! (a) parallel safe calls: 8 `read_file` calls in one round, each held 200 ms by a pre-tool
+//!     hook (`sleep 0.2`); reports the round's tool wall time ÷ 200 ms (ideal 1.0; sequential,
+//!     measured with --max-parallel 1, about 8.0).
+//! (b) loop overhead: a 50-round run, one tiny `read_file` per round. Measured from outside the
+//!     process: the time between the mock finishing reply N and receiving request N+1, minus
+//!     the round's tool time, is what rounds itself spent (stream tail, transcript, scheduling,
+//!     building the next request).
+//! (c) peak RSS of that run, from `VmHWM` in /proc, sampled every millisecond.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+#[path = "../tests/common/mock.rs"]
+mod mock;
+#[path = "../tests/common/sse.rs"]
+mod sse;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mock::{MockServer, Reply};
+use serde_json::Value;
+use sse::B;
+
+const REPEATS: usize = 5;
+
+fn rounds(dir: &Path, server: &MockServer, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rounds"));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("ANTHROPIC_API_KEY", "bench")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .current_dir(dir.join("ws"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .arg("-q")
+        .arg("--transcript")
+        .arg(dir.join("t.jsonl"))
+        .args(args)
+        .arg("bench");
+    cmd
+}
+
+fn sandbox() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    for i in 0..8 {
+        std::fs::write(
+            dir.path().join(format!("ws/f{i}.txt")),
+            format!("file {i}\n"),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+fn transcript(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("t.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Runs to completion, sampling the child's peak RSS; returns (exit code, peak RSS in KiB).
+fn run_measured(mut cmd: Command) -> (i32, u64) {
+    let mut child = cmd.spawn().unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            let hwm = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+            peak = peak.max(hwm.unwrap_or(0));
+        }
+        if let Some(code) = child.try_wait().unwrap() {
+            return (code.code().unwrap_or(-1), peak);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// (a): wall ÷ 200 ms for 8 safe calls of 200 ms each.
+fn parallel(max_parallel: &str) -> f64 {
+    let ratios = (0..REPEATS)
+        .map(|_| {
+            let dir = sandbox();
+            let args: Vec<String> = (0..8)
+                .map(|i| format!(r#"{{"path":"f{i}.txt"}}"#))
+                .collect();
+            let ids: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+            let calls: Vec<B> = ids
+                .iter()
+                .zip(&args)
+                .map(|(id, a)| B::Tool(id, "read_file", a))
+                .collect();
+            let server = MockServer::start(vec![
+                Reply::sse(sse::anthropic(&calls, "tool_use", 10, 5)),
+                Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 10, 5)),
+            ]);
+            let hooked = [
+                "--pre-tool-hook",
+                "sleep 0.2",
+                "--max-parallel",
+                max_parallel,
+            ];
+            let (code, _) = run_measured(rounds(dir.path(), &server, &hooked));
+            assert_eq!(code, 0);
+            let lines = transcript(dir.path());
+            lines[1]["tools_ms"].as_f64().unwrap() / 200.0
+        })
+        .collect();
+    median(ratios)
+}
+
+/// (b) and (c): per-round loop overhead (median, p90, in ms) and peak RSS (MiB) of a 50-round run.
+fn fifty_rounds() -> (f64, f64, f64, f64, f64) {
+    let mut medians = Vec::new();
+    let mut p90s = Vec::new();
+    let mut rss = Vec::new();
+    let mut walls = Vec::new();
+    for _ in 0..REPEATS {
+        let dir = sandbox();
+        let mut replies: Vec<Reply> = (0..50)
+            .map(|i| {
+                let id = format!("t{i}");
+                let text = format!("Round {i}: reading the next file.");
+                Reply::sse(sse::anthropic(
+                    &[
+                        B::Text(&text),
+                        B::Tool(&id, "read_file", r#"{"path":"f1.txt"}"#),
+                    ],
+                    "tool_use",
+                    1000 + i,
+                    40,
+                ))
+            })
+            .collect();
+        replies.push(Reply::sse(sse::anthropic(
+            &[B::Text("All read.")],
+            "end_turn",
+            1,
+            1,
+        )));
+        let server = MockServer::start(replies);
+        let started = Instant::now();
+        let (code, peak_kib) = run_measured(rounds(dir.path(), &server, &["--max-rounds", "60"]));
+        walls.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(code, 0);
+        let requests = server.requests();
+        let lines = transcript(dir.path());
+        assert_eq!(requests.len(), 51);
+        let mut gaps: Vec<f64> = (0..50)
+            .map(|n| {
+                let replied = requests[n].replied.unwrap();
+                let next = requests[n + 1].received;
+                let gap = next.duration_since(replied).as_secs_f64() * 1000.0;
+                gap - lines[n + 1]["tools_ms"].as_f64().unwrap()
+            })
+            .collect();
+        gaps.sort_by(|a, b| a.total_cmp(b));
+        medians.push(gaps[25]);
+        p90s.push(gaps[45]);
+        rss.push(peak_kib as f64 / 1024.0);
+    }
+    let rss_max = rss.iter().copied().fold(0.0, f64::max);
+    (
+        median(medians),
+        median(p90s),
+        median(rss),
+        rss_max,
+        median(walls),
+    )
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing useful either.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let par = parallel("8");
+    let seq = parallel("1");
+    let (overhead, p90, rss, rss_max, wall) = fifty_rounds();
+    println!("| measure | result | target |");
+    println!("|---|---|---|");
+    println!("| (a) 8 safe calls × 200 ms, wall ÷ 200 ms (--max-parallel 8) | {par:.2} | ≈ 1.0 |");
+    println!("| (a) the same with --max-parallel 1 | {seq:.2} | ≈ 8.0 |");
+    println!(
+        "| (b) loop overhead per round, 50-round run, median (p90) | {overhead:.2} ms ({p90:.2} ms) | ≤ 1 ms |"
+    );
+    println!("| (b) whole 50-round run, wall | {wall:.0} ms | — |");
+    println!(
+        "| (c) peak RSS of the 50-round run, median (max) of {REPEATS} | {rss:.1} MiB ({rss_max:.1} MiB) | ≤ 10 MiB |"
+    );
+}

@@ -1,0 +1,606 @@
+//! Google Gemini API, streamed (`POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`).
+//!
+//! Every `data:` chunk is a whole `GenerateContentResponse` and a function call arrives whole in
+//! one part, so calls are emitted the moment they are seen and can run while the model goes on.
+//! There is no end sentinel: a response is complete only if a `finishReason` was seen before the
+//! connection closed. An error after the 200 comes as bare JSON without `data:`, which the SSE
+//! decoder hands over as stray lines. A `thoughtSignature` stays on the block of the part that
+//! carried it and goes back on the same part, only to Gemini; ids we invented are never sent.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::header::HeaderMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::sse::SseEvent;
+use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
+use crate::conversation::{Block, Message, StopReason, ToolResult, ToolUse, Usage};
+
+const NAME: &str = "gemini";
+/// Ids of calls Gemini sent without one. The prefix is how the request builder knows not to send
+/// them back as `id`: the API would look for a call it never issued.
+pub const GENERATED_ID_PREFIX: &str = "gemini_call_";
+/// A bare error body is about a kilobyte; beyond this the stray lines are not JSON we can use.
+const MAX_STRAY_BYTES: usize = 16 * 1024;
+
+pub struct Gemini {
+    client: reqwest::Client,
+    url: String,
+    key: String,
+    model: String,
+    idle: Duration,
+}
+
+impl Gemini {
+    /// `base_url` follows the SDK convention: `http://host:port`, to which
+    /// `/v1beta/models/MODEL:streamGenerateContent?alt=sse` is added.
+    pub fn new(
+        client: reqwest::Client,
+        base_url: &str,
+        key: String,
+        model: String,
+        idle: Duration,
+    ) -> Gemini {
+        let url = format!(
+            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
+            base_url.trim_end_matches('/')
+        );
+        Gemini {
+            client,
+            url,
+            key,
+            model,
+            idle,
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for Gemini {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
+        let body =
+            serde_json::to_vec(&build_request(request)).map_err(|e| ProviderError::Protocol {
+                provider: NAME.into(),
+                message: e.to_string(),
+            })?;
+        let mut headers = HeaderMap::new();
+        headers.insert("x-goog-api-key", http::secret_header(&self.key)?);
+        let response = http::post(&self.client, NAME, &self.url, headers, body).await?;
+        Ok(super::drive(
+            Box::pin(response.bytes_stream()),
+            GeminiMapper::default(),
+            self.idle,
+        ))
+    }
+}
+
+// ---- wire types shared by request and response ----
+
+/// One `Part`. Only the kinds we produce or consume are modelled; others are skipped on read.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Part {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    thought: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    function_call: Option<FunctionCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    function_response: Option<FunctionResponse>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    thought_signature: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct FunctionCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    args: Value,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct FunctionResponse {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    name: String,
+    response: Value,
+}
+
+// ---- request ----
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireRequest<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_instruction: Option<Content>,
+    contents: Vec<Content>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTools<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation_config: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+struct Content {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireTools<'a> {
+    function_declarations: Vec<Declaration<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Declaration<'a> {
+    name: &'a str,
+    description: &'a str,
+    /// Not `parameters`: that is an OpenAPI subset that rejects JSON Schema keywords such as
+    /// `additionalProperties`, which our tool schemas use.
+    parameters_json_schema: &'a Value,
+}
+
+impl Part {
+    fn text(text: &str) -> Part {
+        Part {
+            text: Some(text.to_owned()),
+            ..Part::default()
+        }
+    }
+}
+
+/// The request body for `request`, as Gemini expects it.
+pub fn build_request<'a>(request: &Request<'a>) -> WireRequest<'a> {
+    let system_instruction = (!request.system.is_empty()).then(|| Content {
+        role: None,
+        parts: vec![Part::text(request.system)],
+    });
+    let function_declarations: Vec<Declaration> = request
+        .tools
+        .iter()
+        .map(|t| Declaration {
+            name: &t.name,
+            description: &t.description,
+            parameters_json_schema: &t.input_schema,
+        })
+        .collect();
+    let offered = !function_declarations.is_empty();
+    let tools = if offered {
+        vec![WireTools {
+            function_declarations,
+        }]
+    } else {
+        vec![]
+    };
+    WireRequest {
+        system_instruction,
+        contents: contents(request.messages),
+        tools,
+        tool_config: offered.then(|| json!({"functionCallingConfig": {"mode": "AUTO"}})),
+        generation_config: request.max_tokens.map(|n| json!({"maxOutputTokens": n})),
+    }
+}
+
+fn contents(messages: &[Message]) -> Vec<Content> {
+    let mut out: Vec<Content> = Vec::new();
+    // A result may name its call's id only when Gemini issued that id.
+    let mut gemini_ids: HashSet<&str> = HashSet::new();
+    for message in messages {
+        let (role, parts) = match message {
+            Message::User(text) => ("user", vec![Part::text(text)]),
+            Message::Assistant { blocks, provider } => (
+                "model",
+                model_parts(blocks, provider == NAME, &mut gemini_ids),
+            ),
+            Message::ToolResults(results) => (
+                "user",
+                results
+                    .iter()
+                    .map(|r| response_part(r, &gemini_ids))
+                    .collect(),
+            ),
+        };
+        if parts.is_empty() {
+            continue;
+        }
+        // Roles must alternate: tool results and the next prompt share one user turn, in order.
+        match out.last_mut() {
+            Some(prev) if prev.role == Some(role) => prev.parts.extend(parts),
+            _ => out.push(Content {
+                role: Some(role),
+                parts,
+            }),
+        }
+    }
+    out
+}
+
+/// An assistant turn's parts in their original order. Signatures are only valid for the model
+/// that made them, so another provider's are dropped.
+fn model_parts<'m>(blocks: &'m [Block], ours: bool, ids: &mut HashSet<&'m str>) -> Vec<Part> {
+    let keep = |s: &Option<String>| if ours { s.clone() } else { None };
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            Block::Text { text, signature } => {
+                let thought_signature = keep(signature);
+                // A signature-only empty part must be echoed; an unsigned empty one is noise.
+                if text.is_empty() && thought_signature.is_none() {
+                    return None;
+                }
+                Some(Part {
+                    text: Some(text.clone()),
+                    thought_signature,
+                    ..Part::default()
+                })
+            }
+            // Thought summaries are display-only, but a signed thought part is model state.
+            Block::Thinking {
+                text,
+                signature: Some(signature),
+            } if ours => Some(Part {
+                text: Some(text.clone()),
+                thought: true,
+                thought_signature: Some(signature.clone()),
+                ..Part::default()
+            }),
+            Block::Thinking { .. } | Block::RedactedThinking { .. } => None,
+            Block::ToolUse(call) => {
+                let id = (ours && !call.id.starts_with(GENERATED_ID_PREFIX)).then(|| {
+                    ids.insert(&call.id);
+                    call.id.clone()
+                });
+                Some(Part {
+                    function_call: Some(FunctionCall {
+                        id,
+                        name: call.name.clone(),
+                        args: call.input.clone(),
+                    }),
+                    thought_signature: keep(&call.signature),
+                    ..Part::default()
+                })
+            }
+        })
+        .collect()
+}
+
+/// `response` must be an object; `output` and `error` are the keys the API documents.
+fn response_part(result: &ToolResult, gemini_ids: &HashSet<&str>) -> Part {
+    let key = if result.is_error { "error" } else { "output" };
+    let mut response = serde_json::Map::new();
+    response.insert(key.to_owned(), Value::String(result.content.clone()));
+    Part {
+        function_response: Some(FunctionResponse {
+            id: gemini_ids
+                .contains(result.tool_use_id.as_str())
+                .then(|| result.tool_use_id.clone()),
+            name: result.name.clone(),
+            response: Value::Object(response),
+        }),
+        ..Part::default()
+    }
+}
+
+// ---- stream ----
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Chunk {
+    #[serde(default)]
+    candidates: Vec<Candidate>,
+    #[serde(default)]
+    usage_metadata: Option<WireUsage>,
+    #[serde(default)]
+    prompt_feedback: Option<PromptFeedback>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    content: Option<CandidateContent>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CandidateContent {
+    #[serde(default)]
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireUsage {
+    #[serde(default)]
+    prompt_token_count: u64,
+    #[serde(default)]
+    candidates_token_count: u64,
+    #[serde(default)]
+    thoughts_token_count: u64,
+    #[serde(default)]
+    cached_content_token_count: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptFeedback {
+    #[serde(default)]
+    block_reason: Option<String>,
+    #[serde(default)]
+    block_reason_message: Option<String>,
+}
+
+/// Text still growing from consecutive unsigned parts; `true` for a thought summary.
+type Pending = (bool, String);
+
+/// Gemini `GenerateContentResponse` chunks → neutral events.
+#[derive(Debug, Default)]
+pub struct GeminiMapper {
+    pending: Option<Pending>,
+    generated_ids: u32,
+    emitted_calls: bool,
+    finish: Option<StopReason>,
+    usage: Option<Usage>,
+    /// Stray lines of a bare JSON body not yet complete.
+    stray: String,
+    done: bool,
+}
+
+impl GeminiMapper {
+    fn stream_error(&self, message: String) -> ProviderError {
+        ProviderError::Stream {
+            provider: NAME.into(),
+            message,
+        }
+    }
+
+    fn chunk(
+        &mut self,
+        chunk: Chunk,
+        raw: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        if chunk.error.is_some() {
+            return Err(self.stream_error(http::error_text(raw.as_bytes())));
+        }
+        if let Some(u) = chunk.usage_metadata {
+            // Cumulative on every chunk: the last one wins.
+            let cached = u.cached_content_token_count;
+            self.usage = Some(Usage {
+                input_tokens: u.prompt_token_count.saturating_sub(cached),
+                output_tokens: u.candidates_token_count + u.thoughts_token_count,
+                cache_read_tokens: cached,
+                cache_write_tokens: 0,
+            });
+        }
+        let Some(candidate) = chunk
+            .candidates
+            .into_iter()
+            .find(|c| c.index.unwrap_or(0) == 0)
+        else {
+            if let Some(feedback) = chunk.prompt_feedback
+                && let Some(reason) = feedback.block_reason
+            {
+                let message = match feedback.block_reason_message {
+                    Some(m) => format!("the prompt was blocked ({reason}): {m}"),
+                    None => format!("the prompt was blocked ({reason})"),
+                };
+                return Err(self.stream_error(message));
+            }
+            return Ok(());
+        };
+        for part in candidate.content.unwrap_or_default().parts {
+            self.part(part, out);
+        }
+        if let Some(reason) = candidate.finish_reason {
+            self.finish = Some(finish_reason(&reason));
+        }
+        Ok(())
+    }
+
+    fn part(&mut self, part: Part, out: &mut Vec<StreamEvent>) {
+        let signature = part.thought_signature;
+        if let Some(call) = part.function_call {
+            self.flush(out);
+            let id = match call.id.filter(|id| !id.is_empty()) {
+                Some(id) => id,
+                None => {
+                    self.generated_ids += 1;
+                    format!("{GENERATED_ID_PREFIX}{}", self.generated_ids)
+                }
+            };
+            let mut tool_use = match call.args {
+                Value::Null => ToolUse::from_raw(id, call.name, ""),
+                Value::Object(args) => {
+                    let mut tool_use = ToolUse::from_raw(id, call.name, "");
+                    tool_use.input = Value::Object(args);
+                    tool_use
+                }
+                // Not an object: from_raw records why the call cannot run.
+                other => ToolUse::from_raw(id, call.name, &other.to_string()),
+            };
+            tool_use.signature = signature;
+            self.emitted_calls = true;
+            out.push(StreamEvent::Block(Block::ToolUse(tool_use)));
+            return;
+        }
+        let text = part.text.unwrap_or_default();
+        let thought = part.thought;
+        let Some(signature) = signature else {
+            if !text.is_empty() {
+                self.append(thought, text, out);
+            }
+            return;
+        };
+        // A signed part is a block of its own, so the signature goes back on exactly that part.
+        self.flush(out);
+        if !text.is_empty() {
+            out.push(delta(thought, &text));
+        }
+        out.push(block(thought, text, Some(signature)));
+    }
+
+    fn append(&mut self, thought: bool, text: String, out: &mut Vec<StreamEvent>) {
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|(kind, _)| *kind != thought)
+        {
+            self.flush(out);
+        }
+        out.push(delta(thought, &text));
+        match &mut self.pending {
+            Some((_, buf)) => buf.push_str(&text),
+            None => self.pending = Some((thought, text)),
+        }
+    }
+
+    fn flush(&mut self, out: &mut Vec<StreamEvent>) {
+        if let Some((thought, text)) = self.pending.take() {
+            out.push(block(thought, text, None));
+        }
+    }
+
+    fn end(&mut self, out: &mut Vec<StreamEvent>) {
+        self.flush(out);
+        if let Some(usage) = self.usage {
+            out.push(StreamEvent::Usage(usage));
+        }
+        // Gemini says STOP on a tool round too: the calls decide.
+        let stop = match self.finish.unwrap_or(StopReason::EndTurn) {
+            StopReason::EndTurn if self.emitted_calls => StopReason::ToolUse,
+            reason => reason,
+        };
+        out.push(StreamEvent::Done(stop));
+        self.done = true;
+    }
+
+    fn truncated(&self) -> ProviderError {
+        ProviderError::Truncated {
+            provider: NAME.into(),
+            expected: "finishReason",
+        }
+    }
+}
+
+fn block(thought: bool, text: String, signature: Option<String>) -> StreamEvent {
+    StreamEvent::Block(if thought {
+        Block::Thinking { text, signature }
+    } else {
+        Block::Text { text, signature }
+    })
+}
+
+fn delta(thought: bool, text: &str) -> StreamEvent {
+    if thought {
+        StreamEvent::ThinkingDelta(text.to_owned())
+    } else {
+        StreamEvent::TextDelta(text.to_owned())
+    }
+}
+
+impl Mapper for GeminiMapper {
+    fn provider(&self) -> &str {
+        NAME
+    }
+
+    fn map(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let chunk: Chunk = parse_json(NAME, &event.data)?;
+        self.chunk(chunk, &event.data, out)
+    }
+
+    fn stray(&mut self, lines: Vec<String>) -> Result<(), ProviderError> {
+        for line in lines {
+            // Anything not starting a JSON value is an unknown SSE field, ignored by the rules.
+            if self.stray.is_empty() && !line.trim_start().starts_with(['{', '[']) {
+                continue;
+            }
+            self.stray.push_str(&line);
+            self.stray.push('\n');
+            // Only a closing line can complete the body, so other lines skip the parse attempt.
+            let closes = line.trim_end().ends_with(['}', ']']);
+            let complete =
+                closes && serde_json::from_str::<serde::de::IgnoredAny>(&self.stray).is_ok();
+            if complete || self.stray.len() > MAX_STRAY_BYTES {
+                return Err(self.stream_error(http::error_text(self.stray.as_bytes())));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        tail: Option<SseEvent>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        // An error body cut short is still the server's error, not a clean end.
+        if !self.stray.is_empty() {
+            return Err(self.stream_error(http::error_text(self.stray.as_bytes())));
+        }
+        // A last chunk that lacks only its blank line is whole if it parses; if not, it was cut.
+        if let Some(tail) = tail {
+            match serde_json::from_str::<Chunk>(&tail.data) {
+                Ok(chunk) => self.chunk(chunk, &tail.data, out)?,
+                Err(_) => return Err(self.truncated()),
+            }
+        }
+        if self.finish.is_none() {
+            return Err(self.truncated());
+        }
+        self.end(out);
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// The enum is open and case-insensitive, so unknown values map too.
+fn finish_reason(s: &str) -> StopReason {
+    match s.to_ascii_uppercase().as_str() {
+        "STOP" => StopReason::EndTurn,
+        "MAX_TOKENS" => StopReason::MaxTokens,
+        "SAFETY"
+        | "RECITATION"
+        | "BLOCKLIST"
+        | "PROHIBITED_CONTENT"
+        | "SPII"
+        | "IMAGE_SAFETY"
+        | "IMAGE_PROHIBITED_CONTENT"
+        | "IMAGE_RECITATION" => StopReason::Refusal,
+        _ => StopReason::Other,
+    }
+}
+
+#[cfg(test)]
+#[path = "gemini_tests.rs"]
+mod tests;

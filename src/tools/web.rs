@@ -1,0 +1,724 @@
+//! What `web_fetch` and `web_search` share: one bounded GET and the HTML handling both need.
+//!
+//! A URL comes from the model, so every request is fenced in: only `http` and `https` (checked
+//! again on every redirect hop, which is why redirects are followed here and not by reqwest), a
+//! cap on the bytes read, one deadline for the whole exchange, and `ctx.cancel` honoured
+//! throughout. Failures become error results the model can read, never a failed run.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use html5ever::tendril::{StrTendril, TendrilSink};
+use markup5ever_rcdom::{Node, NodeData, RcDom};
+use reqwest::header::{CONTENT_TYPE, LOCATION, USER_AGENT};
+use reqwest::{StatusCode, Url};
+use tokio_util::sync::CancellationToken;
+
+use super::ToolError;
+use crate::provider::clip;
+use crate::provider::http::describe;
+
+/// Redirect hops followed before giving up.
+pub const MAX_REDIRECTS: usize = 5;
+/// Time for the whole exchange: connecting, every redirect hop and reading the body.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Body bytes read by default; the rest is never downloaded.
+pub const DEFAULT_MAX_BYTES: usize = 2 * 1024 * 1024;
+
+/// How far one request may go.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub max_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            timeout: DEFAULT_TIMEOUT,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+/// A response, read up to the byte cap.
+pub struct Page {
+    /// Where the last redirect led.
+    pub url: Url,
+    pub status: StatusCode,
+    /// The `content-type` header as sent, or empty.
+    pub content_type: String,
+    /// The `content-length` header, when the server sent one.
+    pub length: Option<u64>,
+    pub body: Vec<u8>,
+    /// Reading stopped at the byte cap with more to come.
+    pub cut: bool,
+}
+
+/// What a body turned out to be.
+pub enum Body<'a> {
+    Html(&'a str),
+    Text(&'a str),
+    Binary,
+}
+
+impl Page {
+    /// The content type without parameters, lower-cased (`text/html`).
+    pub fn mime(&self) -> String {
+        mime(&self.content_type)
+    }
+
+    /// What the body is; see [`classify`].
+    pub fn classify(&self) -> Body<'_> {
+        classify(&self.mime(), &self.body, self.cut)
+    }
+
+    /// `200 OK`, `404 Not Found`.
+    pub fn status_line(&self) -> String {
+        let reason = self.status.canonical_reason().unwrap_or("");
+        format!("{} {reason}", self.status.as_u16())
+            .trim_end()
+            .to_owned()
+    }
+
+    /// The error result for a non-success status: the status and the start of what the server
+    /// said, since error pages often explain themselves.
+    pub fn status_error(&self) -> ToolError {
+        // The snippet needs only the start, which also keeps its conversion quick.
+        let head = &self.body[..self.body.len().min(16 * 1024)];
+        let cut = self.cut || head.len() < self.body.len();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let converted =
+            |html| html_to_markdown(html, &self.url, deadline, &CancellationToken::new());
+        let snippet = match classify(&self.mime(), head, cut) {
+            Body::Html(html) => converted(html)
+                .map(|c| one_line(&c.text))
+                .unwrap_or_default(),
+            Body::Text(text) => one_line(text),
+            Body::Binary => String::new(),
+        };
+        let mut msg = format!("HTTP {} from {}", self.status_line(), self.url);
+        if !snippet.is_empty() {
+            msg.push_str(": ");
+            msg.push_str(&clip(&snippet, 300));
+        }
+        ToolError::failed(msg)
+    }
+}
+
+/// Decides by content type, then by the bytes: text that is not valid UTF-8 (or holds NUL bytes)
+/// is reported as binary rather than shown garbled.
+fn classify<'a>(mime: &str, body: &'a [u8], cut: bool) -> Body<'a> {
+    let Some(text) = utf8_text(body, cut) else {
+        return Body::Binary;
+    };
+    if mime == "text/html" || mime == "application/xhtml+xml" {
+        return Body::Html(text);
+    }
+    if is_textual(mime) {
+        return Body::Text(text);
+    }
+    if !mime.is_empty() {
+        return Body::Binary;
+    }
+    let head = text
+        .trim_start()
+        .get(..14)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if head.starts_with("<!doctype html") || head.starts_with("<html") {
+        Body::Html(text)
+    } else {
+        Body::Text(text)
+    }
+}
+
+fn mime(content_type: &str) -> String {
+    let essence = content_type.split(';').next().unwrap_or("");
+    essence.trim().to_ascii_lowercase()
+}
+
+/// `application/` types that are text, besides every `+json` and `+xml`.
+const TEXT_APPLICATIONS: &str =
+    "json xml javascript ecmascript x-javascript x-ndjson yaml x-yaml toml x-sh sql graphql";
+
+fn is_textual(mime: &str) -> bool {
+    let application = mime.strip_prefix("application/");
+    mime.starts_with("text/")
+        || mime.ends_with("+json")
+        || mime.ends_with("+xml")
+        || application.is_some_and(|a| TEXT_APPLICATIONS.split(' ').any(|t| t == a))
+}
+
+/// The body as text, or `None` for binary. A multi-byte character split by the byte cap does
+/// not make a cut body binary.
+fn utf8_text(body: &[u8], cut: bool) -> Option<&str> {
+    if body.contains(&0) {
+        return None;
+    }
+    match std::str::from_utf8(body) {
+        Ok(text) => Some(text),
+        Err(e) if cut && e.error_len().is_none() => {
+            std::str::from_utf8(&body[..e.valid_up_to()]).ok()
+        }
+        Err(_) => None,
+    }
+}
+
+/// Whitespace runs (newlines included) become single spaces.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Parses a URL the model gave and refuses every scheme but `http` and `https`.
+pub fn http_url(text: &str) -> Result<Url, ToolError> {
+    let url = Url::parse(text.trim())
+        .map_err(|e| ToolError::failed(format!("invalid URL {text:?}: {e}")))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(ToolError::failed(format!(
+            "refused {text:?}: only http and https URLs can be fetched, not {other}:"
+        ))),
+    }
+}
+
+/// One client for the process: connection pooling across calls, and rustls set up once.
+fn client() -> Result<&'static reqwest::Client, ToolError> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        // As in `provider::http::client`: reqwest has no bundled crypto provider; ring is ours,
+        // and an `Err` only means one is installed already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("rounds/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot set up the HTTP client: {}", describe(&e)))
+    });
+    client.as_ref().map_err(|e| ToolError::failed(e.clone()))
+}
+
+/// GETs `url`, following up to [`MAX_REDIRECTS`] redirects, within `limits`; `ctx.cancel`
+/// stops it at any point. Any status comes back as a [`Page`]: judging it is the caller's.
+pub async fn get(
+    url: Url,
+    limits: Limits,
+    user_agent: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<Page, ToolError> {
+    let client = client()?;
+    let shown = url.to_string();
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ToolError::failed(format!("fetching {shown} was cancelled"))),
+        done = tokio::time::timeout(limits.timeout, fetch(client, url, limits, user_agent)) => {
+            done.unwrap_or_else(|_| {
+                Err(ToolError::failed(format!(
+                    "fetching {shown} timed out after {}",
+                    seconds(limits.timeout)
+                )))
+            })
+        }
+    }
+}
+
+async fn fetch(
+    client: &reqwest::Client,
+    start: Url,
+    limits: Limits,
+    user_agent: Option<&str>,
+) -> Result<Page, ToolError> {
+    let mut url = start.clone();
+    let mut hops = 0;
+    let mut response = loop {
+        let mut request = client.get(url.clone());
+        if let Some(agent) = user_agent {
+            request = request.header(USER_AGENT, agent);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ToolError::failed(format!("cannot fetch {url}: {}", describe(&e))))?;
+        let status = response.status().as_u16();
+        let location = response.headers().get(LOCATION);
+        let (true, Some(location)) = (matches!(status, 301 | 302 | 303 | 307 | 308), location)
+        else {
+            break response;
+        };
+        let next = location
+            .to_str()
+            .ok()
+            .and_then(|l| url.join(l.trim()).ok())
+            .ok_or_else(|| {
+                ToolError::failed(format!(
+                    "{url} redirected to an invalid location {location:?}"
+                ))
+            })?;
+        if !matches!(next.scheme(), "http" | "https") {
+            return Err(ToolError::failed(format!(
+                "refused the redirect from {url} to {next}: only http and https URLs can be fetched"
+            )));
+        }
+        hops += 1;
+        if hops > MAX_REDIRECTS {
+            return Err(ToolError::failed(format!(
+                "too many redirects: more than {MAX_REDIRECTS} starting from {start} (the last \
+                 one pointed to {next})"
+            )));
+        }
+        url = next;
+    };
+
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let length = response.content_length();
+    let mut body = Vec::new();
+    let mut cut = false;
+    // One byte past the cap tells "exactly the cap" from "more to come" without waiting for
+    // the rest.
+    while let Some(chunk) = response.chunk().await.map_err(|e| {
+        ToolError::failed(format!(
+            "reading the body of {url} failed: {}",
+            describe(&e)
+        ))
+    })? {
+        let room = limits.max_bytes + 1 - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() > limits.max_bytes {
+            body.truncate(limits.max_bytes);
+            cut = true;
+            break;
+        }
+    }
+    Ok(Page {
+        url,
+        status,
+        content_type,
+        length,
+        body,
+        cut,
+    })
+}
+
+/// `20 s`, or `300 ms` below a second.
+pub fn seconds(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// A page turned into Markdown.
+pub struct Converted {
+    /// The `<title>`, whitespace collapsed; empty without one.
+    pub title: String,
+    pub text: String,
+}
+
+/// Elements whose content is not reading matter (code, styling, embedded objects, form widgets),
+/// or is repeated elsewhere (`head`: its title is kept apart).
+const SKIPPED: &[&str] = &[
+    "head", "script", "style", "noscript", "template", "svg", "canvas", "iframe", "object",
+    "embed", "select", "button",
+];
+
+/// Nesting depth past which elements are flattened to their text. htmd converts recursively, so
+/// a page nested far deeper than real pages are (a few dozen levels) would overflow the stack.
+const MAX_DEPTH: usize = 256;
+
+/// Input handed to the HTML parser at a time; between pieces it checks the deadline.
+const PARSE_PIECE: usize = 4096;
+
+/// Parses HTML, giving up at `deadline` or on `cancel`: html5ever's tree building is quadratic
+/// in nesting depth (the scope checks walk the open elements), so a page of a few MiB of nested
+/// tags could otherwise keep a thread busy for hours.
+pub fn parse_html(
+    html: &str,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Result<Rc<Node>, ToolError> {
+    let started = Instant::now();
+    let mut parser = html5ever::parse_document(RcDom::default(), Default::default());
+    let mut rest = html;
+    while !rest.is_empty() {
+        if cancel.is_cancelled() {
+            return Err(ToolError::failed("cancelled while parsing the HTML"));
+        }
+        if Instant::now() >= deadline {
+            return Err(ToolError::failed(format!(
+                "gave up parsing the HTML after {} ms: it is nested too deeply to parse in time",
+                started.elapsed().as_millis()
+            )));
+        }
+        let mut end = rest.len().min(PARSE_PIECE);
+        while !rest.is_char_boundary(end) {
+            end += 1;
+        }
+        parser.process(StrTendril::from_slice(&rest[..end]));
+        rest = &rest[end..];
+    }
+    Ok(parser.finish().document)
+}
+
+/// HTML to Markdown, with scripts and styles gone and link targets made absolute against `base`
+/// so the model can fetch them as they are. Parsing stops as [`parse_html`] says.
+pub fn html_to_markdown(
+    html: &str,
+    base: &Url,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Result<Converted, ToolError> {
+    let tree = parse_html(html, deadline, cancel)?;
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(SKIPPED.to_vec())
+        .build();
+    flatten_deep(&tree);
+    let mut title = String::new();
+    for node in descendants(&tree) {
+        let NodeData::Element { name, attrs, .. } = &node.data else {
+            continue;
+        };
+        match &*name.local {
+            "title" if title.is_empty() => title = one_line(&text_of(&node)),
+            "a" | "img" => {
+                let key = if &*name.local == "a" { "href" } else { "src" };
+                let mut attrs = attrs.borrow_mut();
+                // `javascript:` links and inline `data:` images are noise to a reader; without
+                // the attribute htmd keeps just the link text (or drops the image).
+                attrs.retain_mut(|attr| {
+                    if &*attr.name.local != key {
+                        return true;
+                    }
+                    match base.join(attr.value.trim()) {
+                        Ok(url) if matches!(url.scheme(), "http" | "https" | "mailto") => {
+                            attr.value = url.as_str().into();
+                            true
+                        }
+                        _ => false,
+                    }
+                });
+            }
+            _ => {}
+        }
+    }
+    let text = converter.tree_to_markdown(&tree);
+    Ok(Converted {
+        title,
+        text: squeeze_blank_lines(&text),
+    })
+}
+
+/// Replaces what lies below [`MAX_DEPTH`] with its text.
+fn flatten_deep(root: &Rc<Node>) {
+    let mut stack = vec![(Rc::clone(root), 0)];
+    while let Some((node, depth)) = stack.pop() {
+        if depth < MAX_DEPTH {
+            let children = node.children.borrow();
+            stack.extend(children.iter().map(|c| (Rc::clone(c), depth + 1)));
+            continue;
+        }
+        let text = text_of(&node);
+        let leaf = Node::new(NodeData::Text {
+            contents: RefCell::new(text.as_str().into()),
+        });
+        leaf.parent.set(Some(Rc::downgrade(&node)));
+        *node.children.borrow_mut() = vec![leaf];
+    }
+}
+
+/// Every node under `root`, in document order; iterative, since page nesting can be deep.
+pub fn descendants(root: &Rc<Node>) -> Vec<Rc<Node>> {
+    let mut out = Vec::new();
+    let mut stack = vec![Rc::clone(root)];
+    while let Some(node) = stack.pop() {
+        stack.extend(node.children.borrow().iter().rev().cloned());
+        out.push(node);
+    }
+    out
+}
+
+/// The text under a node, as written (entities decoded by the parser).
+pub fn text_of(node: &Rc<Node>) -> String {
+    let mut out = String::new();
+    for n in descendants(node) {
+        if let NodeData::Text { contents } = &n.data {
+            out.push_str(&contents.borrow());
+        }
+    }
+    out
+}
+
+/// Layout-heavy pages leave runs of empty lines and trailing spaces; they only cost tokens.
+fn squeeze_blank_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank = 0;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            blank += 1;
+            if blank > 1 {
+                continue;
+            }
+        } else {
+            blank = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim().to_owned()
+}
+
+/// A real HTTP server on 127.0.0.1 for the web tools' tests: one thread per connection, every
+/// reply `connection: close`, each request's head recorded.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// How the server answers one request.
+    #[derive(Clone)]
+    pub(crate) enum Reply {
+        Full {
+            status: u16,
+            headers: Vec<(String, String)>,
+            body: Vec<u8>,
+        },
+        /// Headers, then body bytes until the client hangs up (at most 30 s).
+        Endless,
+        /// Headers, then silence for up to 10 s.
+        Stall,
+    }
+
+    impl Reply {
+        pub(crate) fn ok(content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
+            Reply::status(200, content_type, body)
+        }
+
+        pub(crate) fn status(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
+            Reply::Full {
+                status,
+                headers: vec![("content-type".into(), content_type.into())],
+                body: body.into(),
+            }
+        }
+
+        pub(crate) fn redirect(location: &str) -> Reply {
+            Reply::Full {
+                status: 302,
+                headers: vec![("location".into(), location.into())],
+                body: Vec::new(),
+            }
+        }
+    }
+
+    type Handler = dyn Fn(&str) -> Reply + Send + Sync;
+
+    pub(crate) struct Server {
+        pub(crate) base: String,
+        requests: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Server {
+        /// Serves `handler(request target)` for every request.
+        pub(crate) fn start(handler: impl Fn(&str) -> Reply + Send + Sync + 'static) -> Server {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let base = format!("http://{}", listener.local_addr().unwrap());
+            let requests = Arc::new(Mutex::new(Vec::new()));
+            let handler: Arc<Handler> = Arc::new(handler);
+            let seen = Arc::clone(&requests);
+            std::thread::spawn(move || {
+                // Bounded, so a leftover server cannot serve forever.
+                for stream in listener.incoming().take(100).flatten() {
+                    let (handler, seen) = (Arc::clone(&handler), Arc::clone(&seen));
+                    std::thread::spawn(move || serve(stream, &*handler, &seen));
+                }
+            });
+            Server { base, requests }
+        }
+
+        pub(crate) fn url(&self, path: &str) -> String {
+            format!("{}{path}", self.base)
+        }
+
+        /// Each request's head (request line and headers), in arrival order.
+        pub(crate) fn requests(&self) -> Vec<String> {
+            self.requests.lock().unwrap().clone()
+        }
+    }
+
+    fn serve(stream: TcpStream, handler: &Handler, seen: &Mutex<Vec<String>>) {
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let target = head.split(' ').nth(1).unwrap_or("").to_owned();
+        seen.lock().unwrap().push(head);
+        let mut stream = stream;
+        let reply = handler(&target);
+        let _ = match reply {
+            Reply::Full {
+                status,
+                headers,
+                body,
+            } => {
+                let mut out = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+                for (name, value) in headers {
+                    out.push_str(&format!("{name}: {value}\r\n"));
+                }
+                out.push_str("connection: close\r\n\r\n");
+                stream
+                    .write_all(out.as_bytes())
+                    .and_then(|()| stream.write_all(&body))
+            }
+            Reply::Endless => endless(&mut stream),
+            Reply::Stall => stream
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 100\r\n\r\nab",
+                )
+                .map(|()| stall(&stream)),
+        };
+    }
+
+    fn endless(stream: &mut TcpStream) -> std::io::Result<()> {
+        stream.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n",
+        )?;
+        let chunk = format!("{:x}\r\n{}\r\n", 16 * 1024, "y".repeat(16 * 1024));
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until {
+            stream.write_all(chunk.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the client to hang up (or 10 s), sending nothing.
+    fn stall(stream: &TcpStream) {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+        let _ = std::io::Read::read(&mut &*stream, &mut [0; 1]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn page(content_type: &str, body: &[u8], cut: bool) -> Page {
+        Page {
+            url: Url::parse("http://h/").unwrap(),
+            status: StatusCode::OK,
+            content_type: content_type.to_owned(),
+            length: None,
+            body: body.to_vec(),
+            cut,
+        }
+    }
+
+    fn kind(content_type: &str, body: &[u8], cut: bool) -> &'static str {
+        match page(content_type, body, cut).classify() {
+            Body::Html(_) => "html",
+            Body::Text(_) => "text",
+            Body::Binary => "binary",
+        }
+    }
+
+    #[test]
+    fn classify_by_type_then_bytes() {
+        assert_eq!(kind("text/html; charset=UTF-8", b"<p>x", false), "html");
+        assert_eq!(kind("application/xhtml+xml", b"<p>x", false), "html");
+        assert_eq!(kind("Application/JSON", b"{}", false), "text");
+        assert_eq!(kind("application/ld+json", b"{}", false), "text");
+        assert_eq!(kind("image/svg+xml", b"<svg/>", false), "text");
+        assert_eq!(kind("text/csv", b"a,b", false), "text");
+        assert_eq!(kind("", b"  <!DOCTYPE html><p>x", false), "html");
+        assert_eq!(kind("", b"plain", false), "text");
+        assert_eq!(kind("application/pdf", b"%PDF-1.7", false), "binary");
+        assert_eq!(kind("text/plain", b"a\0b", false), "binary");
+        // "é" split by the byte cap is text; the same bytes at the real end are not.
+        assert_eq!(kind("text/plain", b"caf\xc3", true), "text");
+        assert_eq!(kind("text/plain", b"caf\xc3", false), "binary");
+    }
+
+    #[test]
+    fn only_http_and_https() {
+        assert!(http_url("https://docs.rs/x").is_ok());
+        assert!(http_url(" HTTP://example.com ").is_ok());
+        let err = http_url("javascript:alert(1)").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            r#"refused "javascript:alert(1)": only http and https URLs can be fetched, not javascript:"#
+        );
+    }
+
+    fn convert(html: &str) -> Converted {
+        let base = Url::parse("https://site.test/dir/page").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        html_to_markdown(html, &base, deadline, &CancellationToken::new()).unwrap()
+    }
+
+    #[test]
+    fn links_are_made_absolute_and_noise_dropped() {
+        let got = convert(
+            "<title> A\n  page </title><p><a href=\"../up\">up</a> <a href=\"#frag\">here</a> \
+             <a href=\"mailto:a@b.c\">mail</a> <img src=\"data:image/png;base64,AAAA\" alt=\"dot\">\
+             <img src=\"/i.png\" alt=\"pic\"></p><noscript>enable js</noscript>\
+             <p>one</p>\n\n\n\n<p>two   </p>",
+        );
+        assert_eq!(got.title, "A page");
+        assert_eq!(
+            got.text,
+            "[up](https://site.test/up) [here](https://site.test/dir/page#frag) \
+             [mail](mailto:a@b.c) ![pic](https://site.test/i.png)\n\none\n\ntwo"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_flattened_not_a_stack_overflow() {
+        let depth = 2000;
+        let html = format!(
+            "{}deep <b>text</b>{}",
+            "<div>".repeat(depth),
+            "</div>".repeat(depth)
+        );
+        assert_eq!(convert(&html).text, "deep text");
+    }
+
+    #[test]
+    fn parsing_gives_up_at_the_deadline_and_on_cancel() {
+        // Quadratic to parse: minutes, were it not stopped.
+        let html = "<div>".repeat(400_000);
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(300);
+        let err = parse_html(&html, deadline, &CancellationToken::new()).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(
+            err.to_string()
+                .starts_with("gave up parsing the HTML after "),
+            "{err}"
+        );
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let err = parse_html(&html, deadline, &cancel).unwrap_err();
+        assert_eq!(err.to_string(), "cancelled while parsing the HTML");
+    }
+}
