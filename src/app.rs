@@ -1,12 +1,14 @@
 //! Wiring: build the provider, the toolbox and the transcript from a resolved `Config`, run the
-//! loop, write the closing line, and report an `Outcome`. Never exits the process.
+//! loop under the run's deadline and signal handling, write the closing line, and report an
+//! `Outcome`. Never exits the process (except on a second interrupt, on purpose).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, LoopLimits, Observer, Quiet};
+use crate::agent::{Agent, Fanout, LoopLimits, Observer};
+use crate::cli::OutputMode;
 use crate::config::{Config, ProviderChoice};
 use crate::conversation::Message;
 use crate::outcome::{Outcome, Status};
@@ -14,9 +16,10 @@ use crate::progress::Progress;
 use crate::provider::{
     Provider, anthropic::Anthropic, gemini::Gemini, openai::OpenAi, replay::Replay,
 };
+use crate::render::{StreamJson, end_of};
 use crate::tools::Outputs;
 use crate::tools::pipeline::{Settings, Toolbox};
-use crate::transcript::{End, Limits, Line, Start, Writer};
+use crate::transcript::{Limits, Line, Start, Writer};
 
 /// A run that could not start.
 struct SetupFailure {
@@ -31,6 +34,13 @@ impl SetupFailure {
             message: e.to_string(),
         }
     }
+}
+
+/// Why the run was cancelled, with the exit code it ends with.
+#[derive(Debug, Clone, Copy)]
+enum Cancel {
+    Deadline,
+    Signal(&'static str, u8),
 }
 
 /// Runs one configured run to its end.
@@ -51,6 +61,7 @@ pub async fn run(config: Config) -> Outcome {
 
 async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailure> {
     let provider = build_provider(&config)?;
+    let observer = observer(&config);
     let Config {
         prompt,
         system,
@@ -90,21 +101,19 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         limits: Limits {
             max_rounds: config.max_rounds,
             max_tokens: config.max_tokens,
-            budget_tokens: None,
-            timeout_secs: None,
+            budget_tokens: config.budget_tokens,
+            timeout_secs: config.timeout.map(|t| t.as_secs_f64()),
             tool_timeout_secs: config.tool_timeout.as_secs_f64(),
             max_parallel: config.max_parallel,
         },
         resumed_from: None,
     };
     if let Some(w) = writer.as_mut() {
-        w.write(&Line::Start(start)).map_err(SetupFailure::usage)?;
+        w.write(&Line::Start(start.clone()))
+            .map_err(SetupFailure::usage)?;
     }
+    observer.started(&start);
 
-    let observer: Arc<dyn Observer> = match Progress::for_terminal(config.max_rounds) {
-        Some(progress) if !config.quiet => Arc::new(progress),
-        _ => Arc::new(Quiet),
-    };
     let agent = Agent {
         provider,
         toolbox,
@@ -113,12 +122,19 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
             max_rounds: config.max_rounds,
             max_tokens: config.max_tokens,
             max_parallel: config.max_parallel,
+            budget_tokens: config.budget_tokens,
+            on_max_rounds: config.on_max_rounds,
+            fail_on: config.fail_on,
+            retry: config.retry.clone(),
         },
-        observer,
+        observer: observer.clone(),
     };
     let cancel = CancellationToken::new();
+    let reason = Arc::new(Mutex::new(None));
+    let watchers = watch(&cancel, &reason, config.timeout);
     let mut history = vec![Message::User(prompt)];
     let finished = agent.run(&mut history, writer.as_mut(), &cancel).await;
+    watchers.abort();
 
     let mut outcome = Outcome {
         status: finished.status,
@@ -133,19 +149,25 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         tool_calls: finished.tool_calls,
         tool_errors: finished.tool_errors,
     };
+    if outcome.status == Status::Interrupted {
+        let why = reason.lock().ok().and_then(|r| *r);
+        match why {
+            Some(Cancel::Deadline) => {
+                outcome.status = Status::Timeout;
+                outcome.exit_code = Status::Timeout.exit_code();
+                let secs = config.timeout.map_or(0.0, |t| t.as_secs_f64());
+                outcome.error = Some(format!("the run's deadline of {secs}s passed"));
+            }
+            Some(Cancel::Signal(name, code)) => {
+                outcome.exit_code = code;
+                outcome.error = Some(format!("interrupted by {name}"));
+            }
+            None => {}
+        }
+    }
+    let end = end_of(&outcome);
     if let Some(w) = writer.as_mut() {
-        let end = End {
-            status: outcome.status.as_str().to_owned(),
-            exit_code: outcome.exit_code,
-            rounds: outcome.rounds,
-            final_text: outcome.final_text.clone(),
-            usage: outcome.usage,
-            duration_ms: outcome.duration_ms,
-            error: outcome.error.clone(),
-            tool_calls: outcome.tool_calls,
-            tool_errors: outcome.tool_errors.clone(),
-        };
-        if let Err(e) = w.write(&Line::End(end)) {
+        if let Err(e) = w.write(&Line::End(end.clone())) {
             // The run itself may have succeeded, but its record did not: that is a failure.
             outcome.status = Status::Error;
             outcome.exit_code = Status::Error.exit_code();
@@ -155,7 +177,72 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
             });
         }
     }
+    observer.finished(&end_of(&outcome));
     Ok(outcome)
+}
+
+/// Progress on a terminal's stderr and/or events on stdout.
+fn observer(config: &Config) -> Arc<dyn Observer> {
+    let mut all: Vec<Arc<dyn Observer>> = Vec::new();
+    if config.output == OutputMode::StreamJson {
+        all.push(Arc::new(StreamJson::default()));
+    }
+    if !config.quiet {
+        if let Some(progress) = Progress::for_terminal(config.max_rounds) {
+            all.push(Arc::new(progress));
+        }
+    }
+    Arc::new(Fanout(all))
+}
+
+/// Cancels the run on the deadline, SIGINT or SIGTERM, recording why. A second signal ends the
+/// process at once: the user asked twice, and everything finished is already on disk.
+fn watch(
+    cancel: &CancellationToken,
+    reason: &Arc<Mutex<Option<Cancel>>>,
+    deadline: Option<std::time::Duration>,
+) -> tokio::task::JoinHandle<()> {
+    let (cancel, reason) = (cancel.clone(), reason.clone());
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            tracing::warn!("cannot install signal handlers; Ctrl-C will end rounds abruptly");
+            return;
+        };
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep);
+        let mut deadline_passed = false;
+        loop {
+            let why = tokio::select! {
+                () = &mut sleep, if !deadline_passed => {
+                    deadline_passed = true;
+                    Cancel::Deadline
+                }
+                _ = int.recv() => Cancel::Signal("SIGINT", 130),
+                _ = term.recv() => Cancel::Signal("SIGTERM", 143),
+            };
+            let Ok(mut slot) = reason.lock() else { return };
+            match (*slot, why) {
+                (Some(Cancel::Signal(..)), Cancel::Signal(_, code)) => {
+                    #[allow(clippy::exit)]
+                    std::process::exit(i32::from(code));
+                }
+                (Some(_), Cancel::Deadline) => {}
+                (_, why) => {
+                    *slot = Some(why);
+                    cancel.cancel();
+                }
+            }
+        }
+    })
 }
 
 fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, SetupFailure> {
@@ -175,9 +262,6 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, SetupFailure> {
             model,
             idle,
         )),
-        ProviderChoice::Gemini { base_url, key } => {
-            Arc::new(Gemini::new(client()?, base_url, key.clone(), model, idle))
-        }
         ProviderChoice::OpenAi {
             name,
             flavor,
@@ -192,6 +276,9 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, SetupFailure> {
             model,
             idle,
         )),
+        ProviderChoice::Gemini { base_url, key } => {
+            Arc::new(Gemini::new(client()?, base_url, key.clone(), model, idle))
+        }
         ProviderChoice::Replay { transcript, .. } => Arc::new(Replay::new(transcript)),
     })
 }

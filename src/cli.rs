@@ -107,6 +107,35 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_parallel: u16,
 
+    /// Stop the whole run after SECS (exit 5): the stream stops, running tools are killed, and
+    /// the transcript is closed.
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    pub timeout: Option<f64>,
+
+    /// Stop before a request that would take the run's tokens (input + output, all rounds)
+    /// past N (exit 4).
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
+
+    /// At --max-rounds: stop, or make one last call without tools so the model answers from
+    /// what it has (the status is max_rounds either way).
+    #[arg(long, value_enum, default_value_t = OnMaxRounds::Stop)]
+    pub on_max_rounds: OnMaxRounds,
+
+    /// End the run with exit 6 after a round in which a tool failed (tool-error) or a call was
+    /// denied (denied). Comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "WHAT")]
+    pub fail_on: Vec<FailOn>,
+
+    /// Retries of a failed model request (429, 5xx, overloaded, dropped or stalled streams).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_retries: u32,
+
+    /// Seconds before the first retry; each retry doubles it (with jitter, at most 30 s). A
+    /// provider's retry-after is honoured instead, up to 60 s.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = nonnegative_secs)]
+    pub retry_delay: f64,
+
     /// Seconds without any data from the provider before the stream counts as stalled.
     #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = positive_secs)]
     pub idle_timeout: f64,
@@ -133,11 +162,28 @@ pub struct Cli {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnMaxRounds {
+    Stop,
+    Summarize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// A tool call failed (any error result except a denial).
+    ToolError,
+    /// A call was denied by the allowlist.
+    Denied,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputMode {
     /// The final answer text only.
     Text,
     /// One JSON object at the end: status, exit_code, final_text, rounds, usage, ….
     Json,
+    /// One JSON event per line as things happen (start, text_delta, thinking_delta, tool_use,
+    /// tool_result, retry, round, end), flushed per line. See schema/rounds.schema.json.
+    StreamJson,
 }
 
 const AFTER_HELP: &str = "\
@@ -148,6 +194,13 @@ Examples:
   rounds -m anthropic/claude-sonnet-4-5 'Which files define the CLI?'
   git diff | rounds 'Review this change'
   rounds -m replay:fixtures/demo/demo.jsonl -w fixtures/demo/workspace";
+
+fn nonnegative_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("expected a number of seconds, got {s:?}")),
+    }
+}
 
 fn positive_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {

@@ -6,9 +6,11 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{Cli, OutputMode};
+use crate::agent::{FailOn, OnMaxRounds};
+use crate::cli::{self, Cli, OutputMode};
 use crate::process;
 use crate::provider::openai::Flavor;
+use crate::provider::retry::RetryPolicy;
 use crate::tools::hooks::Hooks;
 use crate::tools::policy::{Policy, PolicyError};
 use crate::tools::workspace::WorkspaceError;
@@ -68,6 +70,11 @@ pub struct Config {
     pub tool_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_result_bytes: usize,
+    pub timeout: Option<Duration>,
+    pub budget_tokens: Option<u64>,
+    pub on_max_rounds: OnMaxRounds,
+    pub fail_on: FailOn,
+    pub retry: RetryPolicy,
     /// The environment tool and hook processes get.
     pub tool_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     pub hooks: Hooks,
@@ -283,6 +290,20 @@ impl Config {
             tool_timeout: Duration::from_secs_f64(cli.tool_timeout),
             idle_timeout: Duration::from_secs_f64(cli.idle_timeout),
             max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
+            timeout: cli.timeout.map(Duration::from_secs_f64),
+            budget_tokens: cli.budget_tokens,
+            on_max_rounds: match cli.on_max_rounds {
+                cli::OnMaxRounds::Stop => OnMaxRounds::Stop,
+                cli::OnMaxRounds::Summarize => OnMaxRounds::Summarize,
+            },
+            fail_on: FailOn {
+                tool_error: cli.fail_on.contains(&cli::FailOn::ToolError),
+                denied: cli.fail_on.contains(&cli::FailOn::Denied),
+            },
+            retry: RetryPolicy {
+                max_retries: cli.max_retries,
+                base: Duration::from_secs_f64(cli.retry_delay),
+            },
             tool_env,
             hooks: Hooks {
                 pre: cli.pre_tool_hook.clone(),

@@ -61,20 +61,27 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Logs go to stderr, and only when asked for (-v) or for warnings; never to stdout.
+/// `ROUNDS_LOG` takes `tracing` target directives (`rounds=debug,reqwest=info`). A plain
+/// `Targets` filter is used because `EnvFilter` compiles regexes at startup.
 fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::prelude::*;
     let level = match (quiet, verbose) {
-        (true, _) => "error",
-        (false, 0) => "warn",
-        (false, 1) => "info",
-        (false, _) => "debug",
+        (true, _) => LevelFilter::ERROR,
+        (false, 0) => LevelFilter::WARN,
+        (false, 1) => LevelFilter::INFO,
+        (false, _) => LevelFilter::DEBUG,
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ROUNDS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("rounds={level}")));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let filter = std::env::var("ROUNDS_LOG")
+        .ok()
+        .and_then(|s| s.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_target("rounds", level));
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let _ = tracing_subscriber::registry()
+        .with(layer.with_filter(filter))
         .try_init();
 }

@@ -3,13 +3,26 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use serde::Serialize;
+
+use crate::agent::Observer;
 use crate::cli::OutputMode;
+use crate::conversation::{ToolResult, ToolUse};
 use crate::outcome::{Outcome, Status};
+use crate::transcript::{End, RetryNote, Round, Start, VERSION};
 
 /// Prints the run's result on stdout in the chosen mode.
 pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
     let mut bytes = match mode {
+        // The events already told everything, ending with `end` — except for a run that never
+        // started, which gets an `end` event here so stdout always ends with one.
+        OutputMode::StreamJson if outcome.status != Status::Usage => return,
+        OutputMode::StreamJson => match serde_json::to_vec(&StreamEvent::End(&end_of(outcome))) {
+            Ok(b) => b,
+            Err(_) => return,
+        },
         OutputMode::Text => {
             if outcome.final_text.is_empty() {
                 return;
@@ -73,4 +86,125 @@ pub fn print_summary(outcome: &Outcome, quiet: bool) {
 
 fn plural(n: u32) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+/// The `end` record for an outcome (the transcript's closing line and the last event).
+pub fn end_of(outcome: &Outcome) -> End {
+    End {
+        status: outcome.status.as_str().to_owned(),
+        exit_code: outcome.exit_code,
+        rounds: outcome.rounds,
+        final_text: outcome.final_text.clone(),
+        usage: outcome.usage,
+        duration_ms: outcome.duration_ms,
+        error: outcome.error.clone(),
+        tool_calls: outcome.tool_calls,
+        tool_errors: outcome.tool_errors.clone(),
+    }
+}
+
+/// One `--output stream-json` event. `start`, `round` and `end` are the transcript's own
+/// records; the others exist only in the stream.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamEvent<'a> {
+    Start(&'a Start),
+    TextDelta {
+        round: u32,
+        text: &'a str,
+    },
+    ThinkingDelta {
+        round: u32,
+        text: &'a str,
+    },
+    ToolUse {
+        round: u32,
+        #[serde(flatten)]
+        call: &'a ToolUse,
+    },
+    ToolResult {
+        round: u32,
+        #[serde(flatten)]
+        result: &'a ToolResult,
+    },
+    Retry(&'a RetryNote),
+    Round(&'a Round),
+    End(&'a End),
+}
+
+#[derive(Serialize)]
+struct Versioned<'a> {
+    v: u32,
+    #[serde(flatten)]
+    event: StreamEvent<'a>,
+}
+
+/// `--output stream-json`: every event as one line on stdout, flushed at once. When the reader
+/// goes away (broken pipe), the run goes on and the events stop.
+#[derive(Default)]
+pub struct StreamJson {
+    round: AtomicU32,
+    closed: AtomicBool,
+}
+
+impl StreamJson {
+    fn emit(&self, event: StreamEvent<'_>) {
+        if self.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(mut line) = serde_json::to_vec(&Versioned { v: VERSION, event }) else {
+            return;
+        };
+        line.push(b'\n');
+        let mut out = std::io::stdout().lock();
+        if out.write_all(&line).and_then(|()| out.flush()).is_err() {
+            self.closed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn round(&self) -> u32 {
+        self.round.load(Ordering::Relaxed)
+    }
+}
+
+impl Observer for StreamJson {
+    fn started(&self, start: &Start) {
+        self.emit(StreamEvent::Start(start));
+    }
+    fn round_started(&self, round: u32) {
+        self.round.store(round, Ordering::Relaxed);
+    }
+    fn text_delta(&self, text: &str) {
+        self.emit(StreamEvent::TextDelta {
+            round: self.round(),
+            text,
+        });
+    }
+    fn thinking_delta(&self, text: &str) {
+        self.emit(StreamEvent::ThinkingDelta {
+            round: self.round(),
+            text,
+        });
+    }
+    fn tool_use(&self, call: &ToolUse) {
+        self.emit(StreamEvent::ToolUse {
+            round: self.round(),
+            call,
+        });
+    }
+    fn tool_finished(&self, result: &ToolResult) {
+        self.emit(StreamEvent::ToolResult {
+            round: self.round(),
+            result,
+        });
+    }
+    fn retry(&self, note: &RetryNote) {
+        self.emit(StreamEvent::Retry(note));
+    }
+    fn round_finished(&self, round: &Round) {
+        self.emit(StreamEvent::Round(round));
+    }
+    fn finished(&self, end: &End) {
+        self.emit(StreamEvent::End(end));
+    }
 }

@@ -70,6 +70,27 @@ pub struct Round {
     pub usage: Usage,
     pub model_ms: u64,
     pub tools_ms: u64,
+    /// Failed attempts at this round's request that were retried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<RetryNote>,
+    /// Set when the response broke off after some of its tool calls had started: the calls
+    /// that completed are kept (their effects happened) and the run continues from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The final call made without tools at the round limit (`--on-max-rounds summarize`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summary: bool,
+}
+
+/// One failed attempt that was retried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetryNote {
+    pub round: u32,
+    /// The attempt that failed (1 is the first request).
+    pub attempt: u32,
+    pub error: String,
+    /// The wait before the next attempt.
+    pub delay_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

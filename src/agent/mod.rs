@@ -1,5 +1,6 @@
 //! The round loop: ask the model, run the tools it asks for while it is still streaming, feed
-//! the results back, and stop when it stops asking, a limit is hit, or something fails.
+//! the results back, and stop when it stops asking, a limit is hit, something fails, or the run
+//! is cancelled (deadline or signal).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,42 +9,34 @@ use std::time::Instant;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, ToolUse, Usage};
+use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usage};
 use crate::outcome::Status;
-use crate::provider::{Provider, ProviderError, Request, StreamEvent};
+use crate::provider::retry::RetryPolicy;
+use crate::provider::{Provider, ProviderError, Request, StreamEvent, ToolChoice};
 use crate::tools::pipeline::Toolbox;
-use crate::transcript::{Line, Round, Writer};
+use crate::transcript::{Line, RetryNote, Round, Writer};
 
+mod observer;
 pub mod scheduler;
 
+pub use observer::{Fanout, Observer, Quiet};
 use scheduler::Scheduler;
 
-/// Hears about a run as it happens (progress display, streaming JSON). Every method has a
-/// default that does nothing. Methods may be called from several tasks at once.
-pub trait Observer: Send + Sync {
-    fn round_started(&self, round: u32) {
-        let _ = round;
-    }
-    fn text_delta(&self, text: &str) {
-        let _ = text;
-    }
-    fn thinking_delta(&self, text: &str) {
-        let _ = text;
-    }
-    fn tool_started(&self, call: &ToolUse, subject: Option<&str>) {
-        let _ = (call, subject);
-    }
-    fn tool_finished(&self, result: &ToolResult) {
-        let _ = result;
-    }
-    fn round_finished(&self, round: &Round) {
-        let _ = round;
-    }
+/// What to do when the round limit is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnMaxRounds {
+    Stop,
+    /// One more call, with tools forbidden, so the model answers from what it has.
+    Summarize,
 }
 
-/// An observer that ignores everything.
-pub struct Quiet;
-impl Observer for Quiet {}
+/// Which tool outcomes end the run (`--fail-on`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FailOn {
+    /// Any error result except a denial.
+    pub tool_error: bool,
+    pub denied: bool,
+}
 
 /// Limits the loop enforces itself.
 #[derive(Debug, Clone)]
@@ -51,6 +44,10 @@ pub struct LoopLimits {
     pub max_rounds: u32,
     pub max_tokens: Option<u32>,
     pub max_parallel: usize,
+    pub budget_tokens: Option<u64>,
+    pub on_max_rounds: OnMaxRounds,
+    pub fail_on: FailOn,
+    pub retry: RetryPolicy,
 }
 
 /// The parts of a run the loop drives.
@@ -75,9 +72,24 @@ pub struct Finished {
     pub tool_errors: BTreeMap<ErrorKind, u32>,
 }
 
+/// How one round ended.
+enum RoundEnd {
+    Complete(Round),
+    /// The provider failed for good; the partial round is kept when tools ran.
+    Failed(Option<Round>, ProviderError),
+    /// The run was cancelled; the partial round is kept when tools ran.
+    Cancelled(Option<Round>),
+}
+
+/// Appended before the last call of `--on-max-rounds summarize`.
+const SUMMARIZE: &str = "The round limit has been reached: do not call any more tools. Answer \
+                         now, as completely as you can, from what you have found so far.";
+
 impl Agent {
-    /// Runs rounds until the model stops calling tools or a limit or failure ends the run.
-    /// `history` holds the conversation so far and grows with every round.
+    /// Runs rounds until the model stops calling tools or a limit, a failure or `cancel` ends
+    /// the run. `history` holds the conversation so far and grows with every round. On
+    /// cancellation the status is `Interrupted`; the caller knows whether a deadline or a
+    /// signal was the cause.
     pub async fn run(
         &self,
         history: &mut Vec<Message>,
@@ -95,127 +107,316 @@ impl Agent {
             tool_errors: BTreeMap::new(),
         };
         let offered = self.toolbox.offered();
-        for number in 1..=self.limits.max_rounds {
+        let mut next_input = estimate_tokens(history) + (self.system.len() / 4) as u64;
+        let mut number = 0;
+        loop {
+            let summary = number == self.limits.max_rounds;
+            if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {
+                return done;
+            }
+            if let Some(budget) = self.limits.budget_tokens {
+                let used = done.usage.total();
+                if used + next_input > budget {
+                    done.status = Status::Budget;
+                    done.error = Some(format!(
+                        "the token budget of {budget} would be exceeded: {used} used, the next \
+                         request needs about {next_input} more"
+                    ));
+                    return done;
+                }
+            }
+            if summary {
+                history.push(Message::User(SUMMARIZE.to_owned()));
+            }
+            number += 1;
             self.observer.round_started(number);
             let request = Request {
                 system: &self.system,
                 messages: history,
                 tools: &offered,
                 max_tokens: self.limits.max_tokens,
+                tool_choice: if summary {
+                    ToolChoice::None
+                } else {
+                    ToolChoice::Auto
+                },
             };
-            let attempt = self.round(number, &request, cancel).await;
-            let (round, failure) = match attempt {
-                Ok(round) => (Some(round), None),
-                Err((partial, e)) => (partial, Some(e)),
+            let (round, failure) = match self.round(number, &request, summary, cancel).await {
+                RoundEnd::Complete(round) => (Some(round), None),
+                RoundEnd::Failed(partial, e) => (partial, Some(Err(e))),
+                RoundEnd::Cancelled(partial) => (partial, Some(Ok(()))),
             };
-            if let Some(round) = round {
-                done.rounds = number;
-                done.usage.add(&round.usage);
-                done.stop_reason = round.stop_reason;
-                done.final_text = final_text(&round.blocks);
-                for r in &round.results {
-                    done.tool_calls += 1;
-                    if let Some(kind) = r.error_kind {
-                        *done.tool_errors.entry(kind).or_default() += 1;
-                    }
+            let Some(mut round) = round else {
+                return finish_with(done, failure);
+            };
+            round.summary = summary;
+            done.rounds = number;
+            done.usage.add(&round.usage);
+            done.stop_reason = round.stop_reason;
+            done.final_text = final_text(&round.blocks);
+            for r in &round.results {
+                done.tool_calls += 1;
+                if let Some(kind) = r.error_kind {
+                    *done.tool_errors.entry(kind).or_default() += 1;
                 }
-                if let Some(w) = transcript.as_deref_mut() {
-                    if let Err(e) = w.write(&Line::Round(round.clone())) {
-                        done.status = Status::Error;
-                        done.error = Some(e.to_string());
-                        return done;
-                    }
-                }
-                self.observer.round_finished(&round);
-                let Round {
-                    blocks,
-                    results,
-                    stop_reason,
-                    ..
-                } = round;
-                let has_calls = !results.is_empty();
-                history.push(Message::Assistant {
-                    blocks,
-                    provider: self.provider.name().to_owned(),
-                });
-                if has_calls {
-                    history.push(Message::ToolResults(results));
-                } else if failure.is_none() && stop_reason != Some(StopReason::PauseTurn) {
-                    done.status = Status::Completed;
+            }
+            if let Some(w) = transcript.as_deref_mut() {
+                if let Err(e) = w.write(&Line::Round(round.clone())) {
+                    done.status = Status::Error;
+                    done.error = Some(e.to_string());
                     return done;
                 }
             }
-            if let Some(e) = failure {
-                done.status = Status::Error;
-                done.error = Some(e.to_string());
+            self.observer.round_finished(&round);
+            let tripped = self.tripped(&round.results);
+            next_input = round.usage.input_tokens
+                + round.usage.cache_read_tokens
+                + round.usage.cache_write_tokens
+                + round.usage.output_tokens
+                + round
+                    .results
+                    .iter()
+                    .map(|r| r.content.len() as u64 / 4)
+                    .sum::<u64>();
+            let Round {
+                blocks,
+                results,
+                stop_reason,
+                ..
+            } = round;
+            let has_calls = !results.is_empty();
+            history.push(Message::Assistant {
+                blocks,
+                provider: self.provider.name().to_owned(),
+            });
+            if has_calls {
+                history.push(Message::ToolResults(results));
+            }
+            if failure.is_some() {
+                return finish_with(done, failure);
+            }
+            if let Some(why) = tripped {
+                done.status = Status::ToolFailure;
+                done.error = Some(why);
+                return done;
+            }
+            if summary {
+                return done;
+            }
+            if !has_calls && stop_reason != Some(StopReason::PauseTurn) {
+                done.status = Status::Completed;
                 return done;
             }
         }
-        done
+    }
+
+    /// The `--fail-on` rule a round's results trip, if any.
+    fn tripped(&self, results: &[ToolResult]) -> Option<String> {
+        let fail = self.limits.fail_on;
+        results.iter().find_map(|r| {
+            let kind = r.error_kind?;
+            let hit = if kind == ErrorKind::Denied {
+                fail.denied
+            } else {
+                fail.tool_error
+            };
+            let rule = if kind == ErrorKind::Denied {
+                "denied"
+            } else {
+                "tool-error"
+            };
+            hit.then(|| {
+                format!(
+                    "--fail-on {rule}: {} ({kind:?}): {}",
+                    r.name,
+                    first_line(&r.content)
+                )
+            })
+        })
     }
 
     /// One round: stream the response, starting each tool call as soon as it is complete, then
-    /// wait for the calls. On failure, returns the partial round when tools already ran (their
-    /// effects happened and must be on record).
+    /// wait for the calls. Retries transient provider failures; when a failure comes after
+    /// tool calls already started, those calls are finished and kept, and the round ends there
+    /// (marked with the error) so the conversation continues from what really happened.
     async fn round(
         &self,
         number: u32,
         request: &Request<'_>,
+        summary: bool,
         cancel: &CancellationToken,
-    ) -> Result<Round, (Option<Round>, ProviderError)> {
+    ) -> RoundEnd {
         let time = now_rfc3339();
         let started = Instant::now();
-        let mut scheduler = Scheduler::new(
-            self.toolbox.clone(),
-            self.limits.max_parallel,
-            cancel.child_token(),
-            self.observer.clone(),
-        );
-        let mut blocks = Vec::new();
-        let mut usage = Usage::default();
-        let mut stop = None;
-        let streamed: Result<(), ProviderError> = async {
-            let mut stream = self.provider.stream(request).await?;
-            while let Some(event) = stream.next().await {
-                match event? {
-                    StreamEvent::TextDelta(t) => self.observer.text_delta(&t),
-                    StreamEvent::ThinkingDelta(t) => self.observer.thinking_delta(&t),
-                    StreamEvent::Block(block) => {
-                        if let Block::ToolUse(call) = &block {
-                            scheduler.submit(call.clone());
-                        }
-                        blocks.push(block);
-                    }
-                    StreamEvent::Usage(u) => usage = u,
-                    StreamEvent::Done(reason) => stop = Some(reason),
+        let mut retries = Vec::new();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut scheduler = Scheduler::new(
+                self.toolbox.clone(),
+                self.limits.max_parallel,
+                cancel.child_token(),
+                self.observer.clone(),
+            );
+            let mut streamed = Streamed::default();
+            let outcome = self
+                .stream(request, summary, &mut scheduler, &mut streamed, cancel)
+                .await;
+            let calls_started = scheduler.has_calls();
+            let round = |streamed: Streamed,
+                         results: Vec<ToolResult>,
+                         tools: std::time::Duration,
+                         retries| Round {
+                round: number,
+                time: time.clone(),
+                blocks: streamed.blocks,
+                results,
+                stop_reason: streamed.stop,
+                usage: streamed.usage,
+                model_ms: started.elapsed().as_millis() as u64,
+                tools_ms: tools.as_millis() as u64,
+                retries,
+                error: None,
+                summary: false,
+            };
+            match outcome {
+                Ok(()) => {
+                    let (results, tools) = scheduler.finish().await;
+                    return RoundEnd::Complete(round(streamed, results, tools, retries));
                 }
-            }
-            Ok(())
-        }
-        .await;
-        let model_ms = started.elapsed().as_millis() as u64;
-        if streamed.is_err() {
-            scheduler.cancel();
-        }
-        let (results, tools) = scheduler.finish().await;
-        let round = Round {
-            round: number,
-            time,
-            blocks,
-            results,
-            stop_reason: stop,
-            usage,
-            model_ms,
-            tools_ms: tools.as_millis() as u64,
-        };
-        match streamed {
-            Ok(()) => Ok(round),
-            Err(e) => {
-                let keep = !round.results.is_empty();
-                Err((keep.then_some(round), e))
+                Err(Stop::Cancelled) => {
+                    scheduler.cancel();
+                    let (results, tools) = scheduler.finish().await;
+                    let keep = !results.is_empty();
+                    return RoundEnd::Cancelled(
+                        keep.then(|| round(streamed, results, tools, retries)),
+                    );
+                }
+                Err(Stop::Failed(e)) => {
+                    let delay = self.limits.retry.delay(&e, attempt);
+                    if calls_started {
+                        // Their effects happened: keep them rather than run them twice.
+                        let (results, tools) = scheduler.finish().await;
+                        let mut partial = round(streamed, results, tools, retries);
+                        if delay.is_none() {
+                            return RoundEnd::Failed(Some(partial), e);
+                        }
+                        partial.error = Some(format!(
+                            "the response broke off ({e}); the calls that had started were kept"
+                        ));
+                        return RoundEnd::Complete(partial);
+                    }
+                    scheduler.cancel();
+                    let Some(delay) = delay else {
+                        return RoundEnd::Failed(None, e);
+                    };
+                    let note = RetryNote {
+                        round: number,
+                        attempt,
+                        error: e.to_string(),
+                        delay_ms: delay.as_millis() as u64,
+                    };
+                    tracing::warn!(
+                        "{e}; retrying in {:.1}s (attempt {} of {})",
+                        delay.as_secs_f64(),
+                        attempt + 1,
+                        self.limits.retry.max_retries + 1
+                    );
+                    self.observer.retry(&note);
+                    retries.push(note);
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = cancel.cancelled() => return RoundEnd::Cancelled(None),
+                    }
+                }
             }
         }
     }
+
+    /// Reads one response, handing complete tool calls to the scheduler as they arrive.
+    async fn stream(
+        &self,
+        request: &Request<'_>,
+        summary: bool,
+        scheduler: &mut Scheduler,
+        out: &mut Streamed,
+        cancel: &CancellationToken,
+    ) -> Result<(), Stop> {
+        let mut stream = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(Stop::Cancelled),
+            s = self.provider.stream(request) => s.map_err(Stop::Failed)?,
+        };
+        loop {
+            let event = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(Stop::Cancelled),
+                e = stream.next() => e,
+            };
+            let Some(event) = event else { return Ok(()) };
+            match event.map_err(Stop::Failed)? {
+                StreamEvent::TextDelta(t) => self.observer.text_delta(&t),
+                StreamEvent::ThinkingDelta(t) => self.observer.thinking_delta(&t),
+                StreamEvent::Block(block) => {
+                    if let Block::ToolUse(call) = &block {
+                        self.observer.tool_use(call);
+                        if summary {
+                            scheduler.refuse(
+                                call.clone(),
+                                "tools are disabled for the final answer at the round limit",
+                            );
+                        } else {
+                            scheduler.submit(call.clone());
+                        }
+                    }
+                    out.blocks.push(block);
+                }
+                StreamEvent::Usage(u) => out.usage = u,
+                StreamEvent::Done(reason) => out.stop = Some(reason),
+            }
+        }
+    }
+}
+
+/// What one attempt streamed.
+#[derive(Default)]
+struct Streamed {
+    blocks: Vec<Block>,
+    usage: Usage,
+    stop: Option<StopReason>,
+}
+
+enum Stop {
+    Failed(ProviderError),
+    Cancelled,
+}
+
+fn finish_with(mut done: Finished, failure: Option<Result<(), ProviderError>>) -> Finished {
+    match failure {
+        Some(Err(e)) => {
+            done.status = Status::Error;
+            done.error = Some(e.to_string());
+        }
+        Some(Ok(())) => done.status = Status::Interrupted,
+        None => {}
+    }
+    done
+}
+
+/// A rough token count for text the model will read (about four bytes a token).
+fn estimate_tokens(history: &[Message]) -> u64 {
+    history
+        .iter()
+        .map(|m| match m {
+            Message::User(t) => t.len(),
+            _ => 0,
+        })
+        .sum::<usize>() as u64
+        / 4
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
 }
 
 /// The answer text of a round: its text blocks, in order.

@@ -78,6 +78,18 @@ impl Scheduler {
         }
     }
 
+    /// Records a call that must not run, with an error result, in its place in the order.
+    pub fn refuse(&mut self, call: ToolUse, why: &str) {
+        let (reply, rx) = oneshot::channel();
+        let _ = reply.send(ToolResult::error(&call, ErrorKind::Denied, why));
+        self.pending.push((call, rx));
+    }
+
+    /// Whether any call was submitted (and may have started).
+    pub fn has_calls(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Stops every call that has not finished (their results say they were cancelled).
     pub fn cancel(&self) {
         self.cancel.cancel();

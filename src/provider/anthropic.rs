@@ -132,7 +132,11 @@ pub fn build_request<'a>(model: &'a str, request: &Request<'a>) -> WireRequest<'
             input_schema: &t.input_schema,
         })
         .collect();
-    let tool_choice = (!tools.is_empty()).then_some(ToolChoice { kind: "auto" });
+    let kind = match request.tool_choice {
+        super::ToolChoice::Auto => "auto",
+        super::ToolChoice::None => "none",
+    };
+    let tool_choice = (!tools.is_empty()).then_some(ToolChoice { kind });
     WireRequest {
         model,
         max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),

@@ -248,6 +248,7 @@ fn round_two(sample: &str) -> (Value, Value) {
         messages: &messages,
         tools: &tools,
         max_tokens: Some(want["max_tokens"].as_u64().unwrap() as u32),
+        tool_choice: crate::provider::ToolChoice::Auto,
     };
     let got =
         serde_json::to_value(build_request(want["model"].as_str().unwrap(), &request)).unwrap();
@@ -312,6 +313,7 @@ fn thinking_from_another_provider_is_not_sent_and_turns_merge() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        tool_choice: crate::provider::ToolChoice::Auto,
     };
     let got = serde_json::to_value(build_request("m", &request)).unwrap();
     assert_eq!(

@@ -196,7 +196,13 @@ pub fn build_request<'a>(request: &Request<'a>) -> WireRequest<'a> {
         system_instruction,
         contents: contents(request.messages),
         tools,
-        tool_config: offered.then(|| json!({"functionCallingConfig": {"mode": "AUTO"}})),
+        tool_config: offered.then(|| {
+            let mode = match request.tool_choice {
+                super::ToolChoice::Auto => "AUTO",
+                super::ToolChoice::None => "NONE",
+            };
+            json!({"functionCallingConfig": {"mode": mode}})
+        }),
         generation_config: request.max_tokens.map(|n| json!({"maxOutputTokens": n})),
     }
 }

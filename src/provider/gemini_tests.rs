@@ -373,6 +373,7 @@ fn body(system: &str, messages: &[Message], tools: &[&ToolSpec], max: Option<u32
         messages,
         tools,
         max_tokens: max,
+        tool_choice: crate::provider::ToolChoice::Auto,
     };
     serde_json::to_value(build_request(&request)).unwrap()
 }

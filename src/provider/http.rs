@@ -63,6 +63,7 @@ pub async fn post(
             break;
         }
     }
+    let retry_after = retry_after.or_else(|| body_retry_delay(&body));
     let reason = status.canonical_reason().unwrap_or("");
     let text = error_text(&body);
     Err(ProviderError::Http {
@@ -139,6 +140,19 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
+/// Gemini's retry hint lives in the error body: `{"error":{"details":[{"@type":
+/// "type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}`.
+fn body_retry_delay(body: &[u8]) -> Option<Duration> {
+    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let json = json.as_array().and_then(|a| a.first()).unwrap_or(&json);
+    let details = json.get("error")?.get("details")?.as_array()?;
+    details.iter().find_map(|d| {
+        let delay = d.get("retryDelay")?.as_str()?.strip_suffix('s')?;
+        let secs = delay.parse::<f64>().ok()?;
+        (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +175,13 @@ mod tests {
         );
         assert_eq!(error_text(b"  upstream exploded \n"), "upstream exploded");
         assert_eq!(error_text(b""), "");
+    }
+
+    #[test]
+    fn gemini_retry_delay_is_read_from_the_body() {
+        let body = br#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}"#;
+        assert_eq!(body_retry_delay(body), Some(Duration::from_secs(37)));
+        assert_eq!(body_retry_delay(b"{}"), None);
     }
 
     #[test]

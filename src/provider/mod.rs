@@ -21,6 +21,7 @@ pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod replay;
+pub mod retry;
 pub mod sse;
 #[cfg(test)]
 pub mod testing;
@@ -33,6 +34,16 @@ pub struct Request<'a> {
     pub tools: &'a [&'a ToolSpec],
     /// Cap on the response's output tokens, when the user set one.
     pub max_tokens: Option<u32>,
+    /// Whether the model may call the offered tools in this response.
+    pub tool_choice: ToolChoice,
+}
+
+/// Whether a response may call tools. `None` still sends the tool definitions: providers
+/// reject a history holding tool calls when the request defines no tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolChoice {
+    Auto,
+    None,
 }
 
 /// What a provider stream yields, in order.
@@ -104,7 +115,18 @@ impl ProviderError {
     /// Whether trying the same request again may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ProviderError::Http { status, .. } => matches!(status, 408 | 409 | 429 | 500..=599),
+            ProviderError::Http {
+                status: 429,
+                message,
+                ..
+            } => {
+                // A spent quota or billing limit does not come back within a retry's wait.
+                let m = message.to_ascii_lowercase();
+                !(m.contains("insufficient_quota")
+                    || m.contains("exceeded your current quota")
+                    || m.contains("perday"))
+            }
+            ProviderError::Http { status, .. } => matches!(status, 408 | 409 | 500..=599),
             ProviderError::Stream { .. } => true,
             ProviderError::Transport { .. } => true,
             ProviderError::Idle { .. } => true,

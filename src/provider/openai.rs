@@ -103,6 +103,8 @@ pub struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     parallel_tool_calls: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
@@ -144,8 +146,12 @@ pub fn build_request<'a>(model: &'a str, flavor: Flavor, request: &Request<'a>) 
             },
         })
         .collect();
-    // llama.cpp only makes parallel calls when asked; the others default to it.
+    // llama.cpp only makes parallel calls when asked; the others default to it. "auto" is
+    // the default choice and some servers (Ollama) do not accept the field, so only "none"
+    // is sent.
     let parallel_tool_calls = (!tools.is_empty()).then_some(true);
+    let tool_choice =
+        (!tools.is_empty() && request.tool_choice == super::ToolChoice::None).then_some("none");
     let (max_completion_tokens, max_tokens) = match flavor {
         Flavor::OpenAi => (request.max_tokens, None),
         Flavor::Compatible => (None, request.max_tokens),
@@ -168,6 +174,7 @@ pub fn build_request<'a>(model: &'a str, flavor: Flavor, request: &Request<'a>) 
             include_usage: true,
         },
         tools,
+        tool_choice,
         parallel_tool_calls,
         max_completion_tokens,
         max_tokens,

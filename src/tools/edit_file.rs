@@ -625,17 +625,20 @@ mod tests {
         let entry = registry.get("edit_file").unwrap();
         assert!(
             !entry
-                .validator
+                .validator()
+                .unwrap()
                 .is_valid(&json!({"path": "a", "old_string": "", "new_string": "b"}))
         );
         assert!(
             !entry
-                .validator
+                .validator()
+                .unwrap()
                 .is_valid(&json!({"path": "a", "old_string": "a", "new_string": "b", "extra": 1}))
         );
         assert!(
             entry
-                .validator
+                .validator()
+                .unwrap()
                 .is_valid(&json!({"path": "a", "old_string": "a", "new_string": ""}))
         );
         assert_eq!(

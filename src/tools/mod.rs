@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -158,7 +158,29 @@ pub fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, Too
 /// A registered tool with its compiled schema.
 pub struct Entry {
     pub tool: Arc<dyn Tool>,
-    pub validator: jsonschema::Validator,
+    /// Compiled on first use: compiling every schema at startup costs more memory and time
+    /// than most runs' calls ever need (see the README's benchmark notes).
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl Entry {
+    fn new(tool: Arc<dyn Tool>) -> Entry {
+        Entry {
+            tool,
+            validator: OnceLock::new(),
+        }
+    }
+
+    /// The tool's compiled input schema, or why it does not compile.
+    pub fn validator(&self) -> Result<&jsonschema::Validator, SchemaError> {
+        let compiled = self.validator.get_or_init(|| {
+            jsonschema::validator_for(&self.tool.spec().input_schema).map_err(|e| e.to_string())
+        });
+        compiled.as_ref().map_err(|message| SchemaError {
+            name: self.tool.spec().name.clone(),
+            message: message.clone(),
+        })
+    }
 }
 
 /// Every tool this run knows, in registration order.
@@ -201,15 +223,12 @@ impl Registry {
         Ok(registry)
     }
 
-    /// Adds a tool; a later tool with the same name replaces the earlier one.
+    /// Adds a tool; a later tool with the same name replaces the earlier one. The schema is
+    /// compiled when the tool is first called (`Entry::validator`); use `register_checked` for
+    /// tools whose schema comes from outside rounds.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), SchemaError> {
-        let spec = tool.spec();
-        let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| SchemaError {
-            name: spec.name.clone(),
-            message: e.to_string(),
-        })?;
-        let name = spec.name.clone();
-        let entry = Entry { tool, validator };
+        let name = tool.spec().name.clone();
+        let entry = Entry::new(tool);
         match self.by_name.get(&name) {
             Some(&i) => {
                 tracing::warn!("tool {name} registered twice; the later one wins");
@@ -223,6 +242,13 @@ impl Registry {
         Ok(())
     }
 
+    /// Adds a tool after checking that its schema compiles: for schemas from manifests and
+    /// servers, where a mistake should be reported at startup, not at the first call.
+    pub fn register_checked(&mut self, tool: Arc<dyn Tool>) -> Result<(), SchemaError> {
+        Entry::new(tool.clone()).validator()?;
+        self.register(tool)
+    }
+
     pub fn get(&self, name: &str) -> Option<&Entry> {
         self.by_name.get(name).map(|&i| &self.entries[i])
     }
@@ -233,5 +259,35 @@ impl Registry {
 
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.entries.iter().map(|e| e.tool.spec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_in_schema_compiles_and_names_are_unique() {
+        let registry = Registry::builtin(&BuiltinOptions::default()).unwrap();
+        let names: Vec<&str> = registry.names().collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "list_dir",
+                "glob",
+                "grep",
+                "write_file",
+                "edit_file",
+                "bash",
+                "web_fetch",
+                "web_search"
+            ]
+        );
+        for name in names {
+            let entry = registry.get(name).unwrap();
+            let v = entry.validator().unwrap();
+            assert!(!v.is_valid(&serde_json::json!("not an object")), "{name}");
+        }
     }
 }

@@ -181,8 +181,11 @@ impl Toolbox {
                 );
             }
         };
-        let errors: Vec<String> = entry
-            .validator
+        let validator = match entry.validator() {
+            Ok(v) => v,
+            Err(e) => return fail(ErrorKind::Failed, e.to_string()),
+        };
+        let errors: Vec<String> = validator
             .iter_errors(input)
             .map(|e| {
                 let at = e.instance_path().to_string();

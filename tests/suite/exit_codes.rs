@@ -6,11 +6,18 @@ use crate::common::sse::{self, B};
 use crate::common::{Sandbox, run, types};
 use pretty_assertions::assert_eq;
 
+/// A run against the mock that fails on the first provider error (retries have their own tests).
 fn anthropic(sb: &Sandbox, server: &MockServer) -> std::process::Command {
     let mut cmd = sb.rounds();
     cmd.env("ANTHROPIC_API_KEY", "sk-ant-secret-value")
         .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["-m", "anthropic/claude-test", "--transcript"])
+        .args([
+            "-m",
+            "anthropic/claude-test",
+            "--max-retries",
+            "0",
+            "--transcript",
+        ])
         .arg(sb.transcript_path());
     cmd
 }
@@ -123,8 +130,13 @@ fn connection_refused_is_exit_1() {
         .local_addr()
         .unwrap()
         .port();
+    // Refused connections are retried; after the last retry the run fails with exit 1.
     let out = run(sb.rounds().env("ANTHROPIC_API_KEY", "k").args([
         "--no-transcript",
+        "--max-retries",
+        "2",
+        "--retry-delay",
+        "0.01",
         "--base-url",
         &format!("http://127.0.0.1:{port}"),
         "hi",

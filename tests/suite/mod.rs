@@ -2,5 +2,6 @@ mod exit_codes;
 mod hooks;
 mod outputs;
 mod providers;
+mod retries;
 mod tool_errors;
 mod tools_bash;
