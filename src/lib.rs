@@ -52,10 +52,11 @@ pub fn run(cli: Cli) -> u8 {
     outcome.exit_code
 }
 
+/// One thread drives the run: the work is waiting on the network and on tool processes, and
+/// blocking file work goes to the blocking pool. Fewer threads mean fewer stacks and malloc
+/// arenas, which keeps peak memory within the README's target.
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
 }

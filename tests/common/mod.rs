@@ -79,15 +79,52 @@ pub fn run(cmd: &mut Command) -> Run {
     }
 }
 
-/// Every line of a JSONL file, each required to parse.
+/// Every line of a JSONL file, each required to parse and to match the published schema.
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(
         text.is_empty() || text.ends_with('\n'),
         "last line not terminated"
     );
+    parse_lines(&text)
+}
+
+/// Parses JSONL (a transcript or `--output stream-json`), checking every line against
+/// `schema/rounds.schema.json`.
+pub fn parse_lines(text: &str) -> Vec<Value> {
     text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSONL line {l:?}: {e}")))
+        .map(|l| {
+            let v: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSONL line {l:?}: {e}"));
+            check_schema(&v);
+            v
+        })
+        .collect()
+}
+
+/// Fails the test when `line` does not match the published schema.
+pub fn check_schema(line: &Value) {
+    let errors = schema_errors(line);
+    assert!(
+        errors.is_empty(),
+        "line does not match schema/rounds.schema.json: {errors:#?}\n{line}"
+    );
+}
+
+/// Why `line` does not match the published schema (empty when it does).
+pub fn schema_errors(line: &Value) -> Vec<String> {
+    static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let validator = SCHEMA.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/rounds.schema.json");
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .unwrap()
+    });
+    validator
+        .iter_errors(line)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect()
 }
 

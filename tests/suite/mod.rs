@@ -3,5 +3,6 @@ mod hooks;
 mod outputs;
 mod providers;
 mod retries;
+mod run_control;
 mod tool_errors;
 mod tools_bash;
