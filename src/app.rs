@@ -68,6 +68,7 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         workspace,
         registry,
         policy,
+        resume,
         ..
     } = config;
     // Whole outputs of cut results live beside the transcript, or in the temp directory.
@@ -106,7 +107,7 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
             tool_timeout_secs: config.tool_timeout.as_secs_f64(),
             max_parallel: config.max_parallel,
         },
-        resumed_from: None,
+        resumed_from: resume.as_ref().map(|r| r.path.display().to_string()),
     };
     if let Some(w) = writer.as_mut() {
         w.write(&Line::Start(start.clone()))
@@ -132,7 +133,8 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
     let cancel = CancellationToken::new();
     let reason = Arc::new(Mutex::new(None));
     let watchers = watch(&cancel, &reason, config.timeout);
-    let mut history = vec![Message::User(prompt)];
+    let mut history = resume.map(|r| r.history).unwrap_or_default();
+    history.push(Message::User(prompt));
     let finished = agent.run(&mut history, writer.as_mut(), &cancel).await;
     watchers.abort();
 

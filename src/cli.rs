@@ -31,6 +31,12 @@ pub struct Cli {
     #[arg(long)]
     pub no_stdin: bool,
 
+    /// Continue the conversation recorded in a transcript (or "last": the newest one under
+    /// $ROUNDS_HOME/runs), with any provider. The prompt is added as the next user turn; without
+    /// one, "Continue from where you left off."
+    #[arg(long, value_name = "FILE|last")]
+    pub resume: Option<String>,
+
     /// System prompt text (replaces the built-in one).
     #[arg(long, value_name = "TEXT", conflicts_with = "system_file")]
     pub system: Option<String>,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::agent::{FailOn, OnMaxRounds};
 use crate::cli::{self, Cli, OutputMode};
+use crate::conversation::Message;
 use crate::process;
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
@@ -55,8 +56,18 @@ impl ProviderChoice {
     }
 }
 
+/// The conversation a resumed run continues.
+pub struct Resume {
+    pub path: PathBuf,
+    pub history: Vec<Message>,
+}
+
+/// The prompt of a resumed run when none is given.
+const CONTINUE: &str = "Continue from where you left off.";
+
 /// Every setting of one run, resolved.
 pub struct Config {
+    pub resume: Option<Resume>,
     pub provider: ProviderChoice,
     pub model: String,
     pub prompt: String,
@@ -122,6 +133,10 @@ pub enum ConfigError {
     Policy(#[from] PolicyError),
     #[error("replay: {0}")]
     Replay(#[from] ReadError),
+    #[error("--resume: {0}")]
+    Resume(ReadError),
+    #[error("--resume last: no transcript under {}", .0.display())]
+    NothingToResume(PathBuf),
     #[error(transparent)]
     Schema(#[from] SchemaError),
     #[error("--search-url {0:?} must contain {{query}}")]
@@ -213,11 +228,20 @@ impl Config {
             _ => None,
         };
 
+        let resume = match &cli.resume {
+            None => None,
+            Some(which) => Some(resume(which, &env, &inputs.cwd)?),
+        };
+        let fallback = match (&resume, recorded) {
+            (Some(_), _) => Some(CONTINUE),
+            (None, Some(start)) => Some(start.prompt.as_str()),
+            (None, None) => None,
+        };
         let prompt = resolve_prompt(
             &cli,
             inputs.stdin_kind,
             inputs.read_stdin,
-            recorded.map(|s| s.prompt.as_str()),
+            fallback,
             &inputs.cwd,
         )?;
         let workspace_dir = match &cli.workspace {
@@ -277,6 +301,7 @@ impl Config {
         };
 
         Ok(Config {
+            resume,
             provider,
             model,
             prompt,
@@ -460,6 +485,52 @@ fn resolve_prompt(
     Ok(prompt)
 }
 
+fn resume(
+    which: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+) -> Result<Resume, ConfigError> {
+    let path = if which == "last" {
+        let home = rounds_home(env).unwrap_or_default().join("runs");
+        latest_transcript(&home).ok_or(ConfigError::NothingToResume(home))?
+    } else {
+        cwd.join(which)
+    };
+    let chain = transcript::read_chain(&path).map_err(ConfigError::Resume)?;
+    if chain.last().is_some_and(|t| t.torn_tail) {
+        tracing::warn!(
+            "{}: the last line was cut off (a killed run?); resuming from the rounds before it",
+            path.display()
+        );
+    }
+    Ok(Resume {
+        history: transcript::conversation(&chain),
+        path,
+    })
+}
+
+/// The newest transcript under `runs/`: run ids and date folders sort by time.
+fn latest_transcript(runs: &Path) -> Option<PathBuf> {
+    let newest = |dir: &Path, want_dir: bool| {
+        std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_dir() == want_dir && (want_dir || p.extension().is_some_and(|e| e == "jsonl"))
+            })
+            .max()
+    };
+    let mut days: Vec<PathBuf> = std::fs::read_dir(runs)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    days.sort();
+    days.iter().rev().find_map(|day| newest(day, false))
+}
+
 /// Wraps text in a Markdown fence longer than any backtick run inside it.
 fn fenced(text: &str) -> String {
     let mut longest = 0;
@@ -483,13 +554,18 @@ fn read_file(what: &'static str, path: &Path) -> Result<String, ConfigError> {
 /// `$ROUNDS_HOME/runs/YYYY-MM-DD/RUN_ID.jsonl`; `ROUNDS_HOME` defaults to `$XDG_STATE_HOME/rounds`,
 /// else `~/.local/state/rounds`. `None` when none of those can be found.
 fn default_transcript_path(env: &dyn Fn(&str) -> Option<String>, run_id: &str) -> Option<PathBuf> {
-    let home = env("ROUNDS_HOME").map(PathBuf::from).or_else(|| {
+    let home = rounds_home(env)?;
+    let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+    Some(home.join("runs").join(date).join(format!("{run_id}.jsonl")))
+}
+
+/// `$ROUNDS_HOME`, else `$XDG_STATE_HOME/rounds`, else `~/.local/state/rounds`.
+fn rounds_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    env("ROUNDS_HOME").map(PathBuf::from).or_else(|| {
         env("XDG_STATE_HOME")
             .map(|s| PathBuf::from(s).join("rounds"))
             .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".local/state/rounds")))
-    })?;
-    let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
-    Some(home.join("runs").join(date).join(format!("{run_id}.jsonl")))
+    })
 }
 
 /// A run id that sorts by time and is unique enough across concurrent runs on one machine.

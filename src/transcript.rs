@@ -254,6 +254,48 @@ fn parse(path: &Path, text: &str) -> Result<Transcript, ReadError> {
     })
 }
 
+/// Most transcripts a `--resume` chain may follow (each run resumed from the one before).
+const MAX_CHAIN: usize = 100;
+
+/// Reads the transcript at `path` and, through `resumed_from`, the runs it continued, oldest
+/// first. Every file must exist: a conversation with a missing middle would mislead the model.
+pub fn read_chain(path: &Path) -> Result<Vec<Transcript>, ReadError> {
+    let mut chain = vec![read(path)?];
+    while let Some(earlier) = chain.last().and_then(|t| t.start.resumed_from.clone()) {
+        if chain.len() >= MAX_CHAIN {
+            return Err(ReadError::Invalid {
+                path: path.to_owned(),
+                line: 1,
+                message: format!("more than {MAX_CHAIN} resumed runs in a chain"),
+            });
+        }
+        chain.push(read(Path::new(&earlier))?);
+    }
+    chain.reverse();
+    Ok(chain)
+}
+
+/// The conversation a chain of transcripts recorded, in the neutral form every provider can
+/// continue: each run's prompt, then per round the assistant turn (tagged with the provider
+/// that produced it, so its signatures only go back there) and its tool results.
+pub fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Message> {
+    use crate::conversation::Message;
+    let mut history = Vec::new();
+    for t in chain {
+        history.push(Message::User(t.start.prompt.clone()));
+        for round in &t.rounds {
+            history.push(Message::Assistant {
+                blocks: round.blocks.clone(),
+                provider: t.start.provider.clone(),
+            });
+            if !round.results.is_empty() {
+                history.push(Message::ToolResults(round.results.clone()));
+            }
+        }
+    }
+    history
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +367,63 @@ mod tests {
         let text = format!("{}\nnot json\n", start.unwrap());
         let err = parse(Path::new("t.jsonl"), &text).unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn a_chain_is_followed_oldest_first_and_expanded_into_a_conversation() {
+        use crate::conversation::{Block, Message, ToolResult, ToolUse};
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("1.jsonl");
+        let second = dir.path().join("2.jsonl");
+        let call = ToolUse::from_raw("c1".into(), "read_file".into(), r#"{"path":"a"}"#);
+        let result = ToolResult::error(&call, crate::conversation::ErrorKind::Failed, "nope");
+        let round = |blocks: Vec<Block>, results: Vec<ToolResult>| Round {
+            round: 1,
+            time: "t".into(),
+            blocks,
+            results,
+            stop_reason: None,
+            usage: Usage::default(),
+            model_ms: 0,
+            tools_ms: 0,
+            retries: vec![],
+            error: None,
+            summary: false,
+        };
+        let mut w = Writer::create(&first).unwrap();
+        w.write(&Line::Start(sample_start())).unwrap();
+        w.write(&Line::Round(round(
+            vec![Block::ToolUse(call.clone())],
+            vec![result.clone()],
+        )))
+        .unwrap();
+        let mut w = Writer::create(&second).unwrap();
+        let mut start = sample_start();
+        start.provider = "openai".into();
+        start.prompt = "and now?".into();
+        start.resumed_from = Some(first.display().to_string());
+        w.write(&Line::Start(start)).unwrap();
+        w.write(&Line::Round(round(vec![Block::text("done")], vec![])))
+            .unwrap();
+        let chain = read_chain(&second).unwrap();
+        assert_eq!(
+            conversation(&chain),
+            vec![
+                Message::User("hi".into()),
+                Message::Assistant {
+                    blocks: vec![Block::ToolUse(call)],
+                    provider: "anthropic".into()
+                },
+                Message::ToolResults(vec![result]),
+                Message::User("and now?".into()),
+                Message::Assistant {
+                    blocks: vec![Block::text("done")],
+                    provider: "openai".into()
+                },
+            ]
+        );
+        std::fs::remove_file(&first).unwrap();
+        assert!(matches!(read_chain(&second), Err(ReadError::Io { .. })));
     }
 
     #[test]

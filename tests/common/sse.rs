@@ -127,3 +127,39 @@ pub fn openai(
     out.push("data: [DONE]\n\n".to_owned());
     out
 }
+
+/// A complete Gemini `streamGenerateContent?alt=sse` stream, with CRLF line endings as the real
+/// API sends them. Each block is its own chunk; a `Thinking` block's second field is used as the
+/// `thoughtSignature` of the following function call.
+pub fn gemini(blocks: &[B], prompt_tokens: u64, output_tokens: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut signature: Option<&str> = None;
+    let n = blocks.len();
+    for (i, b) in blocks.iter().enumerate() {
+        let part = match b {
+            B::Text(t) => json!({"text": t}),
+            B::Thinking(_, sig) => {
+                signature = Some(sig);
+                continue;
+            }
+            B::Tool(_, name, args) => {
+                let args: Value = serde_json::from_str(args).expect("tool args are JSON");
+                let mut p = json!({"functionCall": {"name": name, "args": args}});
+                if let Some(sig) = signature.take() {
+                    p["thoughtSignature"] = json!(sig);
+                }
+                p
+            }
+        };
+        let mut candidate = json!({"content": {"parts": [part], "role": "model"}, "index": 0});
+        if i + 1 == n {
+            candidate["finishReason"] = json!("STOP");
+        }
+        let chunk = json!({"candidates": [candidate],
+            "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": output_tokens,
+                "totalTokenCount": prompt_tokens + output_tokens},
+            "modelVersion": "gemini-test"});
+        out.push(format!("data: {chunk}\r\n\r\n"));
+    }
+    out
+}

@@ -2,6 +2,7 @@ mod exit_codes;
 mod hooks;
 mod outputs;
 mod providers;
+mod resume;
 mod retries;
 mod run_control;
 mod tool_errors;

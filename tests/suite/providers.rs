@@ -255,3 +255,98 @@ fn ollama_preset_needs_no_key_and_sends_the_compatible_dialect() {
     assert_eq!(body["model"], "qwen3:8b");
     assert_eq!(body["messages"][0]["role"], "system");
 }
+
+#[test]
+fn gemini_two_rounds_with_parallel_calls_and_the_signature_echoed_on_its_part() {
+    let sb = sandbox();
+    let calls = [
+        B::Thinking("", "c2lnbmF0dXJlLWZvci10ZXN0"),
+        B::Tool("", "read_file", r#"{"path":"a.txt"}"#),
+        B::Tool("", "read_file", r#"{"path":"b.txt"}"#),
+    ];
+    let server = MockServer::start(vec![
+        Reply::sse(sse::gemini(&calls, 100, 20)),
+        Reply::sse(sse::gemini(&[B::Text(ANSWER)], 150, 30)),
+    ]);
+    let out = run(sb
+        .rounds()
+        .env("GEMINI_API_KEY", "gemini-test-key")
+        .env("GEMINI_BASE_URL", server.url())
+        .args(["-m", "gemini/gemini-test", "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("read both files"));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, format!("{ANSWER}\n").as_str()),
+        "{}",
+        out.stderr
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].path,
+        "/v1beta/models/gemini-test:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(
+        requests[0].header("x-goog-api-key"),
+        Some("gemini-test-key")
+    );
+    let second = requests[1].json();
+    assert_eq!(
+        second["contents"],
+        json!([
+            {"role":"user","parts":[{"text":"read both files"}]},
+            {"role":"model","parts":[
+                {"functionCall":{"name":"read_file","args":{"path":"a.txt"}},"thoughtSignature":"c2lnbmF0dXJlLWZvci10ZXN0"},
+                {"functionCall":{"name":"read_file","args":{"path":"b.txt"}}},
+            ]},
+            {"role":"user","parts":[
+                {"functionResponse":{"name":"read_file","response":{"output":"     1\talpha\n"}}},
+                {"functionResponse":{"name":"read_file","response":{"output":"     1\tbeta\n"}}},
+            ]},
+        ])
+    );
+    let lines = sb.transcript();
+    assert_eq!(lines[1]["results"].as_array().unwrap().len(), 2);
+    assert_eq!(lines[3]["status"], "completed");
+}
+
+#[test]
+fn every_openai_compatible_preset_runs_two_rounds_with_its_default_url_overridden() {
+    for preset in ["llamacpp", "vllm", "ollama"] {
+        let sb = sandbox();
+        let calls = [
+            B::Tool("c1", "read_file", r#"{"path":"a.txt"}"#),
+            B::Tool("c2", "read_file", r#"{"path":"b.txt"}"#),
+        ];
+        let server = MockServer::start(vec![
+            Reply::sse(sse::openai(&calls, "tool_calls", 10, 5)),
+            Reply::sse(sse::openai(&[B::Text(ANSWER)], "stop", 20, 5)),
+        ]);
+        let out = run(sb
+            .rounds()
+            .args([
+                "-m",
+                &format!("{preset}/local-model"),
+                "--no-transcript",
+                "--base-url",
+            ])
+            .arg(format!("{}/v1", server.url()))
+            .arg("read both files"));
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, format!("{ANSWER}\n").as_str()),
+            "{preset}: {}",
+            out.stderr
+        );
+        let second = server.requests()[1].json();
+        let tools: Vec<&Value> = second["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .collect();
+        assert_eq!(tools.len(), 2, "{preset}");
+        assert_eq!(tools[1]["content"], "     1\tbeta\n", "{preset}");
+    }
+}

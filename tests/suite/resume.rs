@@ -1,0 +1,217 @@
+//! `--resume`: a recorded conversation continues, with any provider, in that provider's own
+//! format; signatures go back only to the provider that made them.
+
+use crate::common::mock::{MockServer, Reply};
+use crate::common::sse::{self, B};
+use crate::common::{Sandbox, run, types};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+/// A finished Anthropic run with thinking, a signature and a tool call; returns its transcript.
+fn anthropic_run(sb: &Sandbox) -> std::path::PathBuf {
+    sb.write("a.txt", "alpha\n");
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[
+                B::Thinking("I should read it.", "sig-anthropic"),
+                B::Text("Reading."),
+                B::Tool("toolu_1", "read_file", r#"{"path":"a.txt"}"#),
+            ],
+            "tool_use",
+            10,
+            5,
+        )),
+        Reply::sse(sse::anthropic(
+            &[B::Text("It says alpha.")],
+            "end_turn",
+            10,
+            5,
+        )),
+    ]);
+    let path = sb.path("first.jsonl");
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .arg("--transcript")
+        .arg(&path)
+        .arg("what does a.txt say?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    path
+}
+
+#[test]
+fn an_anthropic_run_resumes_with_openai_in_openais_format() {
+    let sb = Sandbox::new();
+    let first = anthropic_run(&sb);
+    let server = MockServer::start(vec![Reply::sse(sse::openai(
+        &[B::Text("Upper case: ALPHA.")],
+        "stop",
+        10,
+        5,
+    ))]);
+    let out = run(sb
+        .rounds()
+        .env("OPENAI_API_KEY", "k")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .args(["-m", "openai/gpt-test", "--resume"])
+        .arg(&first)
+        .arg("--transcript")
+        .arg(sb.transcript_path())
+        .arg("and in upper case?"));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "Upper case: ALPHA.\n"),
+        "{}",
+        out.stderr
+    );
+    let body = server.requests()[0].json();
+    let messages = &body["messages"].as_array().unwrap()[1..];
+    assert_eq!(
+        messages,
+        [
+            json!({"role":"user","content":"what does a.txt say?"}),
+            json!({"role":"assistant","content":"Reading.","tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}}]}),
+            json!({"role":"tool","tool_call_id":"toolu_1","content":"     1\talpha\n"}),
+            json!({"role":"assistant","content":"It says alpha."}),
+            json!({"role":"user","content":"and in upper case?"}),
+        ]
+    );
+    let start = &sb.transcript()[0];
+    assert_eq!(start["resumed_from"], first.display().to_string());
+    assert_eq!(start["provider"], "openai");
+}
+
+#[test]
+fn resuming_with_gemini_drops_foreign_signatures_and_anthropic_keeps_its_own() {
+    let sb = Sandbox::new();
+    let first = anthropic_run(&sb);
+    let server = MockServer::start(vec![Reply::sse(sse::gemini(&[B::Text("ok")], 10, 5))]);
+    let out = run(sb
+        .rounds()
+        .env("GEMINI_API_KEY", "k")
+        .env("GEMINI_BASE_URL", server.url())
+        .args(["-m", "gemini/gemini-test", "--no-transcript", "--resume"])
+        .arg(&first)
+        .arg("again"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let body = server.requests()[0].json().to_string();
+    assert!(
+        !body.contains("sig-anthropic") && !body.contains("I should read it."),
+        "{body}"
+    );
+    assert!(body.contains("functionResponse"), "{body}");
+
+    // Back to Anthropic: its own thinking block goes back with its signature, unchanged.
+    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+        &[B::Text("ok")],
+        "end_turn",
+        1,
+        1,
+    ))]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["--no-transcript", "--resume"])
+        .arg(&first)
+        .arg("again"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let body = server.requests()[0].json();
+    assert_eq!(
+        body["messages"][1]["content"][0],
+        json!({"type":"thinking","thinking":"I should read it.","signature":"sig-anthropic"})
+    );
+}
+
+#[test]
+fn a_transcript_with_a_torn_last_line_resumes_with_a_warning() {
+    let sb = Sandbox::new();
+    let first = anthropic_run(&sb);
+    // A run killed while writing its second round: no end line, the round line cut short.
+    let text = std::fs::read_to_string(&first).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let torn = format!("{}\n{}\n{}", lines[0], lines[1], &lines[2][..40]);
+    std::fs::write(&first, torn).unwrap();
+    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+        &[B::Text("ok")],
+        "end_turn",
+        1,
+        1,
+    ))]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["--no-transcript", "--resume"])
+        .arg(&first));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the last line was cut off"),
+        "{}",
+        out.stderr
+    );
+    let body = server.requests()[0].json();
+    // Round 1 survived; without a prompt the run continues with a neutral instruction, which
+    // joins round 1's tool results in one user turn.
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert_eq!(
+        messages[2]["content"],
+        json!([
+            {"type":"tool_result","tool_use_id":"toolu_1","content":"     1\talpha\n"},
+            {"type":"text","text":"Continue from where you left off."}
+        ])
+    );
+}
+
+#[test]
+fn resume_last_picks_the_newest_run_and_a_missing_file_is_a_usage_error() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    for answer in ["first", "second"] {
+        let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+            &[B::Text(answer)],
+            "end_turn",
+            1,
+            1,
+        ))]);
+        let out = run(sb
+            .rounds()
+            .env("ANTHROPIC_API_KEY", "k")
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .arg(answer));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+    }
+    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+        &[B::Text("third")],
+        "end_turn",
+        1,
+        1,
+    ))]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["--resume", "last", "-o", "json", "next"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let body = server.requests()[0].json();
+    assert_eq!(body["messages"][0]["content"], "second");
+    let transcript: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let lines = crate::common::read_jsonl(std::path::Path::new(
+        transcript["transcript"].as_str().unwrap(),
+    ));
+    assert_eq!(types(&lines), ["start", "round", "end"]);
+
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .args(["--resume", "nope.jsonl", "x"]));
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("--resume: cannot read transcript"),
+        "{}",
+        out.stderr
+    );
+}
