@@ -16,8 +16,10 @@ use crate::progress::Progress;
 use crate::provider::{
     Provider, anthropic::Anthropic, gemini::Gemini, openai::OpenAi, replay::Replay,
 };
+use crate::records::Records;
 use crate::render::{StreamJson, end_of};
 use crate::tools::Outputs;
+use crate::tools::assemble::{Assembled, ProcessContext, assemble};
 use crate::tools::pipeline::{Settings, Toolbox};
 use crate::transcript::{Limits, Line, Start, Writer};
 
@@ -66,11 +68,23 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         prompt,
         system,
         workspace,
-        registry,
-        policy,
         resume,
         ..
     } = config;
+    // Tools from manifests and MCP servers join the built-ins; the allowlist is checked once
+    // every name is known. Servers start before any model call, so a broken one is a usage
+    // error, not a surprise in round 3.
+    let processes = ProcessContext {
+        cwd: workspace.root(),
+        env: &config.tool_env,
+    };
+    let Assembled {
+        registry,
+        policy,
+        servers,
+    } = assemble(&config.tools, &processes)
+        .await
+        .map_err(SetupFailure::usage)?;
     // Whole outputs of cut results live beside the transcript, or in the temp directory.
     let outputs = match &config.transcript {
         Some(path) => path.with_extension("outputs"),
@@ -86,9 +100,12 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
     let toolbox = Arc::new(Toolbox::new(registry, policy, workspace, settings));
 
     // The transcript path is checked before any model call: an unwritable one is a usage error.
-    let mut writer = match &config.transcript {
-        Some(path) => Some(Writer::create(path).map_err(SetupFailure::usage)?),
-        None => None,
+    let mut records = Records {
+        transcript: match &config.transcript {
+            Some(path) => Some(Writer::create(path).map_err(SetupFailure::usage)?),
+            None => None,
+        },
+        store: None,
     };
     let start = Start {
         run_id: config.run_id.clone(),
@@ -109,10 +126,10 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         },
         resumed_from: resume.as_ref().map(|r| r.path.display().to_string()),
     };
-    if let Some(w) = writer.as_mut() {
-        w.write(&Line::Start(start.clone()))
-            .map_err(SetupFailure::usage)?;
-    }
+    records
+        .write(&Line::Start(start.clone()))
+        .await
+        .map_err(SetupFailure::usage)?;
     observer.started(&start);
 
     let agent = Agent {
@@ -135,7 +152,8 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
     let watchers = watch(&cancel, &reason, config.timeout);
     let mut history = resume.map(|r| r.history).unwrap_or_default();
     history.push(Message::User(prompt));
-    let finished = agent.run(&mut history, writer.as_mut(), &cancel).await;
+    let finished = agent.run(&mut history, &mut records, &cancel).await;
+    servers.shutdown().await;
     watchers.abort();
 
     let mut outcome = Outcome {
@@ -146,7 +164,7 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         usage: finished.usage,
         duration_ms: started.elapsed().as_millis() as u64,
         error: finished.error,
-        transcript: writer.as_ref().map(|w| w.path().to_owned()),
+        transcript: records.transcript_path(),
         stop_reason: finished.stop_reason,
         tool_calls: finished.tool_calls,
         tool_errors: finished.tool_errors,
@@ -168,8 +186,8 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
         }
     }
     let end = end_of(&outcome);
-    if let Some(w) = writer.as_mut() {
-        if let Err(e) = w.write(&Line::End(end.clone())) {
+    {
+        if let Err(e) = records.write(&Line::End(end.clone())).await {
             // The run itself may have succeeded, but its record did not: that is a failure.
             outcome.status = Status::Error;
             outcome.exit_code = Status::Error.exit_code();

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 /// Run an LLM tool-calling loop to completion, with no human present.
 ///
@@ -15,9 +15,17 @@ use clap::{ArgAction, Parser, ValueEnum};
 /// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 token budget, 5 deadline,
 /// 6 tool failure (--fail-on), 130/143 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "rounds", version, max_term_width = 100)]
+#[command(
+    name = "rounds",
+    version,
+    max_term_width = 100,
+    args_conflicts_with_subcommands = true
+)]
 #[command(after_help = AFTER_HELP)]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// The prompt, as words joined by spaces. "-" (or no prompt) reads it from stdin; when a
     /// prompt is given and stdin is a pipe or file, stdin is appended to it as context.
     #[arg(value_name = "PROMPT")]
@@ -59,28 +67,6 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
 
-    /// Allow tools: TOOL or TOOL(PATTERN), comma-separated, repeatable. Adds to the default
-    /// (read_file, list_dir, glob, grep); "none" clears what came before, "all" allows every
-    /// tool. PATTERN is a glob on the call's subject: the path for file tools
-    /// (read_file(src/**)).
-    #[arg(short, long = "allow", value_name = "RULES")]
-    pub allow: Vec<String>,
-
-    /// Deny tools or calls, same syntax as --allow. Deny wins over allow.
-    #[arg(long = "deny", value_name = "RULES")]
-    pub deny: Vec<String>,
-
-    /// Pass this environment variable through to tool processes (repeatable). Tools get a
-    /// scrubbed environment (PATH, HOME, LANG, … but no keys); provider keys are never passed.
-    #[arg(long = "tool-env", value_name = "NAME")]
-    pub tool_env: Vec<String>,
-
-    /// Search endpoint for web_search, with {query} where the URL-encoded query goes. It may
-    /// answer with a DuckDuckGo-style HTML page or JSON {"results":[{"title","url","snippet"}]}.
-    /// [default: https://html.duckduckgo.com/html/?q={query}]
-    #[arg(long, value_name = "URL")]
-    pub search_url: Option<String>,
-
     /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin. Exit 0 goes on
     /// (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's stderr as
     /// the error the model sees, anything else is a warning. Repeatable.
@@ -96,10 +82,6 @@ pub struct Cli {
     /// whole is saved to a file (beside the transcript) that the result names.
     #[arg(long, value_name = "BYTES", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1024..))]
     pub max_result_bytes: u64,
-
-    /// The directory file tools are confined to. [default: the current directory]
-    #[arg(short, long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
 
     /// Stop after N rounds (exit 3).
     #[arg(long, value_name = "N", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
@@ -146,6 +128,14 @@ pub struct Cli {
     #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = positive_secs)]
     pub idle_timeout: f64,
 
+    #[command(flatten)]
+    pub tools: ToolFlags,
+
+    /// Keep each run in PostgreSQL as well (postgres://…): a runs table and its turn blocks,
+    /// written as each round completes. The JSONL transcript is still written.
+    #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
+    pub store: Option<String>,
+
     /// What to print on stdout.
     #[arg(short, long, value_enum, default_value_t = OutputMode::Text)]
     pub output: OutputMode,
@@ -165,6 +155,88 @@ pub struct Cli {
     /// Log more on stderr (-v: info, -vv: debug).
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// Which tools exist and which the model may use: shared by a run and `rounds tools`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ToolFlags {
+    /// Allow tools: TOOL or TOOL(PATTERN), comma-separated, repeatable. Adds to the default
+    /// (read_file, list_dir, glob, grep); "none" clears what came before, "all" allows every
+    /// tool. PATTERN is a glob on the call's subject: the path for file tools
+    /// (read_file(src/**)).
+    #[arg(short, long = "allow", value_name = "RULES")]
+    pub allow: Vec<String>,
+
+    /// Deny tools or calls, same syntax as --allow. Deny wins over allow.
+    #[arg(long = "deny", value_name = "RULES")]
+    pub deny: Vec<String>,
+
+    /// Pass this environment variable through to tool processes (repeatable). Tools get a
+    /// scrubbed environment (PATH, HOME, LANG, … but no keys); provider keys are never passed.
+    #[arg(long = "tool-env", value_name = "NAME")]
+    pub tool_env: Vec<String>,
+
+    /// Search endpoint for web_search, with {query} where the URL-encoded query goes. It may
+    /// answer with a DuckDuckGo-style HTML page or JSON {"results":[{"title","url","snippet"}]}.
+    /// [default: https://html.duckduckgo.com/html/?q={query}]
+    #[arg(long, value_name = "URL")]
+    pub search_url: Option<String>,
+
+    /// The directory file tools are confined to. [default: the current directory]
+    #[arg(short, long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Add command tools from a manifest (TOML or JSON; see the README), repeatable.
+    #[arg(long = "tools-file", value_name = "FILE")]
+    pub tools_file: Vec<PathBuf>,
+
+    /// Start an MCP server over stdio and offer its tools as NAME__TOOL: "NAME=COMMAND ARGS…",
+    /// repeatable.
+    #[arg(long = "mcp", value_name = "NAME=COMMAND")]
+    pub mcp: Vec<String>,
+
+    /// Start the MCP servers of a config file ({"mcpServers": {NAME: {command, args, env}}}).
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every tool available under the given flags (built-in, manifest, MCP) with its
+    /// class, whether the allowlist offers it, and its input schema.
+    Tools(ToolsArgs),
+    /// Write a run kept with --store back out as a transcript that --resume accepts.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub tools: ToolFlags,
+
+    /// Text (a table) or JSON (one array).
+    #[arg(short, long, value_enum, default_value_t = ListOutput::Text)]
+    pub output: ListOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListOutput {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The PostgreSQL database the run was kept in.
+    #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
+    pub store: String,
+
+    /// The run id (in the transcript's start line and in --output json).
+    pub run_id: String,
+
+    /// Write to FILE instead of stdout.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -237,7 +309,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(cli.prompt, ["fix", "the", "build"]);
-        assert_eq!(cli.allow, ["bash(git *)", "grep"]);
+        assert_eq!(cli.tools.allow, ["bash(git *)", "grep"]);
         assert_eq!(cli.max_rounds, 3);
         assert_eq!(cli.output, OutputMode::Text);
     }
@@ -248,6 +320,33 @@ mod tests {
         assert!(Cli::try_parse_from(["rounds", "--tool-timeout", "-1", "x"]).is_err());
         assert!(Cli::try_parse_from(["rounds", "-f", "p.txt", "words"]).is_err());
         assert!(Cli::try_parse_from(["rounds", "--transcript", "t", "--no-transcript"]).is_err());
+    }
+
+    #[test]
+    fn subcommands_parse_and_share_the_tool_flags() {
+        let cli = Cli::try_parse_from([
+            "rounds", "tools", "-a", "bash", "--mcp", "x=srv", "-o", "json",
+        ])
+        .unwrap();
+        let Some(Command::Tools(args)) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(
+            (args.tools.allow, args.tools.mcp, args.output),
+            (
+                vec!["bash".to_owned()],
+                vec!["x=srv".to_owned()],
+                ListOutput::Json
+            )
+        );
+        let cli = Cli::try_parse_from(["rounds", "export", "--store", "postgres://h/db", "run-1"])
+            .unwrap();
+        assert!(matches!(cli.command, Some(Command::Export(ref a)) if a.run_id == "run-1"));
+        // A prompt that merely starts with other words is still a prompt.
+        let cli = Cli::try_parse_from(["rounds", "list", "the", "tools"]).unwrap();
+        assert!(cli.command.is_none() && cli.prompt == ["list", "the", "tools"]);
+        let cli = Cli::try_parse_from(["rounds", "--", "tools", "are", "great"]).unwrap();
+        assert!(cli.command.is_none() && cli.prompt == ["tools", "are", "great"]);
     }
 
     #[test]

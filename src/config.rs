@@ -12,10 +12,10 @@ use crate::conversation::Message;
 use crate::process;
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
+use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
-use crate::tools::policy::{Policy, PolicyError};
 use crate::tools::workspace::WorkspaceError;
-use crate::tools::{BuiltinOptions, Registry, SchemaError, Workspace};
+use crate::tools::{BuiltinOptions, SchemaError, Workspace};
 use crate::transcript::{self, ReadError, Transcript};
 
 const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
@@ -73,8 +73,9 @@ pub struct Config {
     pub prompt: String,
     pub system: String,
     pub workspace: Workspace,
-    pub registry: Registry,
-    pub policy: Policy,
+    /// Which tools exist (built in, from manifests, from MCP servers) and the allowlist rules;
+    /// assembled into a registry and a policy by `tools::assemble` once servers are running.
+    pub tools: ToolSources,
     pub max_rounds: u32,
     pub max_tokens: Option<u32>,
     pub max_parallel: usize,
@@ -129,8 +130,6 @@ pub enum ConfigError {
     StdinIsTerminal,
     #[error("workspace: {0}")]
     Workspace(#[from] WorkspaceError),
-    #[error(transparent)]
-    Policy(#[from] PolicyError),
     #[error("replay: {0}")]
     Replay(#[from] ReadError),
     #[error("--resume: {0}")]
@@ -244,7 +243,7 @@ impl Config {
             fallback,
             &inputs.cwd,
         )?;
-        let workspace_dir = match &cli.workspace {
+        let workspace_dir = match &cli.tools.workspace {
             Some(dir) => inputs.cwd.join(dir),
             None => inputs.cwd.clone(),
         };
@@ -260,17 +259,32 @@ impl Config {
             ),
         };
 
-        if let Some(url) = cli.search_url.as_ref().filter(|u| !u.contains("{query}")) {
+        if let Some(url) = cli
+            .tools
+            .search_url
+            .as_ref()
+            .filter(|u| !u.contains("{query}"))
+        {
             return Err(ConfigError::SearchUrl(url.clone()));
         }
-        let options = BuiltinOptions {
-            search_url: cli.search_url.clone(),
+        let tools = ToolSources {
+            builtin: BuiltinOptions {
+                search_url: cli.tools.search_url.clone(),
+            },
+            allow: cli.tools.allow.clone(),
+            deny: cli.tools.deny.clone(),
+            tools_files: cli
+                .tools
+                .tools_file
+                .iter()
+                .map(|f| inputs.cwd.join(f))
+                .collect(),
+            mcp: cli.tools.mcp.clone(),
+            mcp_config: cli.tools.mcp_config.as_ref().map(|f| inputs.cwd.join(f)),
         };
-        let registry = Registry::builtin(&options)?;
-        let known: Vec<&str> = registry.names().collect();
-        let policy = Policy::new(&cli.allow, &cli.deny, &known)?;
 
         if let Some(secret) = cli
+            .tools
             .tool_env
             .iter()
             .find(|n| process::SECRET_ENV.contains(&n.as_str()))
@@ -289,7 +303,7 @@ impl Config {
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.clone())
         };
-        let tool_env = process::tool_env(&lookup, &names, &cli.tool_env);
+        let tool_env = process::tool_env(&lookup, &names, &cli.tools.tool_env);
 
         let run_id = new_run_id();
         let transcript = if cli.no_transcript {
@@ -307,8 +321,7 @@ impl Config {
             prompt,
             system,
             workspace,
-            registry,
-            policy,
+            tools,
             max_rounds: cli.max_rounds,
             max_tokens: cli.max_tokens,
             max_parallel: usize::from(cli.max_parallel),

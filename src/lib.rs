@@ -16,6 +16,7 @@ pub mod outcome;
 pub mod process;
 pub mod progress;
 pub mod provider;
+pub mod records;
 pub mod render;
 pub mod tools;
 pub mod transcript;

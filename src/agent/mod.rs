@@ -13,8 +13,9 @@ use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usa
 use crate::outcome::Status;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError, Request, StreamEvent, ToolChoice};
+use crate::records::Records;
 use crate::tools::pipeline::Toolbox;
-use crate::transcript::{Line, RetryNote, Round, Writer};
+use crate::transcript::{Line, RetryNote, Round};
 
 mod observer;
 pub mod scheduler;
@@ -93,7 +94,7 @@ impl Agent {
     pub async fn run(
         &self,
         history: &mut Vec<Message>,
-        mut transcript: Option<&mut Writer>,
+        records: &mut Records,
         cancel: &CancellationToken,
     ) -> Finished {
         let mut done = Finished {
@@ -160,12 +161,10 @@ impl Agent {
                     *done.tool_errors.entry(kind).or_default() += 1;
                 }
             }
-            if let Some(w) = transcript.as_deref_mut() {
-                if let Err(e) = w.write(&Line::Round(round.clone())) {
-                    done.status = Status::Error;
-                    done.error = Some(e.to_string());
-                    return done;
-                }
+            if let Err(e) = records.write(&Line::Round(round.clone())).await {
+                done.status = Status::Error;
+                done.error = Some(e);
+                return done;
             }
             self.observer.round_finished(&round);
             let tripped = self.tripped(&round.results);

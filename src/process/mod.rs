@@ -186,6 +186,32 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
     })
 }
 
+/// A command that runs `argv` under the supervisor as a long-lived server talking over stdio
+/// (an MCP server): the caller pipes stdin and stdout as it needs. The tree ends when the
+/// returned child is sent SIGTERM (see `terminate`) or when rounds exits.
+pub fn supervised_server(
+    argv: &[OsString],
+    env: &[(OsString, OsString)],
+    cwd: &Path,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(supervisor_program());
+    cmd.arg(SUPERVISE_ARG)
+        .arg("inherit")
+        .arg("--")
+        .args(argv)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd)
+        .process_group(0);
+    cmd
+}
+
+/// Ends a supervised process tree and reaps the supervisor; bounded in time.
+pub async fn terminate(child: &mut tokio::process::Child) {
+    let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    stop(child, pid).await;
+}
+
 /// Asks the supervisor to end the tree; if it does not finish in time, kills it and its group.
 async fn stop(child: &mut tokio::process::Child, pid: Option<Pid>) {
     if let Some(pid) = pid {

@@ -13,9 +13,12 @@
 //! also `CAP_SYS_ADMIN` and `CAP_PERFMON`), so even a root tool cannot read rounds' memory or
 //! environment (rounds makes itself non-dumpable at startup).
 //!
-//! Invocation: `rounds __rounds-supervise STDIN_BYTES|- -- PROGRAM ARGS…`. The first
+//! Invocation: `rounds __rounds-supervise STDIN_BYTES|-|inherit -- PROGRAM ARGS…`. The first
 //! STDIN_BYTES bytes of the supervisor's stdin are the tool's stdin (`-`: the tool's stdin is
-//! /dev/null); the rest of the supervisor's stdin is the lifeline, read until EOF.
+//! /dev/null); the rest of the supervisor's stdin is the lifeline, read until EOF. With
+//! `inherit` (long-lived servers that talk over stdio, such as MCP servers) the program gets the
+//! supervisor's own stdin, and there is no lifeline: the parent-death signal, set in every mode,
+//! ends the tree when rounds goes away.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -36,13 +39,21 @@ const CANNOT_RUN: i32 = 127;
 
 /// Runs the supervisor; returns its exit code: the program's code, or 128+signal.
 pub fn main(args: &[OsString]) -> i32 {
-    let (stdin_len, argv) = match parse(args) {
+    let (input, argv) = match parse(args) {
         Ok(parsed) => parsed,
         Err(msg) => {
             let _ = writeln!(std::io::stderr(), "rounds supervisor: {msg}");
             return 2;
         }
     };
+    // If rounds dies without a word (SIGKILL), the kernel tells us; the lifeline says the same
+    // in the modes that have one. rounds spawns supervisors from its only runtime thread, so the
+    // signal is tied to the life of the process, not of some worker thread.
+    let parent = rustix::process::getppid();
+    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::TERM));
+    if rustix::process::getppid() != parent {
+        return 128 + SIGTERM;
+    }
     if rustix::process::set_child_subreaper(Some(getpid())).is_err() {
         let _ = writeln!(
             std::io::stderr(),
@@ -62,10 +73,10 @@ pub fn main(args: &[OsString]) -> i32 {
     command
         .args(&argv[1..])
         .process_group(0)
-        .stdin(if stdin_len.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
+        .stdin(match input {
+            Input::Closed => Stdio::null(),
+            Input::Bytes(_) => Stdio::piped(),
+            Input::Inherit => Stdio::inherit(),
         });
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -82,7 +93,11 @@ pub fn main(args: &[OsString]) -> i32 {
     let child_stdin = child.stdin.take();
     // The tool's input, then the lifeline: runs on its own thread so a tool that never reads its
     // stdin cannot stop the lifeline from being watched.
-    std::thread::spawn(move || feed_and_watch(stdin_len.unwrap_or(0), child_stdin));
+    match input {
+        Input::Closed => std::thread::spawn(move || feed_and_watch(0, child_stdin)),
+        Input::Bytes(n) => std::thread::spawn(move || feed_and_watch(n, child_stdin)),
+        Input::Inherit => std::thread::spawn(|| {}),
+    };
 
     let mut status = None;
     'wait: for signal in signals.forever() {
@@ -100,11 +115,23 @@ pub fn main(args: &[OsString]) -> i32 {
     status.unwrap_or(128 + SIGTERM)
 }
 
-fn parse(args: &[OsString]) -> Result<(Option<usize>, Vec<OsString>), String> {
+/// What the supervised program reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Input {
+    /// Nothing: /dev/null.
+    Closed,
+    /// This many bytes from the supervisor's stdin; the rest is the lifeline.
+    Bytes(usize),
+    /// The supervisor's stdin itself.
+    Inherit,
+}
+
+fn parse(args: &[OsString]) -> Result<(Input, Vec<OsString>), String> {
     let (len, rest) = args.split_first().ok_or("missing STDIN_BYTES")?;
-    let stdin_len = match len.to_str() {
-        Some("-") => None,
-        Some(n) => Some(
+    let input = match len.to_str() {
+        Some("-") => Input::Closed,
+        Some("inherit") => Input::Inherit,
+        Some(n) => Input::Bytes(
             n.parse::<usize>()
                 .map_err(|_| format!("bad STDIN_BYTES {n:?}"))?,
         ),
@@ -114,7 +141,7 @@ fn parse(args: &[OsString]) -> Result<(Option<usize>, Vec<OsString>), String> {
         Some((dashes, argv)) if dashes == "--" && !argv.is_empty() => argv.to_vec(),
         _ => return Err("expected -- PROGRAM ARGS…".into()),
     };
-    Ok((stdin_len, argv))
+    Ok((input, argv))
 }
 
 fn feed_and_watch(len: usize, child_stdin: Option<std::process::ChildStdin>) {
@@ -271,11 +298,15 @@ mod tests {
     fn parses_its_arguments_and_refuses_nonsense() {
         assert_eq!(
             parse(&os(&["12", "--", "bash", "-c", "x"])).unwrap(),
-            (Some(12), os(&["bash", "-c", "x"]))
+            (Input::Bytes(12), os(&["bash", "-c", "x"]))
         );
         assert_eq!(
             parse(&os(&["-", "--", "true"])).unwrap(),
-            (None, os(&["true"]))
+            (Input::Closed, os(&["true"]))
+        );
+        assert_eq!(
+            parse(&os(&["inherit", "--", "srv"])).unwrap(),
+            (Input::Inherit, os(&["srv"]))
         );
         assert!(parse(&os(&["x", "--", "true"])).is_err());
         assert!(parse(&os(&["1", "true"])).is_err());

@@ -184,14 +184,14 @@ where
     M: Mapper,
 {
     struct State<S, M> {
-        body: S,
+        body: Option<S>,
         mapper: M,
         decoder: sse::Decoder,
         pending: std::collections::VecDeque<Result<StreamEvent, ProviderError>>,
         finished: bool,
     }
     let state = State {
-        body,
+        body: Some(body),
         mapper,
         decoder: sse::Decoder::default(),
         pending: Default::default(),
@@ -206,7 +206,11 @@ where
                 return None;
             }
             let provider = st.mapper.provider().to_owned();
-            let next = match tokio::time::timeout(idle, st.body.next()).await {
+            let Some(body) = st.body.as_mut() else {
+                st.finished = true;
+                continue;
+            };
+            let next = match tokio::time::timeout(idle, body.next()).await {
                 Ok(next) => next,
                 Err(_) => {
                     st.finished = true;
@@ -239,8 +243,17 @@ where
                 st.pending.push_back(Err(e));
                 st.finished = true;
             }
-            if st.mapper.is_done() {
+            if st.mapper.is_done() && !st.finished {
                 st.finished = true;
+                // Read the rest of the body (the chunked terminator, usually at once) so the
+                // connection goes back to the pool: otherwise every round pays for a new
+                // connection, and with TLS a new handshake.
+                if let Some(mut rest) = st.body.take() {
+                    tokio::spawn(async move {
+                        let drain = async { while let Some(Ok(_)) = rest.next().await {} };
+                        let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+                    });
+                }
             }
         }
     });

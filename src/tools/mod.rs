@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub mod assemble;
 pub mod bash;
 pub mod command_parts;
 pub mod edit_file;
@@ -23,6 +24,8 @@ pub mod glob;
 pub mod grep;
 pub mod hooks;
 pub mod list_dir;
+pub mod manifest;
+pub mod mcp;
 pub mod pipeline;
 pub mod policy;
 pub mod read_file;

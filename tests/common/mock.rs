@@ -96,6 +96,7 @@ pub struct MockServer {
     pub addr: SocketAddr,
     requests: Arc<Mutex<Vec<Recorded>>>,
     waits: Arc<Mutex<Vec<bool>>>,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl MockServer {
@@ -107,9 +108,12 @@ impl MockServer {
         let waits = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(replies.into_iter()));
         let (recorded, waited) = (requests.clone(), waits.clone());
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let accepted = connections.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
+                accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let (recorded, waited, script) = (recorded.clone(), waited.clone(), script.clone());
                 std::thread::spawn(move || serve(stream, &recorded, &waited, &script));
             }
@@ -118,6 +122,7 @@ impl MockServer {
             addr,
             requests,
             waits,
+            connections,
         }
     }
 
@@ -128,6 +133,11 @@ impl MockServer {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
+    }
+
+    /// How many TCP connections clients opened.
+    pub fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// For each `WaitFor` step served so far: whether its file appeared before the limit.
@@ -163,10 +173,11 @@ fn serve(
                 r#"{"error":{"message":"the mock has no more scripted replies"}}"#,
             )
         });
-        if write_reply(&mut writer, &reply, waited).is_err() {
+        let (body_sent, finished) = write_reply(&mut writer, &reply, waited);
+        recorded.lock().unwrap()[index].replied = body_sent;
+        if finished.is_err() {
             return;
         }
-        recorded.lock().unwrap()[index].replied = Some(std::time::Instant::now());
     }
 }
 
@@ -207,7 +218,24 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
     })
 }
 
-fn write_reply(w: &mut TcpStream, reply: &Reply, waited: &Mutex<Vec<bool>>) -> std::io::Result<()> {
+/// Writes a reply; returns when its last body step went out (the client may hang up before the
+/// chunked terminator, which is then the error) and whether the whole reply was written.
+fn write_reply(
+    w: &mut TcpStream,
+    reply: &Reply,
+    waited: &Mutex<Vec<bool>>,
+) -> (Option<std::time::Instant>, std::io::Result<()>) {
+    match write_body(w, reply, waited) {
+        Ok(()) => {
+            let sent = std::time::Instant::now();
+            let end = w.write_all(b"0\r\n\r\n").and_then(|()| w.flush());
+            (Some(sent), end)
+        }
+        Err(e) => (None, Err(e)),
+    }
+}
+
+fn write_body(w: &mut TcpStream, reply: &Reply, waited: &Mutex<Vec<bool>>) -> std::io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} Mock\r\ntransfer-encoding: chunked\r\n",
         reply.status
@@ -241,6 +269,5 @@ fn write_reply(w: &mut TcpStream, reply: &Reply, waited: &Mutex<Vec<bool>>) -> s
             }
         }
     }
-    w.write_all(b"0\r\n\r\n")?;
-    w.flush()
+    Ok(())
 }

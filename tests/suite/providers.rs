@@ -350,3 +350,39 @@ fn every_openai_compatible_preset_runs_two_rounds_with_its_default_url_overridde
         assert_eq!(tools[1]["content"], "     1\tbeta\n", "{preset}");
     }
 }
+
+#[test]
+fn one_connection_serves_every_round() {
+    let sb = sandbox();
+    // The server ends each body a moment after its last event (real servers do); the tool (its
+    // hook) takes longer than that, so the body can be finished before the next request.
+    let call = |id: &'static str| {
+        let mut r = Reply::sse(sse::anthropic(
+            &[B::Tool(id, "read_file", r#"{"path":"a.txt"}"#)],
+            "tool_use",
+            1,
+            1,
+        ));
+        r.body.push(crate::common::mock::Step::Sleep(
+            std::time::Duration::from_millis(100),
+        ));
+        r
+    };
+    let server = MockServer::start(vec![
+        call("t1"),
+        call("t2"),
+        Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 1, 1)),
+    ]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["--no-transcript", "--pre-tool-hook", "sleep 0.4", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests().len(), 3);
+    assert_eq!(
+        server.connections(),
+        1,
+        "each round opened a new connection"
+    );
+}

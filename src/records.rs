@@ -1,0 +1,39 @@
+//! Where a run is recorded: the JSONL transcript and, with `--store`, a database. Every line goes
+//! to each of them as it is written; a failure of either ends the run (exit 1), because a record
+//! that silently stops is worse than a run that stops.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+
+use crate::transcript::{Line, Writer};
+
+/// A durable record of runs other than the transcript file.
+#[async_trait]
+pub trait Store: Send {
+    /// Records one line (start, round or end) of the current run, before the next begins.
+    async fn write(&mut self, line: &Line) -> Result<(), String>;
+}
+
+/// The transcript writer and the optional store, written together.
+#[derive(Default)]
+pub struct Records {
+    pub transcript: Option<Writer>,
+    pub store: Option<Box<dyn Store>>,
+}
+
+impl Records {
+    pub async fn write(&mut self, line: &Line) -> Result<(), String> {
+        if let Some(w) = self.transcript.as_mut() {
+            w.write(line).map_err(|e| e.to_string())?;
+        }
+        if let Some(store) = self.store.as_mut() {
+            store.write(line).await.map_err(|e| format!("store: {e}"))?;
+        }
+        Ok(())
+    }
+
+    pub fn transcript_path(&self) -> Option<PathBuf> {
+        self.transcript.as_ref().map(|w| w.path().to_owned())
+    }
+}
