@@ -99,13 +99,21 @@ async fn execute(config: Config, started: Instant) -> Result<Outcome, SetupFailu
     };
     let toolbox = Arc::new(Toolbox::new(registry, policy, workspace, settings));
 
-    // The transcript path is checked before any model call: an unwritable one is a usage error.
+    // The transcript path and the store are checked before any model call: an unwritable file
+    // or an unreachable database is a usage error.
     let mut records = Records {
         transcript: match &config.transcript {
             Some(path) => Some(Writer::create(path).map_err(SetupFailure::usage)?),
             None => None,
         },
-        store: None,
+        store: match &config.store {
+            Some(url) => Some(Box::new(
+                crate::store::connect(url)
+                    .await
+                    .map_err(SetupFailure::usage)?,
+            )),
+            None => None,
+        },
     };
     let start = Start {
         run_id: config.run_id.clone(),

@@ -265,13 +265,17 @@ pub enum OutputMode {
 }
 
 const AFTER_HELP: &str = "\
-Keys come from the environment: ANTHROPIC_API_KEY, OPENAI_API_KEY (ollama, llamacpp and vllm
-need none). Base URLs: ANTHROPIC_BASE_URL (http://host:port), OPENAI_BASE_URL (http://host:port/v1).
+Keys come from the environment: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY (ollama,
+llamacpp and vllm need none). Base URLs: ANTHROPIC_BASE_URL and GEMINI_BASE_URL (http://host:port),
+OPENAI_BASE_URL (http://host:port/v1). Tools never see the keys.
 
 Examples:
   rounds -m anthropic/claude-sonnet-4-5 'Which files define the CLI?'
   git diff | rounds 'Review this change'
-  rounds -m replay:fixtures/demo/demo.jsonl -w fixtures/demo/workspace";
+  rounds -a 'bash(cargo *)' --timeout 600 'Make cargo test pass'
+  rounds -o stream-json 'Summarize src/' | jq -c 'select(.type == \"tool_use\")'
+  rounds -m replay:fixtures/demo/demo.jsonl -w fixtures/demo/workspace
+  rounds tools -a all";
 
 fn nonnegative_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::{FailOn, OnMaxRounds};
-use crate::cli::{self, Cli, OutputMode};
+use crate::cli::{self, Cli, OutputMode, ToolFlags};
 use crate::conversation::Message;
 use crate::process;
 use crate::provider::openai::Flavor;
@@ -92,6 +92,8 @@ pub struct Config {
     pub hooks: Hooks,
     pub output: OutputMode,
     pub transcript: Option<PathBuf>,
+    /// `--store`: the PostgreSQL URL every line is also written to.
+    pub store: Option<String>,
     pub run_id: String,
     pub quiet: bool,
 }
@@ -243,11 +245,7 @@ impl Config {
             fallback,
             &inputs.cwd,
         )?;
-        let workspace_dir = match &cli.tools.workspace {
-            Some(dir) => inputs.cwd.join(dir),
-            None => inputs.cwd.clone(),
-        };
-        let workspace = Workspace::new(&workspace_dir)?;
+        let workspace = workspace(&cli.tools, &inputs.cwd)?;
         let system = match (&cli.system, &cli.system_file, recorded) {
             (Some(text), _, _) => text.clone(),
             (None, Some(path), _) => read_file("system prompt file", &inputs.cwd.join(path))?,
@@ -259,51 +257,7 @@ impl Config {
             ),
         };
 
-        if let Some(url) = cli
-            .tools
-            .search_url
-            .as_ref()
-            .filter(|u| !u.contains("{query}"))
-        {
-            return Err(ConfigError::SearchUrl(url.clone()));
-        }
-        let tools = ToolSources {
-            builtin: BuiltinOptions {
-                search_url: cli.tools.search_url.clone(),
-            },
-            allow: cli.tools.allow.clone(),
-            deny: cli.tools.deny.clone(),
-            tools_files: cli
-                .tools
-                .tools_file
-                .iter()
-                .map(|f| inputs.cwd.join(f))
-                .collect(),
-            mcp: cli.tools.mcp.clone(),
-            mcp_config: cli.tools.mcp_config.as_ref().map(|f| inputs.cwd.join(f)),
-        };
-
-        if let Some(secret) = cli
-            .tools
-            .tool_env
-            .iter()
-            .find(|n| process::SECRET_ENV.contains(&n.as_str()))
-        {
-            return Err(ConfigError::SecretToolEnv(secret.clone()));
-        }
-        let names: Vec<String> = inputs
-            .env_all
-            .iter()
-            .filter_map(|(k, _)| k.to_str().map(str::to_owned))
-            .collect();
-        let lookup = |name: &str| {
-            inputs
-                .env_all
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
-        let tool_env = process::tool_env(&lookup, &names, &cli.tools.tool_env);
+        let (tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
 
         let run_id = new_run_id();
         let transcript = if cli.no_transcript {
@@ -349,6 +303,8 @@ impl Config {
             },
             output: cli.output,
             transcript,
+            // An empty ROUNDS_STORE means no store, as empty variables mean unset elsewhere.
+            store: cli.store.clone().filter(|url| !url.is_empty()),
             run_id,
             quiet: cli.quiet,
         })
@@ -496,6 +452,55 @@ fn resolve_prompt(
         return Err(ConfigError::EmptyPrompt);
     }
     Ok(prompt)
+}
+
+/// The workspace the flags name (default: the current directory).
+pub fn workspace(flags: &ToolFlags, cwd: &Path) -> Result<Workspace, ConfigError> {
+    let dir = match &flags.workspace {
+        Some(dir) => cwd.join(dir),
+        None => cwd.to_owned(),
+    };
+    Ok(Workspace::new(&dir)?)
+}
+
+/// Where the tools come from, and the environment tool processes get, from the tool flags
+/// (shared by a run and `rounds tools`).
+pub fn tool_setup(
+    flags: &ToolFlags,
+    cwd: &Path,
+    env_all: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Result<(ToolSources, Vec<(std::ffi::OsString, std::ffi::OsString)>), ConfigError> {
+    if let Some(url) = flags.search_url.as_ref().filter(|u| !u.contains("{query}")) {
+        return Err(ConfigError::SearchUrl(url.clone()));
+    }
+    if let Some(secret) = flags
+        .tool_env
+        .iter()
+        .find(|n| process::SECRET_ENV.contains(&n.as_str()))
+    {
+        return Err(ConfigError::SecretToolEnv(secret.clone()));
+    }
+    let tools = ToolSources {
+        builtin: BuiltinOptions {
+            search_url: flags.search_url.clone(),
+        },
+        allow: flags.allow.clone(),
+        deny: flags.deny.clone(),
+        tools_files: flags.tools_file.iter().map(|f| cwd.join(f)).collect(),
+        mcp: flags.mcp.clone(),
+        mcp_config: flags.mcp_config.as_ref().map(|f| cwd.join(f)),
+    };
+    let names: Vec<String> = env_all
+        .iter()
+        .filter_map(|(k, _)| k.to_str().map(str::to_owned))
+        .collect();
+    let lookup = |name: &str| {
+        env_all
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    Ok((tools, process::tool_env(&lookup, &names, &flags.tool_env)))
 }
 
 fn resume(

@@ -12,12 +12,14 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod conversation;
+pub mod inventory;
 pub mod outcome;
 pub mod process;
 pub mod progress;
 pub mod provider;
 pub mod records;
 pub mod render;
+pub mod store;
 pub mod tools;
 pub mod transcript;
 
@@ -29,6 +31,17 @@ use outcome::Outcome;
 pub fn run(cli: Cli) -> u8 {
     // Before anything reads a key: tool processes must not be able to read our memory.
     process::protect_self();
+    match cli.command {
+        Some(cli::Command::Tools(args)) => {
+            init_logging(0, false);
+            return inventory::run(args);
+        }
+        Some(cli::Command::Export(args)) => {
+            init_logging(cli.verbose, cli.quiet);
+            return store::export_command(&args);
+        }
+        None => {}
+    }
     let quiet = cli.quiet;
     let output = cli.output;
     init_logging(cli.verbose, quiet);

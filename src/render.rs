@@ -45,6 +45,13 @@ pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
     let _ = out.write_all(&bytes).and_then(|()| out.flush());
 }
 
+/// `rounds export`: the rebuilt transcript, on stdout as it is.
+pub fn print_export(jsonl: &str) {
+    let mut out = std::io::stdout().lock();
+    // As for the answer: a reader that went away has all it wanted.
+    let _ = out.write_all(jsonl.as_bytes()).and_then(|()| out.flush());
+}
+
 /// The stderr lines that close a run: the error if any, then a one-line summary.
 pub fn print_summary(outcome: &Outcome, quiet: bool) {
     if let Some(error) = &outcome.error {
@@ -207,4 +214,52 @@ impl Observer for StreamJson {
     fn finished(&self, end: &End) {
         self.emit(StreamEvent::End(end));
     }
+}
+
+/// An error on stderr, labelled (`error`, `usage error`).
+pub fn print_error(label: &str, message: &str) {
+    eprintln!("rounds: {label}: {message}");
+}
+
+/// `rounds tools`: a table (name, class, offered, origin, then the description), or one JSON
+/// array with the schemas.
+pub fn print_tool_list(json: bool, tools: &[crate::inventory::Listed]) {
+    let mut out = String::new();
+    if json {
+        out = serde_json::to_string_pretty(tools).unwrap_or_default();
+        out.push('\n');
+    } else {
+        let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+        out.push_str(&format!(
+            "{:width$}  {:8}  {:7}  ORIGIN\n",
+            "TOOL", "CLASS", "OFFERED"
+        ));
+        for t in tools {
+            let class = match t.class {
+                crate::tools::Class::Safe => "safe",
+                crate::tools::Class::Mutating => "mutating",
+            };
+            let offered = if t.offered { "yes" } else { "no" };
+            out.push_str(&format!(
+                "{:width$}  {class:8}  {offered:7}  {}\n",
+                t.name, t.origin
+            ));
+            let first = first_sentence(&t.description);
+            out.push_str(&format!("{:width$}  {first}\n", ""));
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// Up to the first ". " followed by a capital letter, so "e.g. `*.rs`" stays in the sentence.
+fn first_sentence(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or("");
+    let end = line
+        .match_indices(". ")
+        .find(|(i, _)| line[i + 2..].starts_with(|c: char| c.is_uppercase()))
+        .map_or(line.len(), |(i, _)| i);
+    line[..end].trim_end_matches('.')
 }

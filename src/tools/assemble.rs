@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use super::mcp::McpServers;
 use super::policy::{Policy, PolicyError};
-use super::{BuiltinOptions, Registry, SchemaError, manifest, mcp};
+use std::sync::Arc;
+
+use super::{BuiltinOptions, Registry, SchemaError, Tool, manifest, mcp};
 
 /// Where a run's tools come from, as resolved from the flags.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +40,12 @@ pub enum AssembleError {
     Mcp(#[from] mcp::McpError),
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    #[error("tool {name:?} from {origin} has the name of a tool that already exists ({existing})")]
+    Clash {
+        name: String,
+        origin: String,
+        existing: String,
+    },
 }
 
 /// Everything the tool processes of a run share: where they run and their environment.
@@ -51,14 +59,10 @@ pub async fn assemble(
     processes: &ProcessContext<'_>,
 ) -> Result<Assembled, AssembleError> {
     let mut registry = Registry::builtin(&sources.builtin)?;
-    for tool in manifest::load(&sources.tools_files)? {
-        registry.register_checked(tool)?;
-    }
+    add_new(&mut registry, manifest::load(&sources.tools_files)?)?;
     let (servers, tools) =
         mcp::start_all(&sources.mcp, sources.mcp_config.as_deref(), processes).await?;
-    for tool in tools {
-        registry.register_checked(tool)?;
-    }
+    add_new(&mut registry, tools)?;
     let known: Vec<&str> = registry.names().collect();
     let policy = Policy::new(&sources.allow, &sources.deny, &known)?;
     Ok(Assembled {
@@ -66,4 +70,20 @@ pub async fn assemble(
         policy,
         servers,
     })
+}
+
+/// Registers tools that must not replace one already there: a manifest tool called `bash`
+/// would otherwise silently take the built-in's place.
+fn add_new(registry: &mut Registry, tools: Vec<Arc<dyn Tool>>) -> Result<(), AssembleError> {
+    for tool in tools {
+        if let Some(existing) = registry.get(&tool.spec().name) {
+            return Err(AssembleError::Clash {
+                name: tool.spec().name.clone(),
+                origin: tool.origin(),
+                existing: existing.tool.origin(),
+            });
+        }
+        registry.register_checked(tool)?;
+    }
+    Ok(())
 }

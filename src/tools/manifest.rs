@@ -1,17 +1,303 @@
-//! Command tools from manifests (placeholder while the loader is written).
+//! Command tools: the user's own tools, declared in a manifest (`--tools-file`, TOML or JSON)
+//! and run like `bash` is — under the supervisor, in the workspace, with the scrubbed
+//! environment, a timeout that ends the whole process tree, and bounded output — so they get the
+//! same pipeline, allowlist and hygiene as the built-ins.
+//!
+//! ```toml
+//! [[tool]]
+//! name = "git_log"
+//! description = "Recent commits touching a path."
+//! command = 'python3 "$ROUNDS_MANIFEST_DIR/git_log.py"'   # a string runs with `sh -c`; or argv
+//! class = "safe"                              # default "mutating"
+//! timeout = 20                                # seconds, at most --tool-timeout
+//! subject = "path"                            # input field allowlist patterns match
+//! input_schema = { type = "object", properties = { path = { type = "string" } } }
+//! ```
+//!
+//! The command runs in the workspace root and gets the call's input as JSON on stdin, and the
+//! manifest's directory as `ROUNDS_MANIFEST_DIR`. Its stdout is the result, unless stdout is
+//! a JSON object `{"content": …, "is_error": …}`; a non-zero exit is an error result carrying
+//! stderr.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::Tool;
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::policy::Subject;
+use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace};
+use crate::process::{self, Exit, Limits};
+
+/// Bytes of each output stream kept from its start and from its end.
+const KEEP: usize = 8 * 1024;
 
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ManifestError(pub String);
-
-pub fn load(files: &[PathBuf]) -> Result<Vec<Arc<dyn Tool>>, ManifestError> {
-    if files.is_empty() {
-        return Ok(Vec::new());
-    }
-    Err(ManifestError("--tools-file is not supported yet".into()))
+pub enum ManifestError {
+    #[error("cannot read tools file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("tools file {}: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    #[serde(default, alias = "tools")]
+    tool: Vec<Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: String,
+    description: String,
+    #[serde(default = "object_schema")]
+    input_schema: Value,
+    command: CommandSpec,
+    #[serde(default)]
+    class: Option<ClassName>,
+    #[serde(default)]
+    timeout: Option<f64>,
+    #[serde(default)]
+    subject: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum CommandSpec {
+    Shell(String),
+    Argv(Vec<String>),
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ClassName {
+    Safe,
+    Mutating,
+}
+
+fn object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+/// Loads every manifest, in order. Names must be unique across them; clashes with built-in
+/// tools are caught when the tools are registered.
+pub fn load(files: &[PathBuf]) -> Result<Vec<Arc<dyn Tool>>, ManifestError> {
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    let mut seen = std::collections::HashMap::new();
+    for path in files {
+        for tool in load_one(path)? {
+            if let Some(first) = seen.insert(tool.spec.name.clone(), path.clone()) {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "tool {:?} is also defined in {}",
+                        tool.spec.name,
+                        first.display()
+                    ),
+                ));
+            }
+            tools.push(Arc::new(tool));
+        }
+    }
+    Ok(tools)
+}
+
+fn invalid(path: &Path, message: String) -> ManifestError {
+    ManifestError::Invalid {
+        path: path.to_owned(),
+        message,
+    }
+}
+
+fn load_one(path: &Path) -> Result<Vec<CommandTool>, ManifestError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let is_json =
+        path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
+    let manifest: Manifest = if is_json {
+        serde_json::from_str(&text).map_err(|e| invalid(path, e.to_string()))?
+    } else {
+        toml::from_str(&text).map_err(|e| invalid(path, e.to_string()))?
+    };
+    if manifest.tool.is_empty() {
+        return Err(invalid(
+            path,
+            "no tools defined (expected [[tool]] entries)".into(),
+        ));
+    }
+    manifest
+        .tool
+        .into_iter()
+        .map(|entry| CommandTool::new(entry, path))
+        .collect()
+}
+
+/// A tool backed by a command.
+pub struct CommandTool {
+    spec: ToolSpec,
+    argv: Vec<OsString>,
+    /// The manifest's directory, given to the command as `ROUNDS_MANIFEST_DIR` so its scripts
+    /// can live beside the manifest.
+    dir: PathBuf,
+    timeout: Option<Duration>,
+    subject: Option<String>,
+    origin: String,
+}
+
+impl CommandTool {
+    fn new(entry: Entry, path: &Path) -> Result<CommandTool, ManifestError> {
+        let fail = |m: String| invalid(path, format!("tool {:?}: {m}", entry.name));
+        let valid_name = !entry.name.is_empty()
+            && entry.name.len() <= 64
+            && entry
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid_name {
+            return Err(fail("names are 1-64 characters of A-Z a-z 0-9 _ -".into()));
+        }
+        if entry.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(fail(
+                "input_schema must be a JSON Schema with \"type\": \"object\"".into(),
+            ));
+        }
+        let argv: Vec<OsString> = match &entry.command {
+            CommandSpec::Shell(line) => vec!["sh".into(), "-c".into(), line.into()],
+            CommandSpec::Argv(argv) => argv.iter().map(OsString::from).collect(),
+        };
+        if argv.is_empty() || argv[0].is_empty() {
+            return Err(fail("command is empty".into()));
+        }
+        let timeout = match entry.timeout {
+            None => None,
+            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+            Some(t) => {
+                return Err(fail(format!(
+                    "timeout must be a positive number of seconds, not {t}"
+                )));
+            }
+        };
+        let class = match entry.class {
+            Some(ClassName::Safe) => Class::Safe,
+            // A command can do anything: unless its author says otherwise, it runs alone.
+            Some(ClassName::Mutating) | None => Class::Mutating,
+        };
+        Ok(CommandTool {
+            spec: ToolSpec {
+                name: entry.name,
+                description: entry.description,
+                input_schema: entry.input_schema,
+                class,
+            },
+            argv,
+            dir: path.parent().map(Path::to_owned).unwrap_or_default(),
+            timeout,
+            subject: entry.subject,
+            origin: format!("manifest {}", path.display()),
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for CommandTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn origin(&self) -> String {
+        self.origin.clone()
+    }
+
+    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
+        let value = input.get(self.subject.as_deref()?)?;
+        let text = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_owned);
+        // A subject that names a path in the workspace is matched as a path.
+        match workspace.subject(&text) {
+            Some(path) if value.is_string() && !text.contains("://") => Some(path),
+            _ => Some(Subject::Text(text)),
+        }
+    }
+
+    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let limit = self.timeout.map_or(ctx.timeout, |t| t.min(ctx.timeout));
+        let mut env = ctx.env.to_vec();
+        env.push((
+            "ROUNDS_MANIFEST_DIR".into(),
+            self.dir.clone().into_os_string(),
+        ));
+        let spec = process::Spec {
+            argv: self.argv.clone(),
+            cwd: ctx.workspace.root(),
+            env: &env,
+            stdin: Some(input.to_string().into_bytes()),
+            timeout: limit,
+            cancel: ctx.cancel.clone(),
+            stdout: Limits {
+                head: KEEP,
+                tail: KEEP,
+                spill: Some(ctx.outputs.path(&ctx.call_id, "stdout")),
+            },
+            stderr: Limits {
+                head: KEEP,
+                tail: KEEP,
+                spill: Some(ctx.outputs.path(&ctx.call_id, "stderr")),
+            },
+        };
+        let name = &self.spec.name;
+        let done = process::run(spec)
+            .await
+            .map_err(|e| ToolError::failed(format!("cannot start {name}: {e}")))?;
+        let stdout = done.stdout.render();
+        let stderr = done.stderr.render();
+        match done.exit {
+            Exit::Code(0) => structured(&stdout).unwrap_or(Ok(stdout)),
+            Exit::Code(code) => Err(ToolError::failed(format!(
+                "{name} exited with code {code}\nstderr:\n{}\nstdout:\n{}",
+                stderr.trim_end(),
+                stdout.trim_end()
+            ))),
+            Exit::TimedOut => Err(ToolError::TimedOut(format!(
+                "{name} timed out after {:.1}s; it and every process it started were killed",
+                limit.as_secs_f64()
+            ))),
+            Exit::Cancelled => Err(ToolError::failed(format!("{name} was cancelled"))),
+        }
+    }
+}
+
+/// A `{"content": …, "is_error": …}` answer, when stdout is one.
+fn structured(stdout: &str) -> Option<Result<String, ToolError>> {
+    let Value::Object(map) = serde_json::from_str::<Value>(stdout.trim()).ok()? else {
+        return None;
+    };
+    let content = map.get("content")?;
+    let text = content
+        .as_str()
+        .map_or_else(|| content.to_string(), str::to_owned);
+    let is_error = map
+        .get("is_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Some(if is_error {
+        Err(ToolError::Failed(text))
+    } else {
+        Ok(text)
+    })
+}
+
+#[cfg(test)]
+#[path = "manifest_tests.rs"]
+mod tests;

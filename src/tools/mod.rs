@@ -149,6 +149,11 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Where the tool comes from, for `rounds tools`: `built-in`, `manifest FILE`, `mcp NAME`.
+    fn origin(&self) -> String {
+        "built-in".to_owned()
+    }
+
     /// Runs the call and returns the text the model sees.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError>;
 }
@@ -258,6 +263,10 @@ impl Registry {
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|e| e.tool.spec().name.as_str())
+    }
+
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.entries.iter().map(|e| &e.tool)
     }
 
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {

@@ -1,9 +1,12 @@
 mod exit_codes;
 mod hooks;
+mod manifest;
+mod mcp;
 mod outputs;
 mod providers;
 mod resume;
 mod retries;
 mod run_control;
+mod store;
 mod tool_errors;
 mod tools_bash;

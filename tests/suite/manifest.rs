@@ -1,0 +1,258 @@
+//! Command tools from manifests, through the real binary: the shipped example manifest, the
+//! input on stdin, structured and plain answers, failures, timeouts, the allowlist, the
+//! environment; and `rounds tools`.
+
+use crate::common::mock::{MockServer, Reply};
+use crate::common::sse::{self, B};
+use crate::common::{Sandbox, run};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tools/tools.toml");
+
+fn server(calls: &[B]) -> MockServer {
+    MockServer::start(vec![
+        Reply::sse(sse::anthropic(calls, "tool_use", 10, 5)),
+        Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 10, 5)),
+    ])
+}
+
+fn rounds(sb: &Sandbox, server: &MockServer, args: &[&str]) -> Vec<Value> {
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "sk-manifest-secret")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(args)
+        .arg("--transcript")
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    sb.transcript()[1]["results"].as_array().unwrap().clone()
+}
+
+const TEST_TOOLS: &str = r#"
+[[tool]]
+name = "echo_input"
+description = "Prints its input and environment."
+command = 'cat; echo; env | grep -E "^(ROUNDS_MANIFEST_DIR|PATH|ANTHROPIC)" | sort'
+class = "safe"
+
+[[tool]]
+name = "broken"
+description = "Always fails."
+command = "echo partial; echo went wrong >&2; exit 3"
+
+[[tool]]
+name = "refuses"
+description = "Answers with a structured error."
+command = ["sh", "-c", "echo '{\"content\": \"not today\", \"is_error\": true}'"]
+
+[[tool]]
+name = "slow"
+description = "Sleeps."
+command = "echo $$ > slow.pid; exec sleep 60"
+timeout = 0.5
+"#;
+
+#[test]
+fn the_example_manifest_tools_answer_about_the_workspace() {
+    let sb = Sandbox::new();
+    sb.write("src/main.rs", "fn main() {}\n// two\n");
+    sb.write("README.md", "# demo\n");
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(sb.ws())
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.name=Ada",
+        "-c",
+        "user.email=a@example.com",
+        "add",
+        ".",
+    ]);
+    git(&[
+        "-c",
+        "user.name=Ada",
+        "-c",
+        "user.email=a@example.com",
+        "commit",
+        "-qm",
+        "first commit",
+    ]);
+    let server = server(&[
+        B::Tool("t1", "git_log", r#"{"limit": 5}"#),
+        B::Tool("t2", "line_count", "{}"),
+    ]);
+    let results = rounds(
+        &sb,
+        &server,
+        &["--tools-file", EXAMPLE, "-a", "git_log,line_count"],
+    );
+    let log = results[0]["content"].as_str().unwrap();
+    assert!(log.contains("Ada: first commit"), "{log}");
+    let counts = results[1]["content"].as_str().unwrap();
+    assert!(
+        counts.contains(".rs") && counts.contains("total") && counts.contains("src/main.rs (2)"),
+        "{counts}"
+    );
+    let offered: Vec<Value> = server.requests()[0].json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert!(offered.contains(&json!("git_log")) && offered.contains(&json!("line_count")));
+}
+
+#[test]
+fn command_tools_get_their_input_and_a_scrubbed_environment_and_report_failures() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("tools.toml"), TEST_TOOLS).unwrap();
+    let server = server(&[
+        B::Tool("t1", "echo_input", r#"{"greeting":"hi"}"#),
+        B::Tool("t2", "broken", "{}"),
+        B::Tool("t3", "refuses", "{}"),
+        B::Tool("t4", "slow", "{}"),
+    ]);
+    let manifest = sb.path("tools.toml").display().to_string();
+    let started = std::time::Instant::now();
+    let results = rounds(&sb, &server, &["--tools-file", &manifest, "-a", "all"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let echo = results[0]["content"].as_str().unwrap();
+    assert!(echo.starts_with(r#"{"greeting":"hi"}"#), "{echo}");
+    assert!(
+        echo.contains(&format!(
+            "ROUNDS_MANIFEST_DIR={}",
+            sb.path("").display().to_string().trim_end_matches('/')
+        )),
+        "{echo}"
+    );
+    assert!(
+        !echo.contains("ANTHROPIC") && !echo.contains("sk-manifest-secret"),
+        "{echo}"
+    );
+    assert_eq!(results[1]["error_kind"], "failed");
+    assert_eq!(
+        results[1]["content"],
+        "broken exited with code 3\nstderr:\nwent wrong\nstdout:\npartial"
+    );
+    assert_eq!(
+        (
+            results[2]["error_kind"].as_str(),
+            results[2]["content"].as_str()
+        ),
+        (Some("failed"), Some("not today"))
+    );
+    assert_eq!(results[3]["error_kind"], "timeout");
+    let pid = std::fs::read_to_string(sb.ws().join("slow.pid")).unwrap();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        "the slow tool survived its timeout"
+    );
+}
+
+#[test]
+fn manifest_tools_need_allowing_and_a_bad_manifest_is_a_usage_error() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("tools.toml"), TEST_TOOLS).unwrap();
+    let manifest = sb.path("tools.toml").display().to_string();
+    let server = server(&[B::Tool("t1", "echo_input", "{}")]);
+    let results = rounds(&sb, &server, &["--tools-file", &manifest]);
+    assert_eq!(
+        results[0]["error_kind"], "unknown_tool",
+        "not offered without -a"
+    );
+
+    std::fs::write(
+        sb.path("bad.toml"),
+        "[[tool]]\nname = \"read_file\"\ndescription = \"x\"\ncommand = \"true\"\n",
+    )
+    .unwrap();
+    let out =
+        run(sb
+            .rounds()
+            .env("ANTHROPIC_API_KEY", "k")
+            .args(["--tools-file", "../bad.toml", "go"]));
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("tool \"read_file\" from manifest ")
+            && out.stderr.contains("already exists (built-in)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn rounds_tools_lists_built_ins_and_manifest_tools_with_their_allowlist_state() {
+    let sb = Sandbox::new();
+    let out = run(sb.rounds().args([
+        "tools",
+        "--tools-file",
+        EXAMPLE,
+        "-a",
+        "git_log",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let listed: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
+    let row = |name: &str| {
+        listed
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not listed"))
+            .clone()
+    };
+    assert_eq!(
+        (
+            row("read_file")["class"].as_str(),
+            row("read_file")["offered"].as_bool()
+        ),
+        (Some("safe"), Some(true))
+    );
+    assert_eq!(
+        (
+            row("bash")["class"].as_str(),
+            row("bash")["offered"].as_bool()
+        ),
+        (Some("mutating"), Some(false))
+    );
+    assert_eq!(row("git_log")["offered"], true);
+    assert_eq!(row("line_count")["offered"], false);
+    assert!(
+        row("git_log")["origin"]
+            .as_str()
+            .unwrap()
+            .starts_with("manifest ")
+    );
+    assert_eq!(
+        row("git_log")["input_schema"]["properties"]["limit"]["maximum"],
+        200
+    );
+    let text = run(sb.rounds().args(["tools", "--tools-file", EXAMPLE]));
+    assert_eq!(text.code, 0);
+    assert!(text.stdout.starts_with("TOOL"), "{}", text.stdout);
+    assert!(
+        text.stdout
+            .contains("git_log     safe      no       manifest "),
+        "{}",
+        text.stdout
+    );
+    let bad = run(sb.rounds().args(["tools", "-a", "nosuch"]));
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("unknown tool \"nosuch\""),
+        "{}",
+        bad.stderr
+    );
+}

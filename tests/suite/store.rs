@@ -1,0 +1,1010 @@
+//! `--store`: runs kept in PostgreSQL as they happen, and `rounds export` writing one back as a
+//! transcript that reads back equal to the file and that `--resume` accepts.
+//!
+//! These need a server: `ROUNDS_TEST_PG_URL` (`.ci/run` sets it), or else a throwaway cluster the
+//! tests start once per process from the machine's PostgreSQL binaries. With neither, each test
+//! says why on stderr and passes: a machine without PostgreSQL is not a bug in rounds. Every test
+//! works in a schema of its own, so they run in parallel and leave a shared server clean.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use rounds::conversation::{Block, CallDefect, ErrorKind, StopReason, ToolResult, ToolUse, Usage};
+use rounds::records::Store;
+use rounds::transcript::{self, End, Limits, Line, RetryNote, Round, Start};
+use serde_json::{Value, json};
+use tokio_postgres::NoTls;
+
+use crate::common::mock::{MockServer, Reply, Step};
+use crate::common::sse::{self, B};
+use crate::common::{Sandbox, read_jsonl, run};
+
+// ---------------------------------------------------------------------------------------------
+// The server and a schema per test.
+
+/// A server to test against.
+struct Pg {
+    /// A superuser's URL, without sslmode.
+    url: String,
+    /// The CA that signed the server's certificate, when the server has TLS.
+    ca: Option<PathBuf>,
+}
+
+/// The server, or why there is none.
+static SERVER: OnceLock<Result<Pg, String>> = OnceLock::new();
+
+/// The server to test against, or `None` (after saying why) when this machine has none.
+fn server() -> Option<&'static Pg> {
+    let server = SERVER.get_or_init(|| match std::env::var("ROUNDS_TEST_PG_URL") {
+        Ok(url) if !url.is_empty() => Ok(Pg {
+            url,
+            ca: std::env::var_os("ROUNDS_TEST_PG_CA")
+                .filter(|ca| !ca.is_empty())
+                .map(PathBuf::from),
+        }),
+        _ => start_cluster(),
+    });
+    match server {
+        Ok(pg) => Some(pg),
+        Err(why) => {
+            eprintln!("skipping: no PostgreSQL for the store tests: {why}");
+            None
+        }
+    }
+}
+
+/// A schema of the test's own, dropped when the test ends (also when it fails).
+struct Schema {
+    base: String,
+    name: String,
+    /// The server's URL with this schema as the search path: what `--store` gets.
+    url: String,
+}
+
+impl Schema {
+    fn new(pg: &Pg) -> Schema {
+        let base = pg.url.as_str();
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let name = format!(
+            "rounds_t{}_{}_{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        sql(base, &format!("CREATE SCHEMA {name}"));
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{sep}options=-csearch_path%3D{name}");
+        Schema {
+            base: base.to_owned(),
+            name,
+            url,
+        }
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let _ = try_sql(&self.base, &format!("DROP SCHEMA {} CASCADE", self.name));
+    }
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn try_sql(url: &str, query: &str) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+    block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
+        tokio::spawn(connection);
+        client.query(query, &[]).await
+    })
+}
+
+fn sql(url: &str, query: &str) -> Vec<tokio_postgres::Row> {
+    try_sql(url, query).unwrap_or_else(|e| panic!("{query}: {e:?}"))
+}
+
+/// Starts a cluster that lives as long as this test process: initdb and pg_ctl from the local
+/// PostgreSQL, as the `postgres` user when we are root (initdb refuses root), trust auth on
+/// 127.0.0.1 and a free port. A watcher stops it and removes its files once the process is gone.
+fn start_cluster() -> Result<Pg, String> {
+    let bin = postgres_bin().ok_or("no initdb and pg_ctl found (install postgresql)")?;
+    let root = rustix::process::geteuid().is_root();
+    let dir = tempfile::Builder::new()
+        .prefix("rounds-test-pg-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a directory for the cluster: {e}"))?
+        .keep();
+    let as_owner = |program: &str| -> Vec<String> {
+        let program = bin.join(program).display().to_string();
+        if root {
+            vec![
+                "runuser".into(),
+                "-u".into(),
+                "postgres".into(),
+                "--".into(),
+                program,
+            ]
+        } else {
+            vec![program]
+        }
+    };
+    let data = dir.join("data");
+    let log = dir.join("server.log");
+    let step = |argv: Vec<String>| -> Result<(), String> {
+        let output = dir.join("step.log");
+        let file = std::fs::File::create(&output).map_err(|e| e.to_string())?;
+        let status = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().map_err(|e| e.to_string())?)
+            .stderr(file)
+            .status()
+            .map_err(|e| format!("{}: {e}", argv[0]))?;
+        if status.success() {
+            Ok(())
+        } else {
+            let said = std::fs::read_to_string(&output).unwrap_or_default();
+            let server = std::fs::read_to_string(&log).unwrap_or_default();
+            Err(format!("{} failed: {said}{server}", argv.join(" ")))
+        }
+    };
+    // TLS with a CA of our own when openssl is there, so the verifying sslmodes can be tested.
+    let ca = certificates(&dir);
+    let mut tls = String::new();
+    if ca.is_some() {
+        tls = format!(
+            " -c ssl=on -c ssl_cert_file={0}/server.crt -c ssl_key_file={0}/server.key",
+            dir.display()
+        );
+    }
+    if root {
+        let owned = Command::new("chown")
+            .arg("-R")
+            .arg("postgres")
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !owned {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err("cannot give the cluster's directory to the postgres user".into());
+        }
+    }
+    let mut initdb = as_owner("initdb");
+    initdb.extend(
+        [
+            "-D",
+            &data.display().to_string(),
+            "-U",
+            "rounds",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--no-sync",
+        ]
+        .map(String::from),
+    );
+    if let Err(e) = step(initdb) {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(e);
+    }
+    // Another process may take the port between our probe and the server's bind: try a few.
+    let mut last = String::new();
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let mut pg_ctl = as_owner("pg_ctl");
+        pg_ctl.extend(
+            [
+                "-D",
+                &data.display().to_string(),
+                "-l",
+                &log.display().to_string(),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                &format!(
+                    "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
+                     -c full_page_writes=off{tls}",
+                    dir.display()
+                ),
+                "start",
+            ]
+            .map(String::from),
+        );
+        match step(pg_ctl) {
+            Ok(()) => {
+                watch(&as_owner("pg_ctl"), &data, &dir);
+                return Ok(Pg {
+                    url: format!("postgres://rounds@127.0.0.1:{port}/postgres"),
+                    ca,
+                });
+            }
+            Err(e) => last = e,
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Err(last)
+}
+
+/// A CA and a server certificate for 127.0.0.1 signed by it, in `dir`; the CA's path, or `None`
+/// when openssl cannot make them.
+fn certificates(dir: &Path) -> Option<PathBuf> {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let ext = dir.join("server.ext");
+    std::fs::write(
+        &ext,
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=critical,CA:FALSE\n\
+         keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .ok()?;
+    let steps: [Vec<&str>; 3] = [
+        [
+            &["req", "-x509"][..],
+            &ec,
+            &["-days", "3", "-subj", "/CN=rounds test CA"],
+        ]
+        .concat(),
+        [&["req"][..], &ec, &["-subj", "/CN=127.0.0.1"]].concat(),
+        vec!["x509", "-req", "-days", "3", "-CAcreateserial"],
+    ];
+    let files: [&[&str]; 3] = [
+        &[
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ],
+        &["-keyout", "server.key", "-out", "server.csr"],
+        &[
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-out",
+            "server.crt",
+            "-extfile",
+            "server.ext",
+        ],
+    ];
+    for (step, files) in steps.iter().zip(files) {
+        let ok = Command::new("openssl")
+            .args(step)
+            .args(files)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return None;
+        }
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // The server refuses a key others can read.
+    std::fs::set_permissions(
+        dir.join("server.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .ok()?;
+    Some(dir.join("ca.pem"))
+}
+
+/// Stops the cluster and removes its directory once this test process has exited.
+fn watch(pg_ctl: &[String], data: &Path, dir: &Path) {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let stop: Vec<String> = pg_ctl.iter().map(|a| quote(a)).collect();
+    let script = format!(
+        "while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
+         {stop} -D {data} -m immediate stop; rm -rf {dir}",
+        pid = std::process::id(),
+        stop = stop.join(" "),
+        data = quote(&data.display().to_string()),
+        dir = quote(&dir.display().to_string()),
+    );
+    // Its own session, and no pipes of ours: the test run must not wait for it.
+    let _ = Command::new("setsid")
+        .args(["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+}
+
+/// A directory holding initdb and pg_ctl: Debian's versioned directories first, then PATH.
+fn postgres_bin() -> Option<PathBuf> {
+    let has_both = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    let mut debian: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|d| has_both(d))
+        .collect();
+    debian.sort_by_key(|d| {
+        d.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    if let Some(newest) = debian.pop() {
+        return Some(newest);
+    }
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).find(|d| has_both(d))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs.
+
+/// A two-round Anthropic run: thinking, text and two parallel reads, then the answer.
+fn two_round_script() -> Vec<Reply> {
+    vec![
+        Reply::sse(sse::anthropic(
+            &[
+                B::Thinking("Both files matter.", "sig-1"),
+                B::Text("Reading both."),
+                B::Tool("toolu_1", "read_file", r#"{"path":"a.txt"}"#),
+                B::Tool("toolu_2", "read_file", r#"{"path":"missing.txt"}"#),
+            ],
+            "tool_use",
+            100,
+            20,
+        )),
+        Reply::sse(sse::anthropic(
+            &[B::Text("a.txt says alpha; missing.txt is missing.")],
+            "end_turn",
+            150,
+            30,
+        )),
+    ]
+}
+
+/// `rounds` with a key, the mock as provider, the store and the transcript.
+fn rounds_with_store(sb: &Sandbox, server: &MockServer, store: &str) -> Command {
+    let mut cmd = sb.rounds();
+    cmd.env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .arg("--store")
+        .arg(store)
+        .arg("--transcript")
+        .arg(sb.transcript_path());
+    cmd
+}
+
+fn run_id(sb: &Sandbox) -> String {
+    sb.transcript()[0]["run_id"].as_str().unwrap().to_owned()
+}
+
+/// `rounds export`, checked to succeed; returns stdout.
+fn export(sb: &Sandbox, store: &str, run_id: &str) -> String {
+    let out = run(sb.rounds().args(["export", "--store", store, run_id]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout
+}
+
+/// The export and the transcript file hold the same lines, as JSON values and as the transcript
+/// types `--resume` reads.
+fn assert_same_transcript(exported: &str, file: &Path) {
+    let exported_lines = crate::common::parse_lines(exported);
+    assert_eq!(exported_lines, read_jsonl(file));
+    let copy = file.with_extension("exported.jsonl");
+    std::fs::write(&copy, exported).unwrap();
+    assert_eq!(
+        transcript::read(&copy).unwrap(),
+        transcript::read(file).unwrap()
+    );
+}
+
+#[test]
+fn the_schema_is_created_on_first_use_and_not_migrated_again() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(base);
+    let tables = "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() \
+                  AND table_name IN ('runs', 'turn_blocks', 'turn_rounds', 'rounds_schema_migrations')";
+    assert_eq!(sql(&schema.url, tables)[0].get::<_, i64>(0), 0);
+
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+        &[B::Text("first")],
+        "end_turn",
+        1,
+        1,
+    ))]);
+    let out = run(rounds_with_store(&sb, &server, &schema.url).arg("one"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(sql(&schema.url, tables)[0].get::<_, i64>(0), 4);
+    let migrations = "SELECT version, applied_at::text FROM rounds_schema_migrations";
+    let applied = |url: &str| -> Vec<(i32, String)> {
+        sql(url, migrations)
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    let first = applied(&schema.url);
+    assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1]);
+
+    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+        &[B::Text("second")],
+        "end_turn",
+        1,
+        1,
+    ))]);
+    let out = run(rounds_with_store(&sb, &server, &schema.url).arg("two"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(applied(&schema.url), first, "the second run migrated again");
+    let runs = sql(
+        &schema.url,
+        "SELECT prompt, status FROM runs ORDER BY started_at",
+    );
+    let runs: Vec<(String, String)> = runs.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(
+        runs,
+        [
+            ("one".into(), "completed".into()),
+            ("two".into(), "completed".into())
+        ]
+    );
+}
+
+#[test]
+fn runs_starting_together_on_a_new_database_migrate_once() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(base);
+    let results = block_on(futures_util::future::join_all(
+        (0..4).map(|_| rounds::store::connect(&schema.url)),
+    ));
+    for r in &results {
+        assert!(r.is_ok(), "{:?}", r.as_ref().err());
+    }
+    let rows = sql(&schema.url, "SELECT count(*) FROM rounds_schema_migrations");
+    assert_eq!(rows[0].get::<_, i64>(0), 1);
+}
+
+#[test]
+fn blocks_land_in_order_with_their_types_and_the_run_row_is_completed() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(base);
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let server = MockServer::start(two_round_script());
+    let out = run(rounds_with_store(&sb, &server, &schema.url).arg("what do the files say?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let id = run_id(&sb);
+    let lines = sb.transcript();
+
+    let rows = sql(
+        &schema.url,
+        &format!(
+            "SELECT round, sequence, block_type, content FROM turn_blocks \
+             WHERE run_id = '{id}' ORDER BY round, sequence"
+        ),
+    );
+    let got: Vec<(i32, i32, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let expected: Vec<(i32, i32, String)> = [
+        (0, 0, "text_content"),
+        (1, 0, "thinking"),
+        (1, 1, "text"),
+        (1, 2, "tool_use"),
+        (1, 3, "tool_use"),
+        (1, 4, "tool_result"),
+        (1, 5, "tool_result"),
+        (2, 0, "text"),
+    ]
+    .into_iter()
+    .map(|(r, s, t)| (r, s, t.to_owned()))
+    .collect();
+    assert_eq!(got, expected);
+    // Each row holds the transcript's own JSON for its block or result.
+    let contents: Vec<Value> = rows.iter().map(|r| r.get(3)).collect();
+    assert_eq!(
+        contents[0],
+        json!({"type": "text", "text": "what do the files say?"})
+    );
+    let round1 = &lines[1];
+    assert_eq!(contents[1..5], round1["blocks"].as_array().unwrap()[..]);
+    assert_eq!(contents[5..7], round1["results"].as_array().unwrap()[..]);
+    assert_eq!(contents[7], lines[2]["blocks"][0]);
+
+    let meta = sql(
+        &schema.url,
+        &format!("SELECT round, meta FROM turn_rounds WHERE run_id = '{id}' ORDER BY round"),
+    );
+    assert_eq!(meta.len(), 2);
+    let meta1: Value = meta[0].get(1);
+    assert_eq!(meta1["stop_reason"], "tool_use");
+    assert_eq!(meta1["usage"], round1["usage"]);
+    assert_eq!(meta1["time"], round1["time"]);
+
+    let run_row = sql(
+        &schema.url,
+        &format!(
+            "SELECT status, exit_code, rounds, tool_calls, tool_errors, provider, tools, \
+             ended_at IS NOT NULL, started_at = (start_time)::timestamptz \
+             FROM runs WHERE run_id = '{id}'"
+        ),
+    );
+    let r = &run_row[0];
+    assert_eq!(r.get::<_, String>(0), "completed");
+    assert_eq!(r.get::<_, i32>(1), 0);
+    assert_eq!(r.get::<_, i32>(2), 2);
+    assert_eq!(r.get::<_, i32>(3), 2);
+    assert_eq!(r.get::<_, Value>(4), json!({"failed": 1}));
+    assert_eq!(r.get::<_, String>(5), "anthropic");
+    assert_eq!(r.get::<_, Value>(6), lines[0]["tools"]);
+    assert!(r.get::<_, bool>(7) && r.get::<_, bool>(8));
+}
+
+#[test]
+fn an_export_equals_the_transcript_and_resumes_like_it() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(base);
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let server = MockServer::start(two_round_script());
+    let out = run(rounds_with_store(&sb, &server, &schema.url).arg("what do the files say?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let id = run_id(&sb);
+
+    let exported = export(&sb, &schema.url, &id);
+    assert_same_transcript(&exported, &sb.transcript_path());
+
+    // --out writes the same bytes to a file.
+    let file = sb.path("exported.jsonl");
+    let out = run(sb
+        .rounds()
+        .args(["export", "--store", &schema.url, &id, "--out"])
+        .arg(&file));
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), exported);
+
+    // Resuming the export sends the model exactly what resuming the original does.
+    let resume_body = |from: &Path| {
+        let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+            &[B::Text("ok")],
+            "end_turn",
+            1,
+            1,
+        ))]);
+        let out = run(sb
+            .rounds()
+            .env("ANTHROPIC_API_KEY", "k")
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .args(["--no-transcript", "--resume"])
+            .arg(from)
+            .arg("and then?"));
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "ok\n"),
+            "{}",
+            out.stderr
+        );
+        server.requests()[0].json()
+    };
+    let from_export = resume_body(&file);
+    assert_eq!(from_export, resume_body(&sb.transcript_path()));
+    assert_eq!(from_export["messages"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn a_run_killed_in_round_two_keeps_round_one_in_the_store() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(base);
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[B::Tool("toolu_1", "read_file", r#"{"path":"a.txt"}"#)],
+            "tool_use",
+            10,
+            5,
+        )),
+        // Round 2 never answers: the run is killed while waiting for it.
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: vec![Step::Sleep(Duration::from_secs(30))],
+        },
+    ]);
+    let mut child = rounds_with_store(&sb, &server, &schema.url)
+        .arg("read a.txt")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Round 1 is recorded before round 2 is requested.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.requests().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.requests().len(), 2, "round 2 was never requested");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let id = run_id(&sb);
+    let rounds = sql(
+        &schema.url,
+        &format!("SELECT round FROM turn_rounds WHERE run_id = '{id}' ORDER BY round"),
+    );
+    assert_eq!(rounds.iter().map(|r| r.get(0)).collect::<Vec<i32>>(), [1]);
+    let blocks = sql(
+        &schema.url,
+        &format!("SELECT count(*) FROM turn_blocks WHERE run_id = '{id}' AND round = 1"),
+    );
+    assert_eq!(blocks[0].get::<_, i64>(0), 2);
+    let ended = sql(
+        &schema.url,
+        &format!("SELECT status IS NULL AND ended_at IS NULL FROM runs WHERE run_id = '{id}'"),
+    );
+    assert!(ended[0].get::<_, bool>(0), "a killed run has no end");
+
+    let exported = export(&sb, &schema.url, &id);
+    let lines = crate::common::parse_lines(&exported);
+    assert_eq!(crate::common::types(&lines), ["start", "round"]);
+    assert_same_transcript(&exported, &sb.transcript_path());
+}
+
+#[test]
+fn every_field_survives_the_round_trip_even_nul_characters() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(base);
+    let call = ToolUse {
+        raw_input: Some("{\"path\": \"b\u{0}.txt\"}".into()),
+        signature: Some("gemini-sig".into()),
+        ..ToolUse::from_raw("call_1".into(), "read_file".into(), r#"{"path":"b.txt"}"#)
+    };
+    let broken = ToolUse::from_raw("call_2".into(), "grep".into(), "{\"pattern\": ");
+    let cut = ToolUse {
+        defect: Some(CallDefect::Truncated),
+        ..ToolUse::from_raw("call_3".into(), "glob".into(), "{}")
+    };
+    assert!(matches!(broken.defect, Some(CallDefect::InvalidJson(_))));
+    let ok = ToolResult {
+        tool_use_id: "call_1".into(),
+        name: "read_file".into(),
+        is_error: false,
+        content: "bin\u{0}ary \u{10FFFF} ünïcode 🦀".into(),
+        error_kind: None,
+        duration_ms: 7,
+        truncated: true,
+        bytes: 123_456,
+        full_output: Some("/tmp/out/call_1.txt".into()),
+    };
+    let start = Start {
+        run_id: format!("lib-{}", schema.name),
+        time: "2026-02-03T04:05:06.789Z".into(),
+        provider: "openai".into(),
+        model: "gpt-x".into(),
+        workspace: "/ws".into(),
+        prompt: "find \u{0} it".into(),
+        system: "be brief".into(),
+        tools: vec!["read_file".into(), "bash(git *)".into()],
+        limits: Limits {
+            max_rounds: 3,
+            max_tokens: Some(100),
+            budget_tokens: Some(10_000),
+            timeout_secs: Some(1.5),
+            tool_timeout_secs: 30.0,
+            max_parallel: 2,
+        },
+        resumed_from: Some("/runs/earlier.jsonl".into()),
+    };
+    let lines = vec![
+        Line::Start(start.clone()),
+        Line::Round(Round {
+            round: 1,
+            time: "2026-02-03T04:05:07.000Z".into(),
+            blocks: vec![
+                Block::RedactedThinking {
+                    data: "opaque".into(),
+                },
+                Block::Thinking {
+                    text: "hmm".into(),
+                    signature: None,
+                },
+                Block::Text {
+                    text: "calling".into(),
+                    signature: Some("s".into()),
+                },
+                Block::ToolUse(call.clone()),
+                Block::ToolUse(broken.clone()),
+                Block::ToolUse(cut.clone()),
+            ],
+            results: vec![
+                ok,
+                ToolResult::error(&broken, ErrorKind::InvalidJson, "not JSON"),
+                ToolResult::error(&cut, ErrorKind::Cancelled, "cut off"),
+            ],
+            stop_reason: Some(StopReason::MaxTokens),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 20,
+                cache_read_tokens: 30,
+                cache_write_tokens: 40,
+            },
+            model_ms: 1234,
+            tools_ms: 56,
+            retries: vec![RetryNote {
+                round: 1,
+                attempt: 1,
+                error: "overloaded".into(),
+                delay_ms: 1000,
+            }],
+            error: Some("stream broke \u{0} off".into()),
+            summary: false,
+        }),
+        // A round with no blocks at all still exists.
+        Line::Round(Round {
+            round: 2,
+            time: "2026-02-03T04:05:08.000Z".into(),
+            blocks: vec![],
+            results: vec![],
+            stop_reason: None,
+            usage: Usage::default(),
+            model_ms: 0,
+            tools_ms: 0,
+            retries: vec![],
+            error: None,
+            summary: true,
+        }),
+        Line::End(End {
+            status: "max_rounds".into(),
+            exit_code: 3,
+            rounds: 2,
+            final_text: "partial \u{0}".into(),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 20,
+                cache_read_tokens: 30,
+                cache_write_tokens: 40,
+            },
+            duration_ms: 9_000_000_000,
+            error: Some("the round limit".into()),
+            tool_calls: 3,
+            tool_errors: [(ErrorKind::InvalidJson, 1), (ErrorKind::Cancelled, 1)].into(),
+        }),
+    ];
+    let sb = Sandbox::new();
+    let mut writer = transcript::Writer::create(&sb.transcript_path()).unwrap();
+    let exported = block_on(async {
+        let mut store = rounds::store::connect(&schema.url).await.unwrap();
+        for line in &lines {
+            writer.write(line).unwrap();
+            store.write(line).await.unwrap();
+        }
+        rounds::store::export(&schema.url, &start.run_id)
+            .await
+            .unwrap()
+    });
+    // The file is written by the transcript writer itself: the export must match it exactly.
+    assert_eq!(
+        exported,
+        std::fs::read_to_string(sb.transcript_path()).unwrap()
+    );
+    let read = transcript::read(&sb.transcript_path()).unwrap();
+    assert_eq!(read.rounds.len(), 2);
+
+    // Redacted reasoning is stored as thinking, with its own JSON.
+    let rows = sql(
+        &schema.url,
+        &format!(
+            "SELECT block_type, content FROM turn_blocks WHERE run_id = '{}' AND round = 1 \
+             AND sequence = 0",
+            start.run_id
+        ),
+    );
+    assert_eq!(rows[0].get::<_, String>(0), "thinking");
+    assert_eq!(
+        rows[0].get::<_, Value>(1),
+        json!({"type": "redacted_thinking", "data": "opaque"})
+    );
+}
+
+#[test]
+fn exporting_an_unknown_run_is_a_usage_error() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(base);
+    let sb = Sandbox::new();
+    // A database rounds never wrote to, then one it did.
+    for _ in 0..2 {
+        let out = run(sb
+            .rounds()
+            .args(["export", "--store", &schema.url, "no-such-run"]));
+        assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("no run \"no-such-run\" in the store postgres://"),
+            "{}",
+            out.stderr
+        );
+        drop(block_on(rounds::store::connect(&schema.url)).unwrap());
+    }
+}
+
+#[test]
+fn an_unreachable_store_is_a_usage_error_before_any_request_and_hides_the_password() {
+    // Needs no server: the point is that there is none.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://rounds:hunter2@127.0.0.1:{port}/runs?sslmode=disable");
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+        &[B::Text("never")],
+        "end_turn",
+        1,
+        1,
+    ))]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["--store", &url, "--no-transcript", "-o", "json", "hi"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(server.requests().len(), 0, "a request was made");
+    let expected = format!("cannot connect to the store postgres://rounds@127.0.0.1:{port}/runs");
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["status"], "usage");
+    let mut said = vec![out.stderr, out.stdout];
+
+    let out = run(sb.rounds().args(["export", "--store", &url, "some-run"]));
+    assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{}", out.stderr);
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+    said.push(out.stderr);
+    // The same from the environment, and a malformed URL.
+    let out = run(sb
+        .rounds()
+        .env("ROUNDS_STORE", &url)
+        .args(["export", "some-run"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    said.push(out.stderr);
+    let out = run(sb.rounds().args([
+        "export",
+        "--store",
+        "postgres://rounds:hunter2@127.0.0.1:notaport/runs",
+        "some-run",
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("invalid store URL"), "{}", out.stderr);
+    said.push(out.stderr);
+    for text in said {
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+}
+
+#[test]
+fn tls_follows_the_sslmode_as_libpq_does() {
+    let Some(pg) = server() else { return };
+    let Some(ca) = &pg.ca else {
+        eprintln!("skipping: the test server has no TLS (ROUNDS_TEST_PG_CA names its CA)");
+        return;
+    };
+    let schema = Schema::new(pg);
+    let with = |params: &str| format!("{}&{params}", schema.url);
+    let connect = |url: String| block_on(rounds::store::connect(&url)).map(drop);
+    // require: encrypted (the server must agree), the certificate not checked.
+    connect(with("sslmode=require")).unwrap();
+    // verify-full: the certificate must chain to trusted roots; the test CA is not a system one.
+    let err = connect(with("sslmode=verify-full"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("certificate"), "{err}");
+    let trusted = with(&format!("sslmode=verify-full&sslrootcert={}", ca.display()));
+    connect(trusted.clone()).unwrap();
+
+    // A whole run over a verified connection.
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+        &[B::Text("secure")],
+        "end_turn",
+        1,
+        1,
+    ))]);
+    let out = run(rounds_with_store(&sb, &server, &trusted).arg("hi"));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "secure\n"),
+        "{}",
+        out.stderr
+    );
+    assert_same_transcript(&export(&sb, &trusted, &run_id(&sb)), &sb.transcript_path());
+}
+
+#[test]
+fn a_dropped_connection_is_reopened_for_the_next_line() {
+    let Some(pg) = server() else { return };
+    let schema = Schema::new(pg);
+    // Its own application name, to find its backend among the other tests'.
+    let app = format!("a{}", schema.name);
+    let url = format!("{}&application_name={app}", schema.url);
+    let start = Start {
+        run_id: format!("drop-{}", schema.name),
+        time: "2026-02-03T04:05:06.789Z".into(),
+        provider: "anthropic".into(),
+        model: "m".into(),
+        workspace: "/ws".into(),
+        prompt: "p".into(),
+        system: "s".into(),
+        tools: vec![],
+        limits: Limits {
+            max_rounds: 1,
+            max_tokens: None,
+            budget_tokens: None,
+            timeout_secs: None,
+            tool_timeout_secs: 1.0,
+            max_parallel: 1,
+        },
+        resumed_from: None,
+    };
+    let round = Round {
+        round: 1,
+        time: "2026-02-03T04:05:07.000Z".into(),
+        blocks: vec![Block::text("done")],
+        results: vec![],
+        stop_reason: Some(StopReason::EndTurn),
+        usage: Usage::default(),
+        model_ms: 1,
+        tools_ms: 0,
+        retries: vec![],
+        error: None,
+        summary: false,
+    };
+    let exported = block_on(async {
+        let mut store = rounds::store::connect(&url).await.unwrap();
+        store.write(&Line::Start(start.clone())).await.unwrap();
+        let (admin, connection) = tokio_postgres::connect(&schema.url, NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let killed = admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE application_name = $1",
+                &[&app],
+            )
+            .await
+            .unwrap();
+        assert_eq!(killed.len(), 1);
+        // The round line finds the connection gone, whether or not it noticed yet.
+        store.write(&Line::Round(round.clone())).await.unwrap();
+        rounds::store::export(&url, &start.run_id).await.unwrap()
+    });
+    let lines = crate::common::parse_lines(&exported);
+    assert_eq!(crate::common::types(&lines), ["start", "round"]);
+    assert_eq!(
+        lines[1]["blocks"],
+        json!([{"type": "text", "text": "done"}])
+    );
+}
