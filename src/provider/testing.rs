@@ -16,18 +16,26 @@ pub fn expected(name: &str) -> serde_json::Value {
 
 /// Runs `mapper` over `bytes` cut into `chunk`-byte reads (0 = one read), like `drive` does.
 pub fn run<M: Mapper>(
-    mut mapper: M,
+    mapper: M,
     bytes: &[u8],
     chunk: usize,
 ) -> Result<Vec<StreamEvent>, ProviderError> {
-    let mut decoder = Decoder::default();
-    let mut out = Vec::new();
     let chunks: Vec<&[u8]> = if chunk == 0 {
         vec![bytes]
     } else {
         bytes.chunks(chunk).collect()
     };
-    for c in chunks {
+    run_reads(mapper, &chunks)
+}
+
+/// Runs `mapper` over exactly these network reads.
+pub fn run_reads<M: Mapper>(
+    mut mapper: M,
+    reads: &[&[u8]],
+) -> Result<Vec<StreamEvent>, ProviderError> {
+    let mut decoder = Decoder::default();
+    let mut out = Vec::new();
+    for c in reads {
         let mut events = Vec::new();
         decoder
             .feed(c, &mut events)
@@ -90,3 +98,63 @@ pub fn summarize(events: &[StreamEvent]) -> Summary {
 
 /// Every chunking the mapper tests try: whole, 1-byte, and a few odd sizes.
 pub const CHUNKINGS: &[usize] = &[0, 1, 2, 3, 7, 64];
+
+#[cfg(test)]
+mod every_split {
+    use super::*;
+    use crate::provider::anthropic::AnthropicMapper;
+    use crate::provider::gemini::GeminiMapper;
+    use crate::provider::openai::OpenAiMapper;
+
+    /// Maps `bytes` with the mapper its file name calls for, in the given reads.
+    fn mapped(name: &str, chunks: &[&[u8]]) -> String {
+        let file = name.rsplit('/').next().unwrap_or(name);
+        let result = if file.starts_with("anthropic") {
+            run_reads(AnthropicMapper::default(), chunks)
+        } else if file.contains("gemini") || file.starts_with("vertexai") {
+            run_reads(GeminiMapper::default(), chunks)
+        } else {
+            run_reads(OpenAiMapper::new("openai"), chunks)
+        };
+        // Deltas may be split differently by different reads; what must not change is the
+        // blocks, the usage, the stop reason and any error.
+        match result {
+            Ok(events) => format!("{:?}", summarize(&events)),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[test]
+    fn every_provider_stream_maps_identically_at_every_split_position() {
+        let mut files = Vec::new();
+        for dir in ["samples", "recorded"] {
+            for entry in std::fs::read_dir(format!("{WIRE}/{dir}")).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let stream = path.extension().is_some_and(|e| e == "sse" || e == "txt");
+                if stream && !name.starts_with("sse-edge") && !name.starts_with("openai-responses")
+                {
+                    files.push(format!("{dir}/{name}"));
+                }
+            }
+        }
+        files.sort();
+        assert!(files.len() >= 20, "{files:?}");
+        for name in files {
+            let bytes = read(&name);
+            let whole = mapped(&name, &[&bytes]);
+            assert_eq!(
+                mapped(&name, &bytes.chunks(1).collect::<Vec<_>>()),
+                whole,
+                "{name}: 1-byte reads"
+            );
+            for i in 1..bytes.len() {
+                assert_eq!(
+                    mapped(&name, &[&bytes[..i], &bytes[i..]]),
+                    whole,
+                    "{name}: split at {i}"
+                );
+            }
+        }
+    }
+}

@@ -105,15 +105,13 @@ impl Tool for EditFile {
     }
 
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        workspace.subject(input.get("path")?.as_str()?)
+        super::path_subject(input, workspace, None)
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        tokio::task::spawn_blocking(move || edit(&workspace, &args))
-            .await
-            .map_err(|e| ToolError::failed(format!("edit_file failed: {e}")))?
+        super::blocking("edit_file", move || edit(&workspace, &args)).await
     }
 }
 

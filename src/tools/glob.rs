@@ -74,20 +74,14 @@ impl Tool for Glob {
 
     /// The base directory: `glob(src/**)` allows searching under `src`.
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        let path = match input.get("path") {
-            Some(path) => path.as_str()?,
-            None => ".",
-        };
-        workspace.subject(path)
+        super::path_subject(input, workspace, Some("."))
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
         let cancel = ctx.cancel.clone();
-        tokio::task::spawn_blocking(move || find(&workspace, &args, &cancel))
-            .await
-            .map_err(|e| ToolError::failed(format!("glob failed: {e}")))?
+        super::blocking("glob", move || find(&workspace, &args, &cancel)).await
     }
 }
 

@@ -158,6 +158,31 @@ pub trait Tool: Send + Sync {
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError>;
 }
 
+/// The subject of a file tool: its `path` input (or `default` when it has none), as the
+/// workspace-relative path allowlist patterns match.
+pub fn path_subject(
+    input: &Value,
+    workspace: &Workspace,
+    default: Option<&str>,
+) -> Option<policy::Subject> {
+    let path = match input.get("path") {
+        Some(path) => path.as_str()?,
+        None => default?,
+    };
+    workspace.subject(path)
+}
+
+/// Runs a tool's blocking file work on the blocking pool: on the single runtime thread it would
+/// stall the provider stream and every other call.
+pub async fn blocking<T: Send + 'static>(
+    tool: &str,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::failed(format!("{tool} failed: {e}")))?
+}
+
 /// Deserializes a tool's typed arguments from already-validated input.
 pub fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input).map_err(|e| ToolError::failed(format!("invalid arguments: {e}")))

@@ -89,15 +89,13 @@ impl Tool for ReadFile {
     }
 
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        workspace.subject(input.get("path")?.as_str()?)
+        super::path_subject(input, workspace, None)
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        tokio::task::spawn_blocking(move || read(&workspace, &args))
-            .await
-            .map_err(|e| ToolError::failed(format!("read_file failed: {e}")))?
+        super::blocking("read_file", move || read(&workspace, &args)).await
     }
 }
 

@@ -69,17 +69,16 @@ impl Tool for WriteFile {
     }
 
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        workspace.subject(input.get("path")?.as_str()?)
+        super::path_subject(input, workspace, None)
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        let report = tokio::task::spawn_blocking(move || {
-            workspace.write_atomic(&args.path, args.content.as_bytes(), true)
+        let report = super::blocking("write_file", move || {
+            Ok(workspace.write_atomic(&args.path, args.content.as_bytes(), true)?)
         })
-        .await
-        .map_err(|e| ToolError::failed(format!("write_file failed: {e}")))??;
+        .await?;
         let what = match report.replaced {
             None => "created".to_owned(),
             Some(old) => format!("overwrote {old} bytes"),

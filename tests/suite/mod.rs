@@ -10,3 +10,4 @@ mod run_control;
 mod store;
 mod tool_errors;
 mod tools_bash;
+mod tools_files;

@@ -1,0 +1,236 @@
+//! The file tools through the real binary, against the promises of RELIABILITY.md "Files":
+//! nothing outside the workspace is read or written whatever path trick the model tries,
+//! special files never block, edits keep line endings, and a refused write leaves no trace.
+
+use std::os::unix::fs::symlink;
+use std::time::{Duration, Instant};
+
+use crate::common::mock::{MockServer, Reply};
+use crate::common::sse::{self, B};
+use crate::common::{Sandbox, run};
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+fn round(sb: &Sandbox, calls: &[B], extra: &[&str]) -> Vec<Value> {
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(calls, "tool_use", 10, 5)),
+        Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 10, 5)),
+    ]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "sk-files-secret")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(extra)
+        .arg("--transcript")
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !std::fs::read_to_string(sb.transcript_path())
+            .unwrap()
+            .contains("sk-files-secret")
+    );
+    sb.transcript()[1]["results"].as_array().unwrap().clone()
+}
+
+#[test]
+fn writes_cannot_escape_the_workspace_by_any_path_trick() {
+    let sb = Sandbox::new();
+    let outside = sb.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(sb.path("ws-evil")).unwrap();
+    symlink(&outside, sb.ws().join("link")).unwrap();
+    symlink(outside.join("dangling"), sb.ws().join("dangling")).unwrap();
+    let evil = format!("{}/x.txt", sb.path("ws-evil").display());
+    let absolute = format!("{}/x.txt", outside.display());
+    let calls = [
+        B::Tool(
+            "t1",
+            "write_file",
+            r#"{"path":"../outside/x.txt","content":"pwned"}"#,
+        ),
+        B::Tool(
+            "t2",
+            "write_file",
+            &format!(r#"{{"path":"{absolute}","content":"pwned"}}"#),
+        ),
+        B::Tool(
+            "t3",
+            "write_file",
+            &format!(r#"{{"path":"{evil}","content":"pwned"}}"#),
+        ),
+        B::Tool(
+            "t4",
+            "write_file",
+            r#"{"path":"link/x.txt","content":"pwned"}"#,
+        ),
+        B::Tool(
+            "t5",
+            "write_file",
+            r#"{"path":"dangling","content":"pwned"}"#,
+        ),
+        B::Tool(
+            "t6",
+            "write_file",
+            r#"{"path":"sub/dir/ok.txt","content":"fine"}"#,
+        ),
+    ];
+    let results = round(&sb, &calls, &["-a", "write_file"]);
+    let errors: Vec<bool> = results
+        .iter()
+        .map(|r| r["is_error"].as_bool().unwrap())
+        .collect();
+    assert_eq!(
+        errors,
+        [true, true, true, true, true, false],
+        "{results:#?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "something was written outside"
+    );
+    assert_eq!(std::fs::read_dir(sb.path("ws-evil")).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join("sub/dir/ok.txt")).unwrap(),
+        "fine"
+    );
+    // No temporary files are left behind by the refused or the accepted writes.
+    let names: Vec<String> = std::fs::read_dir(sb.ws().join("sub/dir"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["ok.txt"]);
+}
+
+#[test]
+fn edits_keep_crlf_and_a_missing_final_newline_and_a_failed_edit_changes_nothing() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.ws().join("win.txt"), b"one\r\ntwo\r\nthree").unwrap();
+    let calls = [
+        B::Tool(
+            "t1",
+            "edit_file",
+            r#"{"path":"win.txt","old_string":"two\nthree","new_string":"2\n3"}"#,
+        ),
+        B::Tool(
+            "t2",
+            "edit_file",
+            r#"{"path":"win.txt","old_string":"absent","new_string":"x"}"#,
+        ),
+    ];
+    let results = round(&sb, &calls, &["-a", "edit_file"]);
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert!(
+        results[0]["content"].as_str().unwrap().contains("-two"),
+        "a diff: {}",
+        results[0]
+    );
+    assert_eq!(
+        std::fs::read(sb.ws().join("win.txt")).unwrap(),
+        b"one\r\n2\r\n3"
+    );
+    assert_eq!(results[1]["error_kind"], "failed");
+}
+
+#[test]
+fn reads_of_special_files_and_escapes_are_refused_without_blocking() {
+    let sb = Sandbox::new();
+    let fifo = sb.ws().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::fs::write(sb.path("secret.txt"), "outside secret\n").unwrap();
+    symlink(sb.path("secret.txt"), sb.ws().join("innocent.txt")).unwrap();
+    let calls = [
+        B::Tool("t1", "read_file", r#"{"path":"pipe"}"#),
+        B::Tool("t2", "read_file", r#"{"path":"innocent.txt"}"#),
+        B::Tool("t3", "read_file", r#"{"path":"/proc/self/environ"}"#),
+        B::Tool("t4", "grep", r#"{"pattern":"secret","path":".."}"#),
+    ];
+    let started = Instant::now();
+    let results = round(&sb, &calls, &[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a FIFO blocked the run"
+    );
+    for r in &results {
+        assert_eq!(r["is_error"], true, "{r}");
+        assert!(
+            !r["content"].as_str().unwrap().contains("outside secret"),
+            "{r}"
+        );
+    }
+    assert!(
+        results[0]["content"].as_str().unwrap().contains("FIFO"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("outside the workspace"),
+        "{}",
+        results[1]
+    );
+}
+
+#[test]
+fn progress_shows_on_a_terminal_and_never_otherwise() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let script = |quiet: bool| {
+        let server = MockServer::start(vec![
+            Reply::sse(sse::anthropic(
+                &[B::Tool("t1", "read_file", r#"{"path":"a.txt"}"#)],
+                "tool_use",
+                1,
+                1,
+            )),
+            Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 1, 1)),
+        ]);
+        let cmd = format!(
+            "ANTHROPIC_API_KEY=k ANTHROPIC_BASE_URL={} {} --no-transcript {} go",
+            server.url(),
+            env!("CARGO_BIN_EXE_rounds"),
+            if quiet { "-q" } else { "" }
+        );
+        // `script` gives the binary a pseudo-terminal as stdout and stderr.
+        let out = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(sb.ws())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", sb.path("home"))
+            .env("TERM", "xterm")
+            .output();
+        out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let Ok(tty) = script(false) else {
+        eprintln!("skipping: the `script` command (util-linux) is not installed");
+        return;
+    };
+    assert!(
+        tty.contains("round 1/25") && tty.contains("read_file a.txt"),
+        "{tty:?}"
+    );
+    let quiet = script(true).unwrap();
+    assert!(!quiet.contains("round 1/25"), "{quiet:?}");
+    // Without a terminal (every other test), stderr holds no control sequences at all.
+    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
+        &[B::Text("done")],
+        "end_turn",
+        1,
+        1,
+    ))]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["--no-transcript", "go"]));
+    assert!(!out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
+}
