@@ -19,7 +19,10 @@ pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
         // The events already told everything, ending with `end` — except for a run that never
         // started, which gets an `end` event here so stdout always ends with one.
         OutputMode::StreamJson if outcome.status != Status::Usage => return,
-        OutputMode::StreamJson => match serde_json::to_vec(&StreamEvent::End(&end_of(outcome))) {
+        OutputMode::StreamJson => match serde_json::to_vec(&Versioned {
+            v: VERSION,
+            event: StreamEvent::End(&end_of(outcome)),
+        }) {
             Ok(b) => b,
             Err(_) => return,
         },

@@ -152,3 +152,15 @@ fn replay_past_the_recording_is_an_error_not_a_hang() {
     ]));
     assert_eq!(out.code, 3, "{}", out.stderr);
 }
+
+#[test]
+fn stream_json_ends_with_a_schema_valid_end_line_even_when_the_run_never_starts() {
+    let sb = Sandbox::new();
+    let out = run(sb
+        .rounds()
+        .args(["-o", "stream-json", "-m", "anthropic/x", "hi"]));
+    assert_eq!(out.code, 2);
+    let lines = crate::common::parse_lines(&out.stdout);
+    assert_eq!(types(&lines), ["end"]);
+    assert_eq!(lines[0]["status"], "usage");
+}
