@@ -1,4 +1,4 @@
-//! MCP servers end to end: the real binary starts `examples/mcp_test_server` (a strict one)
+//! MCP servers end to end: the real binary starts `examples/mcp_test_server` (an rmcp server)
 //! and a scripted model calls its tools. Each test checks what the model got back, the exit
 //! code, and that no server process (nor its supervisor) outlives the run.
 //!
