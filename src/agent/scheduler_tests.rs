@@ -141,12 +141,15 @@ async fn results_come_back_in_call_order_whatever_order_they_finish_in() {
     let (results, wall) = s.finish().await;
     let ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
     assert_eq!(ids, ["c0", "c1", "c2"]);
+    // Entry order is up to the runtime's threads; only the finish order is fixed by the sleeps.
     let log = probe.log.lock().unwrap().clone();
-    assert_eq!(log[3..], ["-s2", "-s1", "-s0"], "finish order was {log:?}");
-    assert!(
-        wall >= Duration::from_millis(120) && wall < Duration::from_millis(600),
-        "{wall:?}"
-    );
+    let exits: Vec<&str> = log
+        .iter()
+        .map(String::as_str)
+        .filter(|e| e.starts_with('-'))
+        .collect();
+    assert_eq!(exits, ["-s2", "-s1", "-s0"], "log was {log:?}");
+    assert!(wall >= Duration::from_millis(120), "{wall:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

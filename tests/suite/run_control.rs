@@ -374,6 +374,7 @@ fn stream_json_emits_every_event_as_it_happens_and_each_line_matches_the_schema(
         .arg(sb.transcript_path())
         .arg("go")
         .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = Vec::new();
