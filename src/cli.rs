@@ -182,6 +182,12 @@ pub struct ToolFlags {
     #[arg(long, value_name = "URL")]
     pub search_url: Option<String>,
 
+    /// Let web_fetch reach loopback, private, link-local and other non-public addresses (off by
+    /// default: a fetched page could talk the model into reading 169.254.169.254 or an internal
+    /// admin port). Proxies set in HTTP(S)_PROXY/ALL_PROXY are always reachable.
+    #[arg(long)]
+    pub web_allow_private: bool,
+
     /// The directory file tools are confined to. [default: the current directory]
     #[arg(short, long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

@@ -483,6 +483,7 @@ pub fn tool_setup(
     let tools = ToolSources {
         builtin: BuiltinOptions {
             search_url: flags.search_url.clone(),
+            web_allow_private: flags.web_allow_private,
         },
         allow: flags.allow.clone(),
         deny: flags.deny.clone(),

@@ -36,7 +36,13 @@ pub enum StoreError {
     #[error("no run {run_id:?} in the store {database}")]
     UnknownRun { run_id: String, database: String },
     #[error("{database}: {message}")]
-    Database { database: String, message: String },
+    Database {
+        database: String,
+        message: String,
+        /// The connection itself is gone (closed, or the server ended the session): worth one
+        /// reconnect, unlike an error in the statement.
+        lost: bool,
+    },
     #[error("run {run_id:?} in the store cannot be read back: {message}")]
     Corrupt { run_id: String, message: String },
     /// A line that cannot be stored as it is (out of order, a number too large).

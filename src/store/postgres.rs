@@ -81,7 +81,10 @@ impl PgStore {
             self.reconnect().await?;
         }
         match self.apply(line).await {
-            Err(_) if self.client.is_closed() => {
+            Err(e)
+                if self.client.is_closed()
+                    || matches!(e, StoreError::Database { lost: true, .. }) =>
+            {
                 self.reconnect().await?;
                 self.apply(line).await
             }
@@ -468,7 +471,17 @@ fn database_error(database: &str) -> impl Fn(tokio_postgres::Error) -> StoreErro
     move |e| StoreError::Database {
         database: database.to_owned(),
         message: describe_error(&e),
+        lost: connection_lost(&e),
     }
+}
+
+/// Whether `e` means the session ended rather than that a statement failed: the client saw the
+/// connection close, or the server said it is ending it (SQLSTATE class 08, connection
+/// exception, or 57P, operator intervention such as pg_terminate_backend or a shutdown). The
+/// client can report such an error before its connection task has marked it closed.
+fn connection_lost(e: &tokio_postgres::Error) -> bool {
+    let class = e.code().map(|c| c.code()).unwrap_or_default();
+    e.is_closed() || class.starts_with("08") || class.starts_with("57P")
 }
 
 /// Creates or updates the schema. Taken under a transaction-scoped advisory lock, so runs that

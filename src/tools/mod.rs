@@ -30,6 +30,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod read_file;
 pub mod web;
+pub mod web_addr;
 pub mod web_fetch;
 pub mod web_search;
 pub mod workspace;
@@ -236,6 +237,8 @@ pub struct SchemaError {
 pub struct BuiltinOptions {
     /// `web_search` endpoint template with `{query}`; `None` means the DuckDuckGo HTML page.
     pub search_url: Option<String>,
+    /// Lets `web_fetch` reach loopback, private and link-local addresses.
+    pub web_allow_private: bool,
 }
 
 impl Registry {
@@ -249,7 +252,9 @@ impl Registry {
         registry.register(Arc::new(write_file::WriteFile::new()))?;
         registry.register(Arc::new(edit_file::EditFile::new()))?;
         registry.register(Arc::new(bash::Bash::new()))?;
-        registry.register(Arc::new(web_fetch::WebFetch::new()))?;
+        registry.register(Arc::new(
+            web_fetch::WebFetch::new().allow_private(options.web_allow_private),
+        ))?;
         registry.register(Arc::new(web_search::WebSearch::new(
             options.search_url.clone(),
         )))?;

@@ -2,12 +2,12 @@
 //!
 //! A URL comes from the model, so every request is fenced in: only `http` and `https` (checked
 //! again on every redirect hop, which is why redirects are followed here and not by reqwest), a
-//! cap on the bytes read, one deadline for the whole exchange, and `ctx.cancel` honoured
-//! throughout. Failures become error results the model can read, never a failed run.
+//! cap on the bytes read, one deadline for the whole exchange, `ctx.cancel` honoured
+//! throughout, and unless allowed only public destinations (see `web_addr`). Failures become error results the model can read, never a failed run.
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use html5ever::tendril::{StrTendril, TendrilSink};
@@ -16,7 +16,7 @@ use reqwest::header::{CONTENT_TYPE, LOCATION, USER_AGENT};
 use reqwest::{StatusCode, Url};
 use tokio_util::sync::CancellationToken;
 
-use super::ToolError;
+use super::{ToolError, web_addr};
 use crate::provider::clip;
 use crate::provider::http::describe;
 
@@ -32,6 +32,8 @@ pub const DEFAULT_MAX_BYTES: usize = 2 * 1024 * 1024;
 pub struct Limits {
     pub timeout: Duration,
     pub max_bytes: usize,
+    /// Whether loopback, private and link-local destinations may be reached.
+    pub allow_private: bool,
 }
 
 impl Default for Limits {
@@ -39,6 +41,7 @@ impl Default for Limits {
         Limits {
             timeout: DEFAULT_TIMEOUT,
             max_bytes: DEFAULT_MAX_BYTES,
+            allow_private: false,
         }
     }
 }
@@ -184,17 +187,24 @@ pub fn http_url(text: &str) -> Result<Url, ToolError> {
     }
 }
 
-/// One client for the process: connection pooling across calls, and rustls set up once.
-fn client() -> Result<&'static reqwest::Client, ToolError> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    let client = CLIENT.get_or_init(|| {
+/// One client per reach for the process: connection pooling across calls, and rustls set up
+/// once. The public-only one resolves names through [`web_addr::PublicOnly`].
+fn client(allow_private: bool) -> Result<&'static reqwest::Client, ToolError> {
+    static ANY: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    static PUBLIC: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    let cell = if allow_private { &ANY } else { &PUBLIC };
+    let client = cell.get_or_init(|| {
         // As in `provider::http::client`: reqwest has no bundled crypto provider; ring is ours,
         // and an `Err` only means one is installed already.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("rounds/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!("rounds/", env!("CARGO_PKG_VERSION")));
+        if !allow_private {
+            builder = builder.dns_resolver(Arc::new(web_addr::PublicOnly::from_env()));
+        }
+        builder
             .build()
             .map_err(|e| format!("cannot set up the HTTP client: {}", describe(&e)))
     });
@@ -209,7 +219,7 @@ pub async fn get(
     user_agent: Option<&str>,
     cancel: &CancellationToken,
 ) -> Result<Page, ToolError> {
-    let client = client()?;
+    let client = client(limits.allow_private)?;
     let shown = url.to_string();
     tokio::select! {
         biased;
@@ -234,6 +244,12 @@ async fn fetch(
     let mut url = start.clone();
     let mut hops = 0;
     let mut response = loop {
+        if let Some(refused) = (!limits.allow_private)
+            .then(|| web_addr::refusal(&url))
+            .flatten()
+        {
+            return Err(ToolError::failed(refused));
+        }
         let mut request = client.get(url.clone());
         if let Some(agent) = user_agent {
             request = request.header(USER_AGENT, agent);

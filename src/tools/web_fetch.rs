@@ -79,7 +79,17 @@ impl WebFetch {
 
     /// Replaces the time limit and default byte cap (tests use short ones).
     pub fn with_limits(mut self, timeout: Duration, max_bytes: usize) -> WebFetch {
-        self.limits = Limits { timeout, max_bytes };
+        self.limits = Limits {
+            timeout,
+            max_bytes,
+            ..self.limits
+        };
+        self
+    }
+
+    /// Lets it reach loopback, private and link-local addresses (`--web-allow-private`).
+    pub fn allow_private(mut self, yes: bool) -> WebFetch {
+        self.limits.allow_private = yes;
         self
     }
 }
@@ -211,8 +221,13 @@ mod tests {
             .map_err(|e| e.to_string())
     }
 
+    /// The test servers listen on 127.0.0.1, which only `--web-allow-private` reaches.
+    fn loopback() -> WebFetch {
+        WebFetch::new().allow_private(true)
+    }
+
     async fn get(url: &str) -> Result<String, String> {
-        fetch(&WebFetch::new(), json!({ "url": url })).await
+        fetch(&loopback(), json!({ "url": url })).await
     }
 
     const PAGE: &str = r#"<!DOCTYPE html>
@@ -270,7 +285,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
     #[tokio::test]
     async fn endless_body_is_cut_at_the_cap() {
         let server = Server::start(|_| Reply::Endless);
-        let tool = WebFetch::new().with_limits(Duration::from_secs(10), 64 * 1024);
+        let tool = loopback().with_limits(Duration::from_secs(10), 64 * 1024);
         let started = Instant::now();
         let got = fetch(&tool, json!({"url": server.url("/")})).await.unwrap();
         assert!(started.elapsed() < Duration::from_secs(3));
@@ -304,7 +319,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
     #[tokio::test]
     async fn a_stalled_server_times_out() {
         let server = Server::start(|_| Reply::Stall);
-        let tool = WebFetch::new().with_limits(Duration::from_millis(300), 1024);
+        let tool = loopback().with_limits(Duration::from_millis(300), 1024);
         let started = Instant::now();
         let got = fetch(&tool, json!({"url": server.url("/slow")})).await;
         assert!(started.elapsed() < Duration::from_secs(3));
@@ -323,7 +338,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
             cancel.cancel();
         });
         let started = Instant::now();
-        let got = WebFetch::new()
+        let got = loopback()
             .run(json!({"url": server.url("/slow")}), &ctx)
             .await
             .map_err(|e| e.to_string());
@@ -447,6 +462,37 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
             got.starts_with(&format!("cannot fetch {url}: connection failed")),
             "{got}"
         );
+    }
+
+    #[tokio::test]
+    async fn inside_addresses_are_refused_unless_allowed() {
+        let server = Server::start(|_| Reply::ok("text/plain", "inside secret"));
+        let public_only = WebFetch::new();
+        let literal = server.url("/");
+        let got = fetch(&public_only, json!({ "url": literal }))
+            .await
+            .unwrap_err();
+        assert!(
+            got.starts_with(&format!(
+                "refused {literal}: 127.0.0.1 is not a public address"
+            )),
+            "{got}"
+        );
+        // A name is checked where it is resolved.
+        let port = literal.rsplit(':').next().unwrap().trim_end_matches('/');
+        let named = format!("http://localhost:{port}/");
+        let got = fetch(&public_only, json!({ "url": named }))
+            .await
+            .unwrap_err();
+        assert!(got.contains("localhost resolves to "), "{got}");
+        assert!(got.contains("--web-allow-private"), "{got}");
+        assert_eq!(
+            server.requests().len(),
+            0,
+            "a refused fetch reached the server"
+        );
+        let got = fetch(&loopback(), json!({ "url": literal })).await.unwrap();
+        assert!(got.ends_with("inside secret"), "{got}");
     }
 
     #[test]

@@ -86,13 +86,22 @@ impl WebSearch {
                 class: Class::Safe,
             },
             template: search_url.unwrap_or_else(|| DEFAULT_SEARCH_URL.to_owned()),
-            limits: Limits::default(),
+            // The endpoint is the user's (--search-url), often a search service on the inside;
+            // the model only supplies the query string.
+            limits: Limits {
+                allow_private: true,
+                ..Limits::default()
+            },
         }
     }
 
     /// Replaces the time limit and byte cap (tests use short ones).
     pub fn with_limits(mut self, timeout: Duration, max_bytes: usize) -> WebSearch {
-        self.limits = Limits { timeout, max_bytes };
+        self.limits = Limits {
+            timeout,
+            max_bytes,
+            ..self.limits
+        };
         self
     }
 

@@ -11,3 +11,4 @@ mod store;
 mod tool_errors;
 mod tools_bash;
 mod tools_files;
+mod tools_web;

@@ -231,10 +231,16 @@ pub async fn connect(
             Err(e) => (format!("cannot wait for it: {e}"), Duration::ZERO),
         },
     };
-    // rmcp's view of a dead pipe (a broken pipe, a closed connection) adds nothing then.
-    let what = match tokio::time::timeout(wait_for_exit, child.wait()).await {
-        Ok(Ok(status)) => format!("{} during startup", describe(status)),
-        _ => what,
+    // When rmcp failed, the server may have died first: its exit says more than rmcp's view of
+    // a dead pipe. Not after a timeout: dropping the handshake closed the server's stdin, and
+    // an exit that follows is our doing, not the reason.
+    let what = if wait_for_exit.is_zero() {
+        what
+    } else {
+        match tokio::time::timeout(wait_for_exit, child.wait()).await {
+            Ok(Ok(status)) => format!("{} during startup", describe(status)),
+            _ => what,
+        }
     };
     process::terminate(&mut child).await;
     // The tree is gone, so stderr reaches EOF; wait for its last words.
