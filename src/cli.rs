@@ -204,6 +204,11 @@ pub struct ToolFlags {
     /// Start the MCP servers of a config file ({"mcpServers": {NAME: {command, args, env}}}).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
+
+    /// How long each MCP server may take to start: answer initialize and list all its tools.
+    #[arg(long, value_name = "SECS", default_value_t = 15.0, value_parser = positive_secs,
+          env = "ROUNDS_MCP_STARTUP_TIMEOUT")]
+    pub mcp_startup_timeout: f64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -283,17 +288,25 @@ Examples:
   rounds -m replay:fixtures/demo/demo.jsonl -w fixtures/demo/workspace
   rounds tools -a all";
 
+/// The most seconds any time flag takes (about 31 years): far beyond any real limit, and small
+/// enough that adding it to the current time cannot overflow.
+const MAX_SECS: f64 = 1e9;
+
 fn nonnegative_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("expected a number of seconds, got {s:?}")),
+        Ok(v) if (0.0..=MAX_SECS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected a number of seconds from 0 to {MAX_SECS}, got {s:?}"
+        )),
     }
 }
 
 fn positive_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("expected a positive number of seconds, got {s:?}")),
+        Ok(v) if v > 0.0 && v <= MAX_SECS => Ok(v),
+        _ => Err(format!(
+            "expected a positive number of seconds up to {MAX_SECS}, got {s:?}"
+        )),
     }
 }
 
@@ -328,6 +341,21 @@ mod tests {
     fn rejects_nonsense_limits_and_conflicts() {
         assert!(Cli::try_parse_from(["rounds", "--max-rounds", "0", "x"]).is_err());
         assert!(Cli::try_parse_from(["rounds", "--tool-timeout", "-1", "x"]).is_err());
+        for huge in ["1e300", "inf", "NaN", "1000000001"] {
+            for flag in [
+                "--tool-timeout",
+                "--timeout",
+                "--retry-delay",
+                "--idle-timeout",
+            ] {
+                let parsed = Cli::try_parse_from(["rounds", flag, huge, "x"]);
+                assert!(parsed.is_err(), "{flag} {huge} was accepted");
+            }
+        }
+        assert!(Cli::try_parse_from(["rounds", "--timeout", "1000000000", "x"]).is_ok());
+        let cli = Cli::try_parse_from(["rounds", "--mcp-startup-timeout", "2.5", "x"]).unwrap();
+        assert_eq!(cli.tools.mcp_startup_timeout, 2.5);
+        assert!(Cli::try_parse_from(["rounds", "--mcp-startup-timeout", "0", "x"]).is_err());
         assert!(Cli::try_parse_from(["rounds", "-f", "p.txt", "words"]).is_err());
         assert!(Cli::try_parse_from(["rounds", "--transcript", "t", "--no-transcript"]).is_err());
     }

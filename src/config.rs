@@ -490,6 +490,7 @@ pub fn tool_setup(
         tools_files: flags.tools_file.iter().map(|f| cwd.join(f)).collect(),
         mcp: flags.mcp.clone(),
         mcp_config: flags.mcp_config.as_ref().map(|f| cwd.join(f)),
+        mcp_startup_timeout: Duration::from_secs_f64(flags.mcp_startup_timeout),
     };
     let names: Vec<String> = env_all
         .iter()

@@ -132,12 +132,13 @@ pub fn error_text(body: &[u8]) -> String {
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
+        if let Ok(wait) = Duration::try_from_secs_f64(ms / 1000.0) {
+            return Some(wait);
         }
     }
     let secs = get("retry-after")?.trim().parse::<f64>().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    // A negative, infinite or absurd value is no hint: backoff applies.
+    Duration::try_from_secs_f64(secs).ok()
 }
 
 /// Gemini's retry hint lives in the error body: `{"error":{"details":[{"@type":
@@ -148,8 +149,7 @@ fn body_retry_delay(body: &[u8]) -> Option<Duration> {
     let details = json.get("error")?.get("details")?.as_array()?;
     details.iter().find_map(|d| {
         let delay = d.get("retryDelay")?.as_str()?.strip_suffix('s')?;
-        let secs = delay.parse::<f64>().ok()?;
-        (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+        Duration::try_from_secs_f64(delay.parse::<f64>().ok()?).ok()
     })
 }
 
@@ -197,5 +197,17 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn absurd_retry_hints_are_ignored_not_a_panic() {
+        for value in ["1e300", "-5", "inf", "NaN"] {
+            let mut h = HeaderMap::new();
+            h.insert("retry-after", HeaderValue::from_static(value));
+            h.insert("retry-after-ms", HeaderValue::from_static(value));
+            assert_eq!(retry_after(&h), None, "{value}");
+        }
+        let body = br#"{"error":{"details":[{"retryDelay":"1e300s"}]}}"#;
+        assert_eq!(body_retry_delay(body), None);
     }
 }

@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::mcp::McpServers;
 use super::policy::{Policy, PolicyError};
@@ -21,6 +22,8 @@ pub struct ToolSources {
     /// `--mcp NAME=COMMAND ARGS…` values, as given.
     pub mcp: Vec<String>,
     pub mcp_config: Option<PathBuf>,
+    /// How long each MCP server may take to initialize and list its tools.
+    pub mcp_startup_timeout: Duration,
 }
 
 /// The tools of a run, with the servers that provide some of them (stop them when done).
@@ -60,8 +63,13 @@ pub async fn assemble(
 ) -> Result<Assembled, AssembleError> {
     let mut registry = Registry::builtin(&sources.builtin)?;
     add_new(&mut registry, manifest::load(&sources.tools_files)?)?;
-    let (servers, tools) =
-        mcp::start_all(&sources.mcp, sources.mcp_config.as_deref(), processes).await?;
+    let (servers, tools) = mcp::start_all(
+        &sources.mcp,
+        sources.mcp_config.as_deref(),
+        sources.mcp_startup_timeout,
+        processes,
+    )
+    .await?;
     add_new(&mut registry, tools)?;
     let known: Vec<&str> = registry.names().collect();
     let policy = Policy::new(&sources.allow, &sources.deny, &known)?;

@@ -81,8 +81,9 @@ impl Tool for Bash {
         let args: Args = parse_args(input)?;
         let limit = args
             .timeout
-            .filter(|t| t.is_finite() && *t > 0.0)
-            .map_or(ctx.timeout, |t| Duration::from_secs_f64(t).min(ctx.timeout));
+            .filter(|t| *t > 0.0)
+            .and_then(|t| Duration::try_from_secs_f64(t).ok())
+            .map_or(ctx.timeout, |t| t.min(ctx.timeout));
         let spec = process::Spec {
             argv: vec!["bash".into(), "-c".into(), OsString::from(&args.command)],
             cwd: ctx.workspace.root(),

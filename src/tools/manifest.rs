@@ -181,7 +181,8 @@ impl CommandTool {
         }
         let timeout = match entry.timeout {
             None => None,
-            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+            // Up to about 31 years, like the time flags: the end of it must be a valid instant.
+            Some(t) if t > 0.0 && t <= 1e9 => Some(Duration::from_secs_f64(t)),
             Some(t) => {
                 return Err(fail(format!(
                     "timeout must be a positive number of seconds, not {t}"

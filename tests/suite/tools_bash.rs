@@ -105,6 +105,20 @@ fn exit_code_stdout_stderr_and_a_closed_stdin_are_reported() {
 }
 
 #[test]
+fn an_absurd_timeout_from_the_model_is_capped_not_a_crash() {
+    let sb = Sandbox::new();
+    let server = script(&[("echo fine", Some(1e300))]);
+    let out = run(rounds(&sb, &server).arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = &results(&sb)[0];
+    assert_eq!(r["is_error"], false, "{r}");
+    assert!(
+        r["content"].as_str().unwrap().contains("stdout:\nfine\n"),
+        "{r}"
+    );
+}
+
+#[test]
 fn a_timeout_kills_the_whole_tree_even_escapees_and_term_ignorers() {
     let sb = Sandbox::new();
     // A descendant in its own session ignoring SIGTERM, one holding the output pipe, and the

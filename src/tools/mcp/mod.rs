@@ -7,8 +7,8 @@
 //! nonsense stops the run right there with an error naming it: a broken setup should fail at
 //! once, not in round 3. Every tool a server lists is offered as `NAME__TOOL` (`tool`).
 //!
-//! The startup limit (initialize and the whole `tools/list`) is 15 s; the environment variable
-//! `ROUNDS_MCP_STARTUP_TIMEOUT` (seconds) changes it, for slow servers and for tests.
+//! The startup limit (initialize and the whole `tools/list`) is `--mcp-startup-timeout` (15 s,
+//! or `ROUNDS_MCP_STARTUP_TIMEOUT`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -20,12 +20,6 @@ use super::assemble::ProcessContext;
 mod server;
 mod spec;
 mod tool;
-
-/// How long a server may take to answer `initialize` and list its tools.
-pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// The variable that overrides `STARTUP_TIMEOUT`, in seconds.
-pub const STARTUP_TIMEOUT_ENV: &str = "ROUNDS_MCP_STARTUP_TIMEOUT";
 
 /// Why the MCP servers could not be set up; always before any model call.
 #[derive(Debug, thiserror::Error)]
@@ -67,13 +61,13 @@ impl Drop for McpServers {
 pub async fn start_all(
     flags: &[String],
     config: Option<&Path>,
+    limit: Duration,
     processes: &ProcessContext<'_>,
 ) -> Result<(McpServers, Vec<Arc<dyn Tool>>), McpError> {
     let specs = spec::collect(flags, config)?;
     if specs.is_empty() {
         return Ok((McpServers::default(), Vec::new()));
     }
-    let limit = startup_timeout(std::env::var(STARTUP_TIMEOUT_ENV).ok().as_deref());
     // Spawned one after the other on this thread (see `server::spawn`), connected in parallel.
     let mut spawned = Vec::new();
     for spec in specs {
@@ -119,26 +113,9 @@ pub async fn start_all(
     Ok((servers, tools))
 }
 
-/// The startup limit: the variable's value in seconds when it is a positive number.
-fn startup_timeout(var: Option<&str>) -> Duration {
-    var.and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .unwrap_or(STARTUP_TIMEOUT)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_startup_limit_defaults_to_15s_and_takes_positive_seconds() {
-        assert_eq!(startup_timeout(None), Duration::from_secs(15));
-        assert_eq!(startup_timeout(Some("2.5")), Duration::from_millis(2500));
-        for bad in ["", "0", "-1", "NaN", "inf", "soon"] {
-            assert_eq!(startup_timeout(Some(bad)), STARTUP_TIMEOUT, "{bad}");
-        }
-    }
 
     #[tokio::test]
     async fn nothing_configured_starts_nothing() {
@@ -146,12 +123,19 @@ mod tests {
             cwd: Path::new("/"),
             env: &[],
         };
-        let (servers, tools) = start_all(&[], None, &processes).await.unwrap();
-        assert!(tools.is_empty() && servers.running.is_empty());
-        let err = start_all(&["bad name=x".into()], None, &processes)
+        let (servers, tools) = start_all(&[], None, Duration::from_secs(1), &processes)
             .await
-            .err()
             .unwrap();
+        assert!(tools.is_empty() && servers.running.is_empty());
+        let err = start_all(
+            &["bad name=x".into()],
+            None,
+            Duration::from_secs(1),
+            &processes,
+        )
+        .await
+        .err()
+        .unwrap();
         assert!(
             err.to_string().starts_with("--mcp \"bad name=x\": "),
             "{err}"
