@@ -416,7 +416,10 @@ impl GeminiMapper {
                     Some(m) => format!("the prompt was blocked ({reason}): {m}"),
                     None => format!("the prompt was blocked ({reason})"),
                 };
-                return Err(self.stream_error(message));
+                return Err(ProviderError::Refused {
+                    provider: NAME.into(),
+                    message,
+                });
             }
             return Ok(());
         };

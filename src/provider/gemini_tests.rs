@@ -203,7 +203,11 @@ fn an_error_chunk_in_data_and_a_blocked_prompt_are_errors() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "gemini: error in stream: the prompt was blocked (PROHIBITED_CONTENT)"
+        "gemini: the prompt was blocked (PROHIBITED_CONTENT)"
+    );
+    assert!(
+        !err.is_retryable(),
+        "the same prompt would be blocked again"
     );
 }
 

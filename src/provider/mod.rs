@@ -103,6 +103,10 @@ pub enum ProviderError {
         provider: String,
         expected: &'static str,
     },
+    /// The provider declined the request itself (Gemini's blocked prompt): asking again with
+    /// the same conversation gets the same answer.
+    #[error("{provider}: {message}")]
+    Refused { provider: String, message: String },
     /// The stream was not what the protocol promises (bad JSON, oversized event).
     #[error("{provider}: protocol error: {message}")]
     Protocol { provider: String, message: String },
@@ -131,6 +135,7 @@ impl ProviderError {
             ProviderError::Transport { .. } => true,
             ProviderError::Idle { .. } => true,
             ProviderError::Truncated { .. } => true,
+            ProviderError::Refused { .. } => false,
             ProviderError::Protocol { .. } => false,
             ProviderError::Replay(_) => false,
         }
