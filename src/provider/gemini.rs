@@ -7,17 +7,16 @@
 //! decoder hands over as stray lines. A `thoughtSignature` stays on the block of the part that
 //! carried it and goes back on the same part, only to Gemini; ids we invented are never sent.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::sse::SseEvent;
 use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
-use crate::conversation::{Block, Message, StopReason, ToolResult, ToolUse, Usage};
+use crate::conversation::{Block, StopReason, ToolUse, Usage};
 
 const NAME: &str = "gemini";
 /// Ids of calls Gemini sent without one. The prefix is how the request builder knows not to send
@@ -69,11 +68,12 @@ impl Provider for Gemini {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let body =
-            serde_json::to_vec(&build_request(request)).map_err(|e| ProviderError::Protocol {
+        let body = serde_json::to_vec(&build_request(&self.model, request)).map_err(|e| {
+            ProviderError::Protocol {
                 provider: NAME.into(),
                 message: e.to_string(),
-            })?;
+            }
+        })?;
         let mut headers = HeaderMap::new();
         headers.insert("x-goog-api-key", http::secret_header(&self.key)?);
         let response = http::post(&self.client, NAME, &self.url, headers, body).await?;
@@ -121,191 +121,13 @@ struct FunctionResponse {
     response: Value,
 }
 
-// ---- request ----
+// ---- request: gemini_request.rs ----
 
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WireRequest<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system_instruction: Option<Content>,
-    contents: Vec<Content>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTools<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_config: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    generation_config: Option<Value>,
-}
-
-#[derive(Debug, Serialize)]
-struct Content {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    role: Option<&'static str>,
-    parts: Vec<Part>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireTools<'a> {
-    function_declarations: Vec<Declaration<'a>>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Declaration<'a> {
-    name: &'a str,
-    description: &'a str,
-    /// Not `parameters`: that is an OpenAPI subset that rejects JSON Schema keywords such as
-    /// `additionalProperties`, which our tool schemas use.
-    parameters_json_schema: &'a Value,
-}
-
-impl Part {
-    fn text(text: &str) -> Part {
-        Part {
-            text: Some(text.to_owned()),
-            ..Part::default()
-        }
-    }
-}
-
-/// The request body for `request`, as Gemini expects it.
-pub fn build_request<'a>(request: &Request<'a>) -> WireRequest<'a> {
-    let system_instruction = (!request.system.is_empty()).then(|| Content {
-        role: None,
-        parts: vec![Part::text(request.system)],
-    });
-    let function_declarations: Vec<Declaration> = request
-        .tools
-        .iter()
-        .map(|t| Declaration {
-            name: &t.name,
-            description: &t.description,
-            parameters_json_schema: &t.input_schema,
-        })
-        .collect();
-    let offered = !function_declarations.is_empty();
-    let tools = if offered {
-        vec![WireTools {
-            function_declarations,
-        }]
-    } else {
-        vec![]
-    };
-    WireRequest {
-        system_instruction,
-        contents: contents(request.messages),
-        tools,
-        tool_config: offered.then(|| {
-            let mode = match request.tool_choice {
-                super::ToolChoice::Auto => "AUTO",
-                super::ToolChoice::None => "NONE",
-            };
-            json!({"functionCallingConfig": {"mode": mode}})
-        }),
-        generation_config: request.max_tokens.map(|n| json!({"maxOutputTokens": n})),
-    }
-}
-
-fn contents(messages: &[Message]) -> Vec<Content> {
-    let mut out: Vec<Content> = Vec::new();
-    // A result may name its call's id only when Gemini issued that id.
-    let mut gemini_ids: HashSet<&str> = HashSet::new();
-    for message in messages {
-        let (role, parts) = match message {
-            Message::User(text) => ("user", vec![Part::text(text)]),
-            Message::Assistant { blocks, provider } => (
-                "model",
-                model_parts(blocks, provider == NAME, &mut gemini_ids),
-            ),
-            Message::ToolResults(results) => (
-                "user",
-                results
-                    .iter()
-                    .map(|r| response_part(r, &gemini_ids))
-                    .collect(),
-            ),
-        };
-        if parts.is_empty() {
-            continue;
-        }
-        // Roles must alternate: tool results and the next prompt share one user turn, in order.
-        match out.last_mut() {
-            Some(prev) if prev.role == Some(role) => prev.parts.extend(parts),
-            _ => out.push(Content {
-                role: Some(role),
-                parts,
-            }),
-        }
-    }
-    out
-}
-
-/// An assistant turn's parts in their original order. Signatures are only valid for the model
-/// that made them, so another provider's are dropped.
-fn model_parts<'m>(blocks: &'m [Block], ours: bool, ids: &mut HashSet<&'m str>) -> Vec<Part> {
-    let keep = |s: &Option<String>| if ours { s.clone() } else { None };
-    blocks
-        .iter()
-        .filter_map(|block| match block {
-            Block::Text { text, signature } => {
-                let thought_signature = keep(signature);
-                // A signature-only empty part must be echoed; an unsigned empty one is noise.
-                if text.is_empty() && thought_signature.is_none() {
-                    return None;
-                }
-                Some(Part {
-                    text: Some(text.clone()),
-                    thought_signature,
-                    ..Part::default()
-                })
-            }
-            // Thought summaries are display-only, but a signed thought part is model state.
-            Block::Thinking {
-                text,
-                signature: Some(signature),
-            } if ours => Some(Part {
-                text: Some(text.clone()),
-                thought: true,
-                thought_signature: Some(signature.clone()),
-                ..Part::default()
-            }),
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => None,
-            Block::ToolUse(call) => {
-                let id = (ours && !call.id.starts_with(GENERATED_ID_PREFIX)).then(|| {
-                    ids.insert(&call.id);
-                    call.id.clone()
-                });
-                Some(Part {
-                    function_call: Some(FunctionCall {
-                        id,
-                        name: call.name.clone(),
-                        args: call.input.clone(),
-                    }),
-                    thought_signature: keep(&call.signature),
-                    ..Part::default()
-                })
-            }
-        })
-        .collect()
-}
-
-/// `response` must be an object; `output` and `error` are the keys the API documents.
-fn response_part(result: &ToolResult, gemini_ids: &HashSet<&str>) -> Part {
-    let key = if result.is_error { "error" } else { "output" };
-    let mut response = serde_json::Map::new();
-    response.insert(key.to_owned(), Value::String(result.content.clone()));
-    Part {
-        function_response: Some(FunctionResponse {
-            id: gemini_ids
-                .contains(result.tool_use_id.as_str())
-                .then(|| result.tool_use_id.clone()),
-            name: result.name.clone(),
-            response: Value::Object(response),
-        }),
-        ..Part::default()
-    }
-}
+#[path = "gemini_request.rs"]
+mod request;
+pub use request::build_request;
+#[cfg(test)]
+use request::{UNSIGNED_CALL, validates_call_signatures};
 
 // ---- stream ----
 

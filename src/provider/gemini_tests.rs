@@ -1,9 +1,10 @@
 use super::*;
-use crate::conversation::{CallDefect, ErrorKind};
+use crate::conversation::{CallDefect, ErrorKind, Message, ToolResult};
 use crate::provider::sse::Decoder;
 use crate::provider::testing::{CHUNKINGS, expected, read, run, summarize};
 use crate::tools::{Class, ToolSpec};
 use pretty_assertions::assert_eq;
+use serde_json::json;
 
 fn mapped(name: &str) -> Vec<Result<Vec<StreamEvent>, ProviderError>> {
     let bytes = read(name);
@@ -372,6 +373,16 @@ fn result(id: &str, content: &str, is_error: bool) -> ToolResult {
 }
 
 fn body(system: &str, messages: &[Message], tools: &[&ToolSpec], max: Option<u32>) -> Value {
+    body_for("gemini-2.5-flash", system, messages, tools, max)
+}
+
+fn body_for(
+    model: &str,
+    system: &str,
+    messages: &[Message],
+    tools: &[&ToolSpec],
+    max: Option<u32>,
+) -> Value {
     let request = Request {
         system,
         messages,
@@ -379,7 +390,7 @@ fn body(system: &str, messages: &[Message], tools: &[&ToolSpec], max: Option<u32
         max_tokens: max,
         tool_choice: crate::provider::ToolChoice::Auto,
     };
-    serde_json::to_value(build_request(&request)).unwrap()
+    serde_json::to_value(build_request(model, &request)).unwrap()
 }
 
 #[test]
@@ -518,6 +529,58 @@ fn other_providers_signatures_and_invented_ids_are_never_sent() {
             ]}
         ]})
     );
+}
+
+#[test]
+fn gemini_3_gets_the_sentinel_on_each_steps_first_unsigned_call_only() {
+    let foreign = |id: &str| Block::ToolUse(ToolUse::from_raw(id.into(), "f".into(), "{}"));
+    let mut signed = ToolUse::from_raw("gemini_call_1".into(), "f".into(), "{}");
+    signed.signature = Some("SIG".into());
+    let messages = vec![
+        Message::User("a".into()),
+        Message::Assistant {
+            blocks: vec![Block::text("two at once"), foreign("c1"), foreign("c2")],
+            provider: "openai".into(),
+        },
+        Message::ToolResults(vec![result("c1", "1", false), result("c2", "2", false)]),
+        Message::Assistant {
+            blocks: vec![Block::ToolUse(signed)],
+            provider: "gemini".into(),
+        },
+        Message::ToolResults(vec![result("gemini_call_1", "3", false)]),
+    ];
+    let signatures = |model: &str| -> Vec<Value> {
+        let got = body_for(model, "", &messages, &[], None);
+        got["contents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["role"] == "model")
+            .flat_map(|c| c["parts"].as_array().unwrap().clone())
+            .map(|p| p["thoughtSignature"].clone())
+            .collect()
+    };
+    let skip = json!(UNSIGNED_CALL);
+    assert_eq!(
+        signatures("gemini-3-flash-preview"),
+        [Value::Null, skip.clone(), Value::Null, json!("SIG")],
+        "the text part and the second parallel call stay unsigned; Gemini's own signature stays"
+    );
+    assert_eq!(
+        signatures("gemini-2.5-pro"),
+        [Value::Null, Value::Null, Value::Null, json!("SIG")]
+    );
+    for (model, validates) in [
+        ("gemini-3-pro-preview", true),
+        ("models/gemini-3.5-flash", true),
+        ("gemini-10-ultra", true),
+        ("gemini-flash-latest", true),
+        ("gemini-2.5-flash", false),
+        ("gemini-1.5-pro", false),
+        ("gemma-3-27b-it", false),
+    ] {
+        assert_eq!(validates_call_signatures(model), validates, "{model}");
+    }
 }
 
 #[test]
