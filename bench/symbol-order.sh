@@ -44,9 +44,11 @@ seen, names = set(), []
 for path in sys.argv[1:]:
     for line in open(path, errors="replace"):
         m = re.match(r"^c?fn=\(\d+\) (\S+)$", line.rstrip("\n"))
-        if m and m.group(1) not in seen and not m.group(1).startswith("0x"):
-            seen.add(m.group(1))
-            names.append(m.group(1))
+        # callgrind marks recursion levels as NAME'2, NAME'3: the same function.
+        name = re.sub(r"'\d+$", "", m.group(1)) if m else None
+        if name and name not in seen and not name.startswith("0x"):
+            seen.add(name)
+            names.append(name)
 print("\n".join(names))
 PY
 echo "bench/symbol-order.txt: $(wc -l < bench/symbol-order.txt) functions"
