@@ -64,7 +64,7 @@ pub struct Cli {
     pub base_url: Option<String>,
 
     /// Cap on each response's output tokens. [default for anthropic: 8192]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
 
     /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin. Exit 0 goes on
@@ -340,6 +340,7 @@ mod tests {
     #[test]
     fn rejects_nonsense_limits_and_conflicts() {
         assert!(Cli::try_parse_from(["rounds", "--max-rounds", "0", "x"]).is_err());
+        assert!(Cli::try_parse_from(["rounds", "--max-tokens", "0", "x"]).is_err());
         assert!(Cli::try_parse_from(["rounds", "--tool-timeout", "-1", "x"]).is_err());
         for huge in ["1e300", "inf", "NaN", "1000000001"] {
             for flag in [
