@@ -377,7 +377,7 @@ async fn open(url: &str) -> Result<(Client, String), StoreError> {
     if url.trim().is_empty() {
         return Err(StoreError::Url("it is empty".into()));
     }
-    let (mut config, protection) = tls::parse(url).map_err(StoreError::Url)?;
+    let (mut config, tls) = tls::parse(url).map_err(StoreError::Url)?;
     let database = describe_database(&config);
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
@@ -389,7 +389,7 @@ async fn open(url: &str) -> Result<(Client, String), StoreError> {
         database: database.clone(),
         message,
     };
-    let client = if protection == Protection::Plain {
+    let client = if tls.protection == Protection::Plain {
         let (client, connection) = config
             .connect(NoTls)
             .await
@@ -398,7 +398,7 @@ async fn open(url: &str) -> Result<(Client, String), StoreError> {
         client
     } else {
         let (client, connection) = config
-            .connect(tls::connector(&protection).map_err(&failed)?)
+            .connect(tls::connector(&tls).map_err(&failed)?)
             .await
             .map_err(|e| failed(describe_error(&e)))?;
         drive(connection);

@@ -13,8 +13,9 @@
 //!   `sslrootcert` (a PEM file) or, without it or with `sslrootcert=system`, to the platform's
 //!   roots, and it must name the host (verify-ca is checked as strictly as verify-full).
 //!
-//! Client certificates (`sslcert`, `sslkey`) are not supported; tokio-postgres rejects them as
-//! unknown options.
+//! - `sslcert` and `sslkey` (PEM files, both or neither): a client certificate for servers that
+//!   authenticate with `cert` or `clientcert=verify-full` in pg_hba.conf. Unlike libpq, there is
+//!   no default under `~/.postgresql/`: a certificate is only sent when the URL names one.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -24,7 +25,7 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres::Config;
 use tokio_postgres::config::SslMode;
@@ -46,10 +47,47 @@ pub enum Roots {
     File(PathBuf),
 }
 
+/// A client certificate chain and its private key, both PEM files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identity {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// How to set up TLS: who the server must be, and who we are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tls {
+    pub protection: Protection,
+    pub identity: Option<Identity>,
+}
+
+/// The TLS parameters taken out of a URL, as given.
+#[derive(Default)]
+struct TlsParams {
+    sslmode: Option<String>,
+    rootcert: Option<String>,
+    cert: Option<String>,
+    key: Option<String>,
+}
+
 /// Parses a store URL (or key-value connection string) into the tokio-postgres configuration and
 /// the protection its sslmode asks for.
-pub fn parse(url: &str) -> Result<(Config, Protection), String> {
-    let (rest, sslmode, rootcert) = take_tls_params(url);
+pub fn parse(url: &str) -> Result<(Config, Tls), String> {
+    let (rest, params) = take_tls_params(url);
+    let TlsParams {
+        sslmode,
+        rootcert,
+        cert,
+        key,
+    } = params;
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some(Identity {
+            cert: cert.into(),
+            key: key.into(),
+        }),
+        (None, None) => None,
+        _ => return Err("sslcert and sslkey go together: give both or neither".into()),
+    };
     let mut config: Config = rest
         .parse()
         .map_err(|e: tokio_postgres::Error| super::postgres::describe_error(&e))?;
@@ -80,46 +118,61 @@ pub fn parse(url: &str) -> Result<(Config, Protection), String> {
         }
     };
     config.ssl_mode(ssl_mode);
-    Ok((config, protection))
+    Ok((
+        config,
+        Tls {
+            protection,
+            identity,
+        },
+    ))
 }
 
-/// Removes `sslmode` and `sslrootcert` from a URL's query, returning their decoded values. A
-/// key-value connection string is returned as it is (tokio-postgres reads its sslmode).
-fn take_tls_params(url: &str) -> (Cow<'_, str>, Option<String>, Option<String>) {
+/// Removes the TLS parameters from a URL's query, returning their decoded values. A key-value
+/// connection string is returned as it is (tokio-postgres reads its sslmode).
+fn take_tls_params(url: &str) -> (Cow<'_, str>, TlsParams) {
     let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
     let Some((base, query)) = url.split_once('?').filter(|_| is_url) else {
-        return (Cow::Borrowed(url), None, None);
+        return (Cow::Borrowed(url), TlsParams::default());
     };
-    let (mut sslmode, mut rootcert) = (None, None);
+    let mut params = TlsParams::default();
     let mut kept = Vec::new();
     for param in query.split('&') {
-        match form_urlencoded::parse(param.as_bytes()).next() {
-            Some((key, value)) if key == "sslmode" => sslmode = Some(value.into_owned()),
-            Some((key, value)) if key == "sslrootcert" => rootcert = Some(value.into_owned()),
-            _ => kept.push(param),
-        }
+        let Some((key, value)) = form_urlencoded::parse(param.as_bytes()).next() else {
+            kept.push(param);
+            continue;
+        };
+        let slot = match key.as_ref() {
+            "sslmode" => &mut params.sslmode,
+            "sslrootcert" => &mut params.rootcert,
+            "sslcert" => &mut params.cert,
+            "sslkey" => &mut params.key,
+            _ => {
+                kept.push(param);
+                continue;
+            }
+        };
+        *slot = Some(value.into_owned());
     }
     let rest = if kept.is_empty() {
         base.to_owned()
     } else {
         format!("{base}?{}", kept.join("&"))
     };
-    (Cow::Owned(rest), sslmode, rootcert)
+    (Cow::Owned(rest), params)
 }
 
-/// The TLS connector for a protection other than `Plain`.
-pub fn connector(protection: &Protection) -> Result<MakeRustlsConnect, String> {
+/// The TLS connector for a protection other than `Plain`, presenting `identity` if there is one.
+pub fn connector(tls: &Tls) -> Result<MakeRustlsConnect, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("cannot set up TLS: {e}"))?;
-    let config = match protection {
+    let verified = match &tls.protection {
         Protection::Verified(Roots::System) => {
             use rustls_platform_verifier::BuilderVerifierExt;
             builder
                 .with_platform_verifier()
                 .map_err(|e| format!("cannot load the platform's root certificates: {e}"))?
-                .with_no_client_auth()
         }
         Protection::Verified(Roots::File(path)) => {
             let unreadable =
@@ -133,15 +186,37 @@ pub fn connector(protection: &Protection) -> Result<MakeRustlsConnect, String> {
             if roots.is_empty() {
                 return Err(unreadable(&"no certificates in it"));
             }
-            let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .map_err(|e| unreadable(&e))?;
-            builder.with_webpki_verifier(verifier).with_no_client_auth()
+            let verifier =
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                    .build()
+                    .map_err(|e| unreadable(&e))?;
+            builder.with_webpki_verifier(verifier)
         }
         Protection::Encrypted | Protection::Plain => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(EncryptOnly(provider)))
-            .with_no_client_auth(),
+            .with_custom_certificate_verifier(Arc::new(EncryptOnly(provider))),
+    };
+    let config = match &tls.identity {
+        None => verified.with_no_client_auth(),
+        Some(Identity { cert, key }) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("sslcert {}: {e}", cert.display()))?;
+            if chain.is_empty() {
+                return Err(format!("sslcert {}: no certificates in it", cert.display()));
+            }
+            let key_der = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| format!("sslkey {}: {e}", key.display()))?;
+            verified
+                .with_client_auth_cert(chain, key_der)
+                .map_err(|e| {
+                    format!(
+                        "sslcert {} with sslkey {}: {e}",
+                        cert.display(),
+                        key.display()
+                    )
+                })?
+        }
     };
     Ok(MakeRustlsConnect::new(config))
 }
@@ -199,9 +274,10 @@ impl ServerCertVerifier for EncryptOnly {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn protection(url: &str) -> Result<(SslMode, Protection), String> {
-        parse(url).map(|(config, p)| (config.get_ssl_mode(), p))
+        parse(url).map(|(config, tls)| (config.get_ssl_mode(), tls.protection))
     }
 
     #[test]
@@ -247,13 +323,64 @@ mod tests {
     }
 
     #[test]
+    fn a_client_certificate_takes_both_files_and_leaves_the_url() {
+        let (config, tls) =
+            parse("postgres://u@h/db?sslcert=%2Fc%20c.pem&application_name=x&sslkey=/k.pem")
+                .unwrap();
+        assert_eq!(
+            tls.identity,
+            Some(Identity {
+                cert: "/c c.pem".into(),
+                key: "/k.pem".into()
+            })
+        );
+        assert_eq!(config.get_application_name(), Some("x"));
+        assert_eq!(parse("postgres://u@h/db").unwrap().1.identity, None);
+        for half in [
+            "postgres://h/db?sslcert=/c.pem",
+            "postgres://h/db?sslkey=/k.pem",
+        ] {
+            let err = parse(half).unwrap_err();
+            assert!(
+                err.contains("sslcert and sslkey go together"),
+                "{half}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn unreadable_client_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("junk.pem");
+        std::fs::write(&junk, "not PEM\n").unwrap();
+        let missing = dir.path().join("missing.pem");
+        let with = |cert: &Path, key: &Path| Tls {
+            protection: Protection::Encrypted,
+            identity: Some(Identity {
+                cert: cert.into(),
+                key: key.into(),
+            }),
+        };
+        let err = |tls: Tls| connector(&tls).err().unwrap();
+        assert!(err(with(&missing, &junk)).starts_with(&format!("sslcert {}", missing.display())));
+        assert_eq!(
+            err(with(&junk, &junk)),
+            format!("sslcert {}: no certificates in it", junk.display())
+        );
+    }
+
+    #[test]
     fn a_missing_or_empty_root_file_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.pem");
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
         for path in [missing, empty] {
-            let Err(e) = connector(&Protection::Verified(Roots::File(path.clone()))) else {
+            let tls = Tls {
+                protection: Protection::Verified(Roots::File(path.clone())),
+                identity: None,
+            };
+            let Err(e) = connector(&tls) else {
                 panic!("{} was accepted", path.display())
             };
             assert!(
@@ -261,6 +388,10 @@ mod tests {
                 "{e}"
             );
         }
-        assert!(connector(&Protection::Encrypted).is_ok());
+        let encrypted = Tls {
+            protection: Protection::Encrypted,
+            identity: None,
+        };
+        assert!(connector(&encrypted).is_ok());
     }
 }

@@ -32,7 +32,19 @@ struct Pg {
     url: String,
     /// The CA that signed the server's certificate, when the server has TLS.
     ca: Option<PathBuf>,
+    /// A role that pg_hba.conf lets in only with a client certificate, and that certificate.
+    client: Option<ClientCert>,
 }
+
+/// Certificate login: `user` may connect over TLS only by presenting `cert` (signed by the CA).
+struct ClientCert {
+    user: String,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+/// The role the certificate-only pg_hba.conf line is for (`.ci/run` uses the same).
+const CERT_USER: &str = "rounds_cert";
 
 /// The server, or why there is none.
 static SERVER: OnceLock<Result<Pg, String>> = OnceLock::new();
@@ -40,12 +52,25 @@ static SERVER: OnceLock<Result<Pg, String>> = OnceLock::new();
 /// The server to test against, or `None` (after saying why) when this machine has none.
 fn server() -> Option<&'static Pg> {
     let server = SERVER.get_or_init(|| match std::env::var("ROUNDS_TEST_PG_URL") {
-        Ok(url) if !url.is_empty() => Ok(Pg {
-            url,
-            ca: std::env::var_os("ROUNDS_TEST_PG_CA")
-                .filter(|ca| !ca.is_empty())
-                .map(PathBuf::from),
-        }),
+        Ok(url) if !url.is_empty() => {
+            let path = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+            let client = match (
+                path("ROUNDS_TEST_PG_CLIENT_CERT"),
+                path("ROUNDS_TEST_PG_CLIENT_KEY"),
+            ) {
+                (Some(cert), Some(key)) => Some(ClientCert {
+                    user: CERT_USER.to_owned(),
+                    cert: cert.into(),
+                    key: key.into(),
+                }),
+                _ => None,
+            };
+            Ok(Pg {
+                url,
+                ca: path("ROUNDS_TEST_PG_CA").map(PathBuf::from),
+                client,
+            })
+        }
         _ => start_cluster(),
     });
     match server {
@@ -160,12 +185,15 @@ fn start_cluster() -> Result<Pg, String> {
             Err(format!("{} failed: {said}{server}", argv.join(" ")))
         }
     };
-    // TLS with a CA of our own when openssl is there, so the verifying sslmodes can be tested.
+    // TLS with a CA of our own when openssl is there, so the verifying sslmodes can be tested,
+    // and the same CA checks client certificates.
     let ca = certificates(&dir);
+    let client = ca.as_ref().and_then(|_| client_certificate(&dir));
     let mut tls = String::new();
     if ca.is_some() {
         tls = format!(
-            " -c ssl=on -c ssl_cert_file={0}/server.crt -c ssl_key_file={0}/server.key",
+            " -c ssl=on -c ssl_cert_file={0}/server.crt -c ssl_key_file={0}/server.key \
+             -c ssl_ca_file={0}/ca.pem",
             dir.display()
         );
     }
@@ -200,6 +228,16 @@ fn start_cluster() -> Result<Pg, String> {
         let _ = std::fs::remove_dir_all(&dir);
         return Err(e);
     }
+    // pg_hba.conf takes the first line that matches: the certificate-only role goes first.
+    if client.is_some() {
+        let hba = data.join("pg_hba.conf");
+        let rest = std::fs::read_to_string(&hba).unwrap_or_default();
+        let line = format!("hostssl all {CERT_USER} 127.0.0.1/32 cert\n");
+        if std::fs::write(&hba, line + &rest).is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err("cannot write pg_hba.conf".into());
+        }
+    }
     // Another process may take the port between our probe and the server's bind: try a few.
     let mut last = String::new();
     for _ in 0..5 {
@@ -230,10 +268,14 @@ fn start_cluster() -> Result<Pg, String> {
         match step(pg_ctl) {
             Ok(()) => {
                 watch(&as_owner("pg_ctl"), &data, &dir);
-                return Ok(Pg {
-                    url: format!("postgres://rounds@127.0.0.1:{port}/postgres"),
-                    ca,
-                });
+                let url = format!("postgres://rounds@127.0.0.1:{port}/postgres");
+                let client = match client {
+                    Some(c) => try_sql(&url, &format!("CREATE ROLE {CERT_USER} LOGIN"))
+                        .ok()
+                        .map(|_| c),
+                    None => None,
+                };
+                return Ok(Pg { url, ca, client });
             }
             Err(e) => last = e,
         }
@@ -295,16 +337,7 @@ fn certificates(dir: &Path) -> Option<PathBuf> {
         ],
     ];
     for (step, files) in steps.iter().zip(files) {
-        let ok = Command::new("openssl")
-            .args(step)
-            .args(files)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
+        if !openssl(dir, &[&step[..], files].concat()) {
             return None;
         }
     }
@@ -316,6 +349,71 @@ fn certificates(dir: &Path) -> Option<PathBuf> {
     )
     .ok()?;
     Some(dir.join("ca.pem"))
+}
+
+/// A client certificate for [`CERT_USER`] signed by the CA in `dir`, or `None` when openssl
+/// cannot make one.
+fn client_certificate(dir: &Path) -> Option<ClientCert> {
+    std::fs::write(
+        dir.join("client.ext"),
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n\
+         extendedKeyUsage=clientAuth\n",
+    )
+    .ok()?;
+    let subject = format!("/CN={CERT_USER}");
+    let steps: [&[&str]; 2] = [
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            &subject,
+            "-keyout",
+            "client.key",
+            "-out",
+            "client.csr",
+        ],
+        &[
+            "x509",
+            "-req",
+            "-days",
+            "3",
+            "-CAcreateserial",
+            "-in",
+            "client.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-out",
+            "client.crt",
+            "-extfile",
+            "client.ext",
+        ],
+    ];
+    if !steps.iter().all(|step| openssl(dir, step)) {
+        return None;
+    }
+    Some(ClientCert {
+        user: CERT_USER.to_owned(),
+        cert: dir.join("client.crt"),
+        key: dir.join("client.key"),
+    })
+}
+
+/// Runs `openssl ARGS` in `dir`; whether it succeeded.
+fn openssl(dir: &Path, args: &[&str]) -> bool {
+    Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Stops the cluster and removes its directory once this test process has exited.
@@ -927,21 +1025,68 @@ fn tls_follows_the_sslmode_as_libpq_does() {
     connect(trusted.clone()).unwrap();
 
     // A whole run over a verified connection.
+    answer_and_export(&trusted, "secure");
+}
+
+/// A one-round run answering `answer`, stored at `store`, exported back equal to its transcript.
+fn answer_and_export(store: &str, answer: &str) {
     let sb = Sandbox::new();
     let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("secure")],
+        &[B::Text(answer)],
         "end_turn",
         1,
         1,
     ))]);
-    let out = run(rounds_with_store(&sb, &server, &trusted).arg("hi"));
+    let out = run(rounds_with_store(&sb, &server, store).arg("hi"));
     assert_eq!(
         (out.code, out.stdout.as_str()),
-        (0, "secure\n"),
+        (0, format!("{answer}\n").as_str()),
         "{}",
         out.stderr
     );
-    assert_same_transcript(&export(&sb, &trusted, &run_id(&sb)), &sb.transcript_path());
+    assert_same_transcript(&export(&sb, store, &run_id(&sb)), &sb.transcript_path());
+}
+
+#[test]
+fn a_client_certificate_logs_in_where_the_server_demands_one() {
+    let Some(pg) = server() else { return };
+    let (Some(ca), Some(client)) = (&pg.ca, &pg.client) else {
+        eprintln!(
+            "skipping: the test server has no certificate-only role \
+             (ROUNDS_TEST_PG_CLIENT_CERT and ROUNDS_TEST_PG_CLIENT_KEY name its certificate)"
+        );
+        return;
+    };
+    let schema = Schema::new(pg);
+    sql(
+        &schema.base,
+        &format!("GRANT ALL ON SCHEMA {} TO {}", schema.name, client.user),
+    );
+    // The same server and database, as the certificate's role and without a password.
+    let mut url = reqwest::Url::parse(&schema.url).unwrap();
+    url.set_username(&client.user).unwrap();
+    url.set_password(None).unwrap();
+    let verified = format!("{url}&sslmode=verify-full&sslrootcert={}", ca.display());
+    let err = block_on(rounds::store::connect(&verified))
+        .map(drop)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("certificate"), "refused without one: {err}");
+    let with_cert = format!(
+        "{verified}&sslcert={}&sslkey={}",
+        client.cert.display(),
+        client.key.display()
+    );
+    answer_and_export(&with_cert, "it is me");
+    let owner = format!(
+        "SELECT tableowner FROM pg_tables WHERE schemaname = '{}' AND tablename = 'runs'",
+        schema.name
+    );
+    let owner: String = sql(&schema.base, &owner)[0].get(0);
+    assert_eq!(
+        owner, client.user,
+        "the run was stored as the certificate's role"
+    );
 }
 
 #[test]
