@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod mock;
+pub mod pg;
 pub mod sse;
 
 use std::path::{Path, PathBuf};
