@@ -185,7 +185,7 @@ impl CommandTool {
             Some(t) if t > 0.0 && t <= 1e9 => Some(Duration::from_secs_f64(t)),
             Some(t) => {
                 return Err(fail(format!(
-                    "timeout must be a positive number of seconds, not {t}"
+                    "timeout must be a positive number of seconds up to 1000000000, not {t:?}"
                 )));
             }
         };

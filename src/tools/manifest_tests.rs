@@ -84,6 +84,11 @@ fn mistakes_are_reported_with_the_file_and_the_tool() {
             "timeout must be a positive",
         ),
         (
+            "absurd timeout",
+            "[[tool]]\nname = \"a\"\ndescription = \"d\"\ncommand = \"true\"\ntimeout = 1e300\n",
+            "timeout must be a positive number of seconds up to 1000000000, not 1e300",
+        ),
+        (
             "unknown key",
             "[[tool]]\nname = \"a\"\ndescription = \"d\"\ncommand = \"true\"\ncolor = \"red\"\n",
             "unknown field `color`",
