@@ -68,15 +68,10 @@ impl Provider for Gemini {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let body = serde_json::to_vec(&build_request(&self.model, request)).map_err(|e| {
-            ProviderError::Protocol {
-                provider: NAME.into(),
-                message: e.to_string(),
-            }
-        })?;
+        let wire = build_request(&self.model, request);
         let mut headers = HeaderMap::new();
         headers.insert("x-goog-api-key", http::secret_header(&self.key)?);
-        let response = http::post(&self.client, NAME, &self.url, headers, body).await?;
+        let response = http::post(&self.client, NAME, &self.url, headers, &wire).await?;
         Ok(super::drive(
             Box::pin(response.bytes_stream()),
             GeminiMapper::default(),

@@ -29,14 +29,18 @@ pub fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
     Ok(v)
 }
 
-/// POSTs a JSON body and returns the response once its status says a stream follows.
+/// POSTs `wire` as JSON and returns the response once its status says a stream follows.
 pub async fn post(
     client: &reqwest::Client,
     provider: &str,
     url: &str,
     headers: HeaderMap,
-    body: Vec<u8>,
+    wire: &impl serde::Serialize,
 ) -> Result<reqwest::Response, ProviderError> {
+    let body = serde_json::to_vec(wire).map_err(|e| ProviderError::Protocol {
+        provider: provider.to_owned(),
+        message: e.to_string(),
+    })?;
     let response = client
         .post(url)
         .headers(headers)

@@ -72,10 +72,6 @@ impl Provider for OpenAi {
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
         let wire = build_request(&self.model, self.flavor, request);
-        let body = serde_json::to_vec(&wire).map_err(|e| ProviderError::Protocol {
-            provider: self.name.into(),
-            message: e.to_string(),
-        })?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.key {
             headers.insert(
@@ -83,7 +79,7 @@ impl Provider for OpenAi {
                 http::secret_header(&format!("Bearer {key}"))?,
             );
         }
-        let response = http::post(&self.client, self.name, &self.url, headers, body).await?;
+        let response = http::post(&self.client, self.name, &self.url, headers, &wire).await?;
         let mapper = OpenAiMapper::new(self.name);
         Ok(super::drive(
             Box::pin(response.bytes_stream()),
