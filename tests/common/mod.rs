@@ -53,6 +53,14 @@ impl Sandbox {
         cmd
     }
 
+    /// [`Sandbox::rounds`] talking to `server` as the Anthropic API, with a dummy key.
+    pub fn anthropic(&self, server: &mock::MockServer) -> Command {
+        let mut cmd = self.rounds();
+        cmd.env("ANTHROPIC_API_KEY", "k")
+            .env("ANTHROPIC_BASE_URL", server.url());
+        cmd
+    }
+
     /// The transcript path tests pass with `--transcript`.
     pub fn transcript_path(&self) -> PathBuf {
         self.path("t.jsonl")

@@ -5,6 +5,11 @@
 
 use serde_json::{Value, json};
 
+/// An Anthropic reply that only answers `text` (1 token in, 1 out).
+pub fn answer(text: &str) -> super::mock::Reply {
+    super::mock::Reply::sse(anthropic(&[B::Text(text)], "end_turn", 1, 1))
+}
+
 /// One block of a scripted model response.
 pub enum B<'a> {
     Text(&'a str),

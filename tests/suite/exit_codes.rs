@@ -197,9 +197,7 @@ fn an_unwritable_transcript_path_is_exit_2_before_any_model_call() {
     sb.write("file", "");
     let server = MockServer::start(vec![]);
     let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(&server)
         .args(["--transcript", "file/inside-a-file.jsonl", "hi"]));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("transcript"), "{}", out.stderr);

@@ -17,9 +17,7 @@ fn json_output_is_one_object_with_the_whole_outcome() {
         3,
     ))]);
     let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(&server)
         .args(["-o", "json", "--transcript"])
         .arg(sb.transcript_path())
         .arg("answer"));
@@ -55,17 +53,8 @@ fn json_output_reports_failures_too() {
 #[test]
 fn a_default_transcript_is_kept_under_rounds_home() {
     let sb = Sandbox::new();
-    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("ok")],
-        "end_turn",
-        1,
-        1,
-    ))]);
-    let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["-o", "json", "hi"]));
+    let server = MockServer::start(vec![sse::answer("ok")]);
+    let out = run(sb.anthropic(&server).args(["-o", "json", "hi"]));
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let path = std::path::PathBuf::from(v["transcript"].as_str().unwrap());
     assert!(

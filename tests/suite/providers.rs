@@ -78,6 +78,23 @@ fn check_transcript(sb: &Sandbox, provider: &str, model: &str, round1_blocks: Va
     assert_eq!(end["tool_calls"], 2);
 }
 
+/// Runs "read both files" on `model` with the provider's key and base URL from `env`, and checks
+/// that it answered ANSWER and exited 0.
+fn read_both(sb: &Sandbox, model: &str, env: [(&str, String); 2]) {
+    let out = run(sb
+        .rounds()
+        .envs(env)
+        .args(["-m", model, "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("read both files"));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, format!("{ANSWER}\n").as_str()),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn anthropic_two_rounds_with_parallel_tool_calls() {
     let sb = sandbox();
@@ -90,18 +107,13 @@ fn anthropic_two_rounds_with_parallel_tool_calls() {
         Reply::sse(sse::anthropic(&calls, "tool_use", 100, 20)),
         Reply::sse(sse::anthropic(&[B::Text(ANSWER)], "end_turn", 150, 30)),
     ]);
-    let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["-m", "anthropic/claude-test", "--transcript"])
-        .arg(sb.transcript_path())
-        .arg("read both files"));
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, format!("{ANSWER}\n").as_str()),
-        "{}",
-        out.stderr
+    read_both(
+        &sb,
+        "anthropic/claude-test",
+        [
+            ("ANTHROPIC_API_KEY", "sk-ant-test-key".into()),
+            ("ANTHROPIC_BASE_URL", server.url()),
+        ],
     );
     check_transcript(
         &sb,
@@ -172,18 +184,13 @@ fn openai_two_rounds_with_parallel_tool_calls() {
         Reply::sse(sse::openai(&calls, "tool_calls", 100, 20)),
         Reply::sse(sse::openai(&[B::Text(ANSWER)], "stop", 150, 30)),
     ]);
-    let out = run(sb
-        .rounds()
-        .env("OPENAI_API_KEY", "sk-openai-test-key")
-        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
-        .args(["-m", "openai/gpt-test", "--transcript"])
-        .arg(sb.transcript_path())
-        .arg("read both files"));
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, format!("{ANSWER}\n").as_str()),
-        "{}",
-        out.stderr
+    read_both(
+        &sb,
+        "openai/gpt-test",
+        [
+            ("OPENAI_API_KEY", "sk-openai-test-key".into()),
+            ("OPENAI_BASE_URL", format!("{}/v1", server.url())),
+        ],
     );
     // OpenAI echoes arguments verbatim, so the transcript keeps their exact text.
     check_transcript(
@@ -268,18 +275,13 @@ fn gemini_two_rounds_with_parallel_calls_and_the_signature_echoed_on_its_part() 
         Reply::sse(sse::gemini(&calls, 100, 20)),
         Reply::sse(sse::gemini(&[B::Text(ANSWER)], 150, 30)),
     ]);
-    let out = run(sb
-        .rounds()
-        .env("GEMINI_API_KEY", "gemini-test-key")
-        .env("GEMINI_BASE_URL", server.url())
-        .args(["-m", "gemini/gemini-test", "--transcript"])
-        .arg(sb.transcript_path())
-        .arg("read both files"));
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, format!("{ANSWER}\n").as_str()),
-        "{}",
-        out.stderr
+    read_both(
+        &sb,
+        "gemini/gemini-test",
+        [
+            ("GEMINI_API_KEY", "gemini-test-key".into()),
+            ("GEMINI_BASE_URL", server.url()),
+        ],
     );
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -368,16 +370,11 @@ fn one_connection_serves_every_round() {
         ));
         r
     };
-    let server = MockServer::start(vec![
-        call("t1"),
-        call("t2"),
-        Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 1, 1)),
-    ]);
-    let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["--no-transcript", "--pre-tool-hook", "sleep 0.4", "go"]));
+    let server = MockServer::start(vec![call("t1"), call("t2"), sse::answer("done")]);
+    let out =
+        run(sb
+            .anthropic(&server)
+            .args(["--no-transcript", "--pre-tool-hook", "sleep 0.4", "go"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(server.requests().len(), 3);
     assert_eq!(

@@ -30,9 +30,7 @@ fn anthropic_run(sb: &Sandbox) -> std::path::PathBuf {
     ]);
     let path = sb.path("first.jsonl");
     let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(&server)
         .arg("--transcript")
         .arg(&path)
         .arg("what does a.txt say?"));
@@ -103,16 +101,9 @@ fn resuming_with_gemini_drops_foreign_signatures_and_anthropic_keeps_its_own() {
     assert!(body.contains("functionResponse"), "{body}");
 
     // Back to Anthropic: its own thinking block goes back with its signature, unchanged.
-    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("ok")],
-        "end_turn",
-        1,
-        1,
-    ))]);
+    let server = MockServer::start(vec![sse::answer("ok")]);
     let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(&server)
         .args(["--no-transcript", "--resume"])
         .arg(&first)
         .arg("again"));
@@ -133,16 +124,9 @@ fn a_transcript_with_a_torn_last_line_resumes_with_a_warning() {
     let lines: Vec<&str> = text.lines().collect();
     let torn = format!("{}\n{}\n{}", lines[0], lines[1], &lines[2][..40]);
     std::fs::write(&first, torn).unwrap();
-    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("ok")],
-        "end_turn",
-        1,
-        1,
-    ))]);
+    let server = MockServer::start(vec![sse::answer("ok")]);
     let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(&server)
         .args(["--no-transcript", "--resume"])
         .arg(&first));
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -176,24 +160,13 @@ fn resume_last_picks_the_newest_run_and_a_missing_file_is_a_usage_error() {
             1,
             1,
         ))]);
-        let out = run(sb
-            .rounds()
-            .env("ANTHROPIC_API_KEY", "k")
-            .env("ANTHROPIC_BASE_URL", server.url())
-            .arg(answer));
+        let out = run(sb.anthropic(&server).arg(answer));
         assert_eq!(out.code, 0, "{}", out.stderr);
         std::thread::sleep(std::time::Duration::from_millis(1100));
     }
-    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("third")],
-        "end_turn",
-        1,
-        1,
-    ))]);
+    let server = MockServer::start(vec![sse::answer("third")]);
     let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(&server)
         .args(["--resume", "last", "-o", "json", "next"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let body = server.requests()[0].json();

@@ -22,9 +22,7 @@ fn with_header(mut reply: Reply, name: &str, value: &str) -> Reply {
 
 fn rounds(sb: &Sandbox, server: &MockServer, extra: &[&str]) -> crate::common::Run {
     run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(server)
         .args(["--retry-delay", "0.05", "--transcript"])
         .arg(sb.transcript_path())
         .args(extra)

@@ -25,10 +25,14 @@ fn answer(text: &str) -> Reply {
 }
 
 fn rounds(sb: &Sandbox, server: &MockServer) -> std::process::Command {
+    rounds_with_output(sb, server, "json")
+}
+
+fn rounds_with_output(sb: &Sandbox, server: &MockServer, output: &str) -> std::process::Command {
     let mut cmd = sb.rounds();
     cmd.env("ANTHROPIC_API_KEY", "k")
         .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["-o", "json", "--transcript"])
+        .args(["-o", output, "--transcript"])
         .arg(sb.transcript_path());
     cmd
 }
@@ -366,12 +370,7 @@ fn stream_json_emits_every_event_as_it_happens_and_each_line_matches_the_schema(
             .map(|e| Step::Bytes(e.clone().into_bytes())),
     );
     let server = MockServer::start(vec![held, answer("done")]);
-    let mut child = sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["-o", "stream-json", "--transcript"])
-        .arg(sb.transcript_path())
+    let mut child = rounds_with_output(&sb, &server, "stream-json")
         .arg("go")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -445,12 +444,7 @@ fn a_reader_that_closes_stdout_early_does_not_crash_the_run() {
         tool_round("t1", "read_file", r#"{"path":"a.txt"}"#),
         answer("done"),
     ]);
-    let mut child = sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["-o", "stream-json", "--transcript"])
-        .arg(sb.transcript_path())
+    let mut child = rounds_with_output(&sb, &server, "stream-json")
         .arg("go")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

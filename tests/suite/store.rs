@@ -90,12 +90,7 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
     assert_eq!(sql(&schema.url, tables)[0].get::<_, i64>(0), 0);
 
     let sb = Sandbox::new();
-    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("first")],
-        "end_turn",
-        1,
-        1,
-    ))]);
+    let server = MockServer::start(vec![sse::answer("first")]);
     let out = run(rounds_with_store(&sb, &server, &schema.url).arg("one"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(sql(&schema.url, tables)[0].get::<_, i64>(0), 4);
@@ -109,12 +104,7 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
     let first = applied(&schema.url);
     assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1]);
 
-    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("second")],
-        "end_turn",
-        1,
-        1,
-    ))]);
+    let server = MockServer::start(vec![sse::answer("second")]);
     let out = run(rounds_with_store(&sb, &server, &schema.url).arg("two"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(applied(&schema.url), first, "the second run migrated again");
@@ -248,16 +238,9 @@ fn an_export_equals_the_transcript_and_resumes_like_it() {
 
     // Resuming the export sends the model exactly what resuming the original does.
     let resume_body = |from: &Path| {
-        let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-            &[B::Text("ok")],
-            "end_turn",
-            1,
-            1,
-        ))]);
+        let server = MockServer::start(vec![sse::answer("ok")]);
         let out = run(sb
-            .rounds()
-            .env("ANTHROPIC_API_KEY", "k")
-            .env("ANTHROPIC_BASE_URL", server.url())
+            .anthropic(&server)
             .args(["--no-transcript", "--resume"])
             .arg(from)
             .arg("and then?"));
@@ -519,17 +502,11 @@ fn an_unreachable_store_is_a_usage_error_before_any_request_and_hides_the_passwo
         .port();
     let url = format!("postgres://rounds:hunter2@127.0.0.1:{port}/runs?sslmode=disable");
     let sb = Sandbox::new();
-    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("never")],
-        "end_turn",
-        1,
-        1,
-    ))]);
-    let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["--store", &url, "--no-transcript", "-o", "json", "hi"]));
+    let server = MockServer::start(vec![sse::answer("never")]);
+    let out =
+        run(sb
+            .anthropic(&server)
+            .args(["--store", &url, "--no-transcript", "-o", "json", "hi"]));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(server.requests().len(), 0, "a request was made");
     let expected = format!("cannot connect to the store postgres://rounds@127.0.0.1:{port}/runs");

@@ -26,9 +26,7 @@ fn bad_calls_become_error_results_and_the_run_continues() {
         Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 10, 5)),
     ]);
     let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(&server)
         .args(["--deny", "read_file(secret.txt)", "--transcript"])
         .arg(sb.transcript_path())
         .arg("go"));

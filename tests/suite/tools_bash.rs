@@ -358,10 +358,7 @@ fn a_tool_call_starts_while_the_model_is_still_streaming() {
     events.extend(tail.iter().cloned().map(|e| Step::Bytes(e.into_bytes())));
     let mut held = Reply::sse(vec![]);
     held.body = events;
-    let server = MockServer::start(vec![
-        held,
-        Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 1, 1)),
-    ]);
+    let server = MockServer::start(vec![held, sse::answer("done")]);
     let out = run(rounds(&sb, &server).arg("go"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(

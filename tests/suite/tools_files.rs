@@ -192,7 +192,7 @@ fn progress_shows_on_a_terminal_and_never_otherwise() {
                 1,
                 1,
             )),
-            Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 1, 1)),
+            sse::answer("done"),
         ]);
         let cmd = format!(
             "ANTHROPIC_API_KEY=k ANTHROPIC_BASE_URL={} {} --no-transcript {} go",
@@ -221,16 +221,7 @@ fn progress_shows_on_a_terminal_and_never_otherwise() {
     let quiet = script(true).unwrap();
     assert!(!quiet.contains("round 1/25"), "{quiet:?}");
     // Without a terminal (every other test), stderr holds no control sequences at all.
-    let server = MockServer::start(vec![Reply::sse(sse::anthropic(
-        &[B::Text("done")],
-        "end_turn",
-        1,
-        1,
-    ))]);
-    let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .args(["--no-transcript", "go"]));
+    let server = MockServer::start(vec![sse::answer("done")]);
+    let out = run(sb.anthropic(&server).args(["--no-transcript", "go"]));
     assert!(!out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
 }

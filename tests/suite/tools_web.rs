@@ -22,9 +22,7 @@ fn fetch(url: &str, extra: &[&str]) -> Value {
         Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 10, 5)),
     ]);
     let out = run(sb
-        .rounds()
-        .env("ANTHROPIC_API_KEY", "k")
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .anthropic(&server)
         .args(["-a", "web_fetch", "--transcript"])
         .arg(sb.transcript_path())
         .args(extra)
