@@ -12,6 +12,7 @@ use crate::cli::OutputMode;
 use crate::config::{Config, ProviderChoice};
 use crate::conversation::Message;
 use crate::outcome::{Outcome, Status};
+use crate::process::ProcessContext;
 use crate::progress::Progress;
 use crate::provider::{
     Provider, anthropic::Anthropic, gemini::Gemini, openai::OpenAi, replay::Replay,
@@ -19,7 +20,7 @@ use crate::provider::{
 use crate::records::Records;
 use crate::render::{StreamJson, end_of};
 use crate::tools::Outputs;
-use crate::tools::assemble::{Assembled, ProcessContext, assemble};
+use crate::tools::assemble::{Assembled, assemble};
 use crate::tools::pipeline::{Settings, Toolbox};
 use crate::transcript::{Limits, Line, Start, Writer};
 

@@ -15,7 +15,7 @@ use crate::provider::retry::RetryPolicy;
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::workspace::WorkspaceError;
-use crate::tools::{BuiltinOptions, SchemaError, Workspace};
+use crate::tools::{SchemaError, Workspace, builtin};
 use crate::transcript::{self, ReadError, Transcript};
 
 const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
@@ -481,7 +481,7 @@ pub fn tool_setup(
         return Err(ConfigError::SecretToolEnv(secret.clone()));
     }
     let tools = ToolSources {
-        builtin: BuiltinOptions {
+        builtin: builtin::Options {
             search_url: flags.search_url.clone(),
             web_allow_private: flags.web_allow_private,
         },

@@ -250,3 +250,23 @@ pub enum Message {
     /// The results of every tool call of the previous assistant turn, in call order.
     ToolResults(Vec<ToolResult>),
 }
+
+/// Whether a tool may run at the same time as others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Reads only: consecutive safe calls run in parallel.
+    Safe,
+    /// Changes things: waits for every earlier call and blocks every later one.
+    Mutating,
+}
+
+/// What the model is told about a tool. Tools produce specs; providers turn them into each
+/// wire format's tool definitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub class: Class,
+}

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use crate::cli::{ListOutput, ToolsArgs};
 use crate::config;
+use crate::process::ProcessContext;
 use crate::tools::Class;
-use crate::tools::assemble::{ProcessContext, assemble};
+use crate::tools::assemble::assemble;
 
 /// One listed tool.
 #[derive(Debug, Serialize)]

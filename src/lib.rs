@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod conversation;
 pub mod inventory;
+pub mod net;
 pub mod outcome;
 pub mod process;
 pub mod progress;

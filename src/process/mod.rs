@@ -72,6 +72,13 @@ pub fn tool_env(
     env
 }
 
+/// Everything the tool processes of a run share (MCP servers, command tools, hooks, bash):
+/// where they run and their environment.
+pub struct ProcessContext<'a> {
+    pub cwd: &'a Path,
+    pub env: &'a [(OsString, OsString)],
+}
+
 /// One command to run.
 pub struct Spec<'a> {
     /// Program and arguments, e.g. `["bash", "-c", command]`.

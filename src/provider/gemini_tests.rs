@@ -1,8 +1,8 @@
 use super::*;
 use crate::conversation::{CallDefect, ErrorKind, Message, ToolResult};
+use crate::conversation::{Class, ToolSpec};
 use crate::provider::sse::Decoder;
 use crate::provider::testing::{CHUNKINGS, expected, read, run, summarize};
-use crate::tools::{Class, ToolSpec};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

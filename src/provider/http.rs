@@ -5,18 +5,13 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use super::{ProviderError, clip};
+use super::ProviderError;
+use crate::net::{clip, describe};
 
-/// Builds the process's HTTP client. Connection setup is bounded; the response body is bounded by
-/// the idle timeout in `provider::drive`, not by a total timeout (a long answer is legitimate).
+/// Builds the providers' HTTP client. Connection setup is bounded; the response body is bounded
+/// by the idle timeout in `provider::drive`, not by a total timeout (a long answer is legitimate).
 pub fn client() -> Result<reqwest::Client, reqwest::Error> {
-    // reqwest is built without a bundled crypto provider; ring is ours. An `Err` means one is
-    // already installed, which is all we need.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(30))
-        .user_agent(concat!("rounds/", env!("CARGO_PKG_VERSION")))
-        .build()
+    crate::net::builder(Duration::from_secs(30)).build()
 }
 
 /// A header value holding a secret: marked sensitive so it never shows in debug output.
@@ -82,24 +77,6 @@ pub async fn post(
         },
         retry_after,
     })
-}
-
-/// A transport error with its causes (reqwest's top-level message alone says little).
-pub fn describe(e: &reqwest::Error) -> String {
-    let mut msg = if e.is_connect() {
-        "connection failed".to_owned()
-    } else if e.is_timeout() {
-        "timed out".to_owned()
-    } else {
-        "request failed".to_owned()
-    };
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    msg
 }
 
 /// The provider's own error text from an error body, in whichever shape the provider uses:

@@ -13,8 +13,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
+use crate::conversation::ToolSpec;
 use crate::conversation::{Block, Message, StopReason, Usage};
-use crate::tools::ToolSpec;
+use crate::net::clip;
 
 pub mod anthropic;
 pub mod gemini;
@@ -138,14 +139,6 @@ impl ProviderError {
             ProviderError::Refused { .. } => false,
             ProviderError::Protocol { .. } => false,
             ProviderError::Replay(_) => false,
-        }
-    }
-
-    /// The HTTP status, when there was one.
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            ProviderError::Http { status, .. } => Some(*status),
-            _ => None,
         }
     }
 }
@@ -295,16 +288,4 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(
         provider: provider.to_owned(),
         message: format!("undecodable event ({e}): {}", clip(data, 200)),
     })
-}
-
-/// Cuts text for error messages at a character boundary.
-pub fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }

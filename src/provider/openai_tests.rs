@@ -1,7 +1,7 @@
 use super::*;
 use crate::conversation::ToolResult;
+use crate::conversation::{Class, ToolSpec};
 use crate::provider::testing::{CHUNKINGS, expected, read, run, summarize};
-use crate::tools::{Class, ToolSpec};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

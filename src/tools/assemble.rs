@@ -2,20 +2,20 @@
 //! manifests, and the tools of MCP servers, which must be started to be listed; then the
 //! allowlist, which can only be checked once every tool name is known.
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::mcp::McpServers;
 use super::policy::{Policy, PolicyError};
+use crate::process::ProcessContext;
 use std::sync::Arc;
 
-use super::{BuiltinOptions, Registry, SchemaError, Tool, manifest, mcp};
+use super::{Registry, SchemaError, Tool, builtin, manifest, mcp};
 
 /// Where a run's tools come from, as resolved from the flags.
 #[derive(Debug, Clone, Default)]
 pub struct ToolSources {
-    pub builtin: BuiltinOptions,
+    pub builtin: builtin::Options,
     pub allow: Vec<String>,
     pub deny: Vec<String>,
     pub tools_files: Vec<PathBuf>,
@@ -51,17 +51,11 @@ pub enum AssembleError {
     },
 }
 
-/// Everything the tool processes of a run share: where they run and their environment.
-pub struct ProcessContext<'a> {
-    pub cwd: &'a Path,
-    pub env: &'a [(OsString, OsString)],
-}
-
 pub async fn assemble(
     sources: &ToolSources,
     processes: &ProcessContext<'_>,
 ) -> Result<Assembled, AssembleError> {
-    let mut registry = Registry::builtin(&sources.builtin)?;
+    let mut registry = builtin::registry(&sources.builtin);
     add_new(&mut registry, manifest::load(&sources.tools_files)?)?;
     let (servers, tools) = mcp::start_all(
         &sources.mcp,

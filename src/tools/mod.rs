@@ -12,50 +12,21 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub mod assemble;
-pub mod bash;
+pub mod builtin;
 pub mod command_parts;
-pub mod edit_file;
-pub mod glob;
-pub mod grep;
 pub mod hooks;
-pub mod list_dir;
 pub mod manifest;
 pub mod mcp;
 pub mod pipeline;
 pub mod policy;
-pub mod read_file;
-pub mod web;
-pub mod web_addr;
-pub mod web_fetch;
-pub mod web_search;
 pub mod workspace;
-pub mod write_file;
 
+pub use crate::conversation::{Class, ToolSpec};
 pub use workspace::Workspace;
-
-/// Whether a tool may run at the same time as others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Class {
-    /// Reads only: consecutive safe calls run in parallel.
-    Safe,
-    /// Changes things: waits for every earlier call and blocks every later one.
-    Mutating,
-}
-
-/// What the model is told about a tool.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-    pub class: Class,
-}
 
 /// Everything a running tool may use. The workspace root comes from the user, never the model.
 #[derive(Clone)]
@@ -232,39 +203,11 @@ pub struct SchemaError {
     pub message: String,
 }
 
-/// Settings of the built-in tools that come from flags.
-#[derive(Debug, Clone, Default)]
-pub struct BuiltinOptions {
-    /// `web_search` endpoint template with `{query}`; `None` means the DuckDuckGo HTML page.
-    pub search_url: Option<String>,
-    /// Lets `web_fetch` reach loopback, private and link-local addresses.
-    pub web_allow_private: bool,
-}
-
 impl Registry {
-    /// The built-in tools.
-    pub fn builtin(options: &BuiltinOptions) -> Result<Registry, SchemaError> {
-        let mut registry = Registry::default();
-        registry.register(Arc::new(read_file::ReadFile::new()))?;
-        registry.register(Arc::new(list_dir::ListDir::new()))?;
-        registry.register(Arc::new(glob::Glob::new()))?;
-        registry.register(Arc::new(grep::Grep::new()))?;
-        registry.register(Arc::new(write_file::WriteFile::new()))?;
-        registry.register(Arc::new(edit_file::EditFile::new()))?;
-        registry.register(Arc::new(bash::Bash::new()))?;
-        registry.register(Arc::new(
-            web_fetch::WebFetch::new().allow_private(options.web_allow_private),
-        ))?;
-        registry.register(Arc::new(web_search::WebSearch::new(
-            options.search_url.clone(),
-        )))?;
-        Ok(registry)
-    }
-
     /// Adds a tool; a later tool with the same name replaces the earlier one. The schema is
     /// compiled when the tool is first called (`Entry::validator`); use `register_checked` for
     /// tools whose schema comes from outside rounds.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), SchemaError> {
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
         let name = tool.spec().name.clone();
         let entry = Entry::new(tool);
         match self.by_name.get(&name) {
@@ -277,14 +220,14 @@ impl Registry {
                 self.entries.push(entry);
             }
         }
-        Ok(())
     }
 
     /// Adds a tool after checking that its schema compiles: for schemas from manifests and
     /// servers, where a mistake should be reported at startup, not at the first call.
     pub fn register_checked(&mut self, tool: Arc<dyn Tool>) -> Result<(), SchemaError> {
         Entry::new(tool.clone()).validator()?;
-        self.register(tool)
+        self.register(tool);
+        Ok(())
     }
 
     pub fn get(&self, name: &str) -> Option<&Entry> {
@@ -301,35 +244,5 @@ impl Registry {
 
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.entries.iter().map(|e| e.tool.spec())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_built_in_schema_compiles_and_names_are_unique() {
-        let registry = Registry::builtin(&BuiltinOptions::default()).unwrap();
-        let names: Vec<&str> = registry.names().collect();
-        assert_eq!(
-            names,
-            [
-                "read_file",
-                "list_dir",
-                "glob",
-                "grep",
-                "write_file",
-                "edit_file",
-                "bash",
-                "web_fetch",
-                "web_search"
-            ]
-        );
-        for name in names {
-            let entry = registry.get(name).unwrap();
-            let v = entry.validator().unwrap();
-            assert!(!v.is_valid(&serde_json::json!("not an object")), "{name}");
-        }
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Tool;
-use super::assemble::ProcessContext;
+use crate::process::ProcessContext;
 
 mod server;
 mod spec;

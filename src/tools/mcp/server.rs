@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 use super::McpError;
 use super::spec::ServerSpec;
 use crate::process;
-use crate::tools::assemble::ProcessContext;
+use crate::process::ProcessContext;
 
 /// How long a server may take to exit by itself once its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_millis(500);

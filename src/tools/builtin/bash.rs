@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::policy::Subject;
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 use crate::process::{self, Captured, Exit, Limits};
+use crate::tools::policy::Subject;
+use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Bytes of each stream kept from the start and from the end; the rest is only in the spill
 /// file. Both streams together stay under the default result cap.

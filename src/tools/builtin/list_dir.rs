@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::policy::Subject;
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::policy::Subject;
+use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Entries shown per call.
 const MAX_ENTRIES: usize = 500;
@@ -79,14 +79,14 @@ impl Tool for ListDir {
     }
 
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        super::path_subject(input, workspace, Some("."))
+        crate::tools::path_subject(input, workspace, Some("."))
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
         let cancel = ctx.cancel.clone();
-        super::blocking("list_dir", move || list(&workspace, &args, &cancel)).await
+        crate::tools::blocking("list_dir", move || list(&workspace, &args, &cancel)).await
     }
 }
 

@@ -15,9 +15,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::policy::Subject;
 use super::web::{self, Body, Limits, descendants, one_line, parse_html, text_of};
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::policy::Subject;
+use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// The backend when `--search-url` is not given.
 pub const DEFAULT_SEARCH_URL: &str = "https://html.duckduckgo.com/html/?q={query}";
@@ -312,7 +312,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::web::testing::{Reply, Server};
+    use crate::tools::builtin::web::testing::{Reply, Server};
     use crate::tools::workspace::testing::{context, workspace};
 
     /// Shaped like html.duckduckgo.com's answer: an ad first, then three results whose links go

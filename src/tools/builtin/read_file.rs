@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::policy::Subject;
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::policy::Subject;
+use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Bytes of file content shown per call.
 const MAX_BYTES: usize = 256 * 1024;
@@ -89,13 +89,13 @@ impl Tool for ReadFile {
     }
 
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        super::path_subject(input, workspace, None)
+        crate::tools::path_subject(input, workspace, None)
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        super::blocking("read_file", move || read(&workspace, &args)).await
+        crate::tools::blocking("read_file", move || read(&workspace, &args)).await
     }
 }
 

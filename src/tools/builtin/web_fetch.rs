@@ -11,9 +11,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::policy::Subject;
 use super::web::{self, Body, Limits, Page};
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::policy::Subject;
+use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Characters of text shown per call, after conversion.
 const MAX_CHARS: usize = 100_000;
@@ -211,7 +211,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::web::testing::{Reply, Server};
+    use crate::tools::builtin::web::testing::{Reply, Server};
     use crate::tools::workspace::testing::{context, workspace};
 
     async fn fetch(tool: &WebFetch, input: Value) -> Result<String, String> {

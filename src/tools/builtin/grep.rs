@@ -12,9 +12,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::policy::Subject;
-use super::workspace::PathError;
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::policy::Subject;
+use crate::tools::workspace::PathError;
+use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Matching lines shown per call.
 const MAX_MATCHES: usize = 200;
@@ -104,14 +104,14 @@ impl Tool for Grep {
 
     /// The file or directory searched: `grep(src/**)` allows searching under `src`.
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        super::path_subject(input, workspace, Some("."))
+        crate::tools::path_subject(input, workspace, Some("."))
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
         let cancel = ctx.cancel.clone();
-        super::blocking("grep", move || search(&workspace, &args, &cancel)).await
+        crate::tools::blocking("grep", move || search(&workspace, &args, &cancel)).await
     }
 }
 

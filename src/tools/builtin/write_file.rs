@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::policy::Subject;
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::policy::Subject;
+use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 pub struct WriteFile {
     spec: ToolSpec,
@@ -69,13 +69,13 @@ impl Tool for WriteFile {
     }
 
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        super::path_subject(input, workspace, None)
+        crate::tools::path_subject(input, workspace, None)
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        let report = super::blocking("write_file", move || {
+        let report = crate::tools::blocking("write_file", move || {
             Ok(workspace.write_atomic(&args.path, args.content.as_bytes(), true)?)
         })
         .await?;

@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use similar::udiff::UnifiedHunkHeader;
 use similar::{ChangeTag, TextDiff};
 
-use super::policy::Subject;
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::policy::Subject;
+use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Larger files are refused: the whole file is held in memory (twice) and diffed.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -105,13 +105,13 @@ impl Tool for EditFile {
     }
 
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        super::path_subject(input, workspace, None)
+        crate::tools::path_subject(input, workspace, None)
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        super::blocking("edit_file", move || edit(&workspace, &args)).await
+        crate::tools::blocking("edit_file", move || edit(&workspace, &args)).await
     }
 }
 
@@ -619,7 +619,7 @@ mod tests {
         let tool = Arc::new(EditFile::default());
         assert_eq!(tool.spec().class, Class::Mutating);
         let mut registry = crate::tools::Registry::default();
-        registry.register(tool.clone()).unwrap();
+        registry.register(tool.clone());
         let entry = registry.get("edit_file").unwrap();
         assert!(
             !entry

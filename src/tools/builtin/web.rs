@@ -16,9 +16,9 @@ use reqwest::header::{CONTENT_TYPE, LOCATION, USER_AGENT};
 use reqwest::{StatusCode, Url};
 use tokio_util::sync::CancellationToken;
 
-use super::{ToolError, web_addr};
-use crate::provider::clip;
-use crate::provider::http::describe;
+use super::web_addr;
+use crate::net::{clip, describe};
+use crate::tools::ToolError;
 
 /// Redirect hops followed before giving up.
 pub const MAX_REDIRECTS: usize = 5;
@@ -194,13 +194,8 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, ToolError> {
     static PUBLIC: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     let cell = if allow_private { &ANY } else { &PUBLIC };
     let client = cell.get_or_init(|| {
-        // As in `provider::http::client`: reqwest has no bundled crypto provider; ring is ours,
-        // and an `Err` only means one is installed already.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("rounds/", env!("CARGO_PKG_VERSION")));
+        let mut builder = crate::net::builder(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none());
         if !allow_private {
             builder = builder.dns_resolver(Arc::new(web_addr::PublicOnly::from_env()));
         }
