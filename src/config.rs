@@ -6,55 +6,24 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{FailOn, OnMaxRounds};
-use crate::cli::{self, Cli, OutputMode, ToolFlags};
+use crate::agent::{FailOn, LoopLimits, OnMaxRounds};
+use crate::cli::{self, Cli, ToolFlags};
 use crate::conversation::Message;
 use crate::process;
+use crate::provider::ProviderChoice;
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
+use crate::tools::pipeline::Settings;
 use crate::tools::workspace::WorkspaceError;
-use crate::tools::{SchemaError, Workspace, builtin};
-use crate::transcript::{self, ReadError, Transcript};
+use crate::tools::{Outputs, Workspace, builtin};
+use crate::transcript::{self, ReadError};
 
 const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
 /// Larger input would not fit any model's context; refusing is clearer than truncating.
 const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Which endpoint to talk to, with what credentials.
-pub enum ProviderChoice {
-    Anthropic {
-        base_url: String,
-        key: String,
-    },
-    Gemini {
-        base_url: String,
-        key: String,
-    },
-    OpenAi {
-        name: &'static str,
-        flavor: Flavor,
-        base_url: String,
-        key: Option<String>,
-    },
-    Replay {
-        path: PathBuf,
-        transcript: Box<Transcript>,
-    },
-}
-
-impl ProviderChoice {
-    pub fn name(&self) -> &'static str {
-        match self {
-            ProviderChoice::Anthropic { .. } => "anthropic",
-            ProviderChoice::Gemini { .. } => "gemini",
-            ProviderChoice::OpenAi { name, .. } => name,
-            ProviderChoice::Replay { .. } => "replay",
-        }
-    }
-}
 
 /// The conversation a resumed run continues.
 pub struct Resume {
@@ -65,37 +34,29 @@ pub struct Resume {
 /// The prompt of a resumed run when none is given.
 const CONTINUE: &str = "Continue from where you left off.";
 
-/// Every setting of one run, resolved.
+/// Every setting of one run, resolved. Grouped by who consumes them: the provider (`provider`,
+/// `model`, `idle_timeout`), the loop (`limits`), the toolbox (`tools`, `tool_settings`,
+/// `workspace`) and the records (`transcript`, `store`). What only the face needs (the output
+/// mode, quiet) stays with the face.
 pub struct Config {
-    pub resume: Option<Resume>,
+    pub run_id: String,
     pub provider: ProviderChoice,
     pub model: String,
+    /// Seconds without data before a provider stream counts as stalled.
+    pub idle_timeout: Duration,
     pub prompt: String,
     pub system: String,
+    pub resume: Option<Resume>,
     pub workspace: Workspace,
     /// Which tools exist (built in, from manifests, from MCP servers) and the allowlist rules;
     /// assembled into a registry and a policy by `tools::assemble` once servers are running.
     pub tools: ToolSources,
-    pub max_rounds: u32,
-    pub max_tokens: Option<u32>,
-    pub max_parallel: usize,
-    pub tool_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub max_result_bytes: usize,
-    pub timeout: Option<Duration>,
-    pub budget_tokens: Option<u64>,
-    pub on_max_rounds: OnMaxRounds,
-    pub fail_on: FailOn,
-    pub retry: RetryPolicy,
-    /// The environment tool and hook processes get.
-    pub tool_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    pub hooks: Hooks,
-    pub output: OutputMode,
+    /// Timeouts, result caps, environment, output directory and hooks of every tool call.
+    pub tool_settings: Settings,
+    pub limits: LoopLimits,
     pub transcript: Option<PathBuf>,
     /// `--store`: the PostgreSQL URL every line is also written to.
     pub store: Option<String>,
-    pub run_id: String,
-    pub quiet: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -106,8 +67,6 @@ pub enum ConfigError {
     UnknownProvider(String),
     #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
     AmbiguousModel(String),
-    #[error("the {0} provider is not supported yet")]
-    Unsupported(String),
     #[error("{var} is not set: the {provider} provider needs an API key")]
     MissingKey {
         var: &'static str,
@@ -138,8 +97,6 @@ pub enum ConfigError {
     Resume(ReadError),
     #[error("--resume last: no transcript under {}", .0.display())]
     NothingToResume(PathBuf),
-    #[error(transparent)]
-    Schema(#[from] SchemaError),
     #[error("--search-url {0:?} must contain {{query}}")]
     SearchUrl(String),
     #[error("--tool-env {0}: provider keys are never passed to tools")]
@@ -267,22 +224,26 @@ impl Config {
         } else {
             default_transcript_path(&env, &run_id)
         };
-
-        Ok(Config {
-            resume,
-            provider,
-            model,
-            prompt,
-            system,
-            workspace,
-            tools,
+        // Whole outputs of cut results live beside the transcript, or in the temp directory.
+        let outputs = match &transcript {
+            Some(path) => path.with_extension("outputs"),
+            None => std::env::temp_dir().join(format!("rounds-{run_id}")),
+        };
+        let tool_settings = Settings {
+            timeout: Duration::from_secs_f64(cli.tool_timeout),
+            max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
+            env: tool_env,
+            outputs: Outputs::new(outputs),
+            hooks: Hooks {
+                pre: cli.pre_tool_hook.clone(),
+                post: cli.post_tool_hook.clone(),
+            },
+        };
+        let limits = LoopLimits {
             max_rounds: cli.max_rounds,
+            deadline: cli.timeout.map(Duration::from_secs_f64),
             max_tokens: cli.max_tokens,
             max_parallel: usize::from(cli.max_parallel),
-            tool_timeout: Duration::from_secs_f64(cli.tool_timeout),
-            idle_timeout: Duration::from_secs_f64(cli.idle_timeout),
-            max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
-            timeout: cli.timeout.map(Duration::from_secs_f64),
             budget_tokens: cli.budget_tokens,
             on_max_rounds: match cli.on_max_rounds {
                 cli::OnMaxRounds::Stop => OnMaxRounds::Stop,
@@ -296,17 +257,23 @@ impl Config {
                 max_retries: cli.max_retries,
                 base: Duration::from_secs_f64(cli.retry_delay),
             },
-            tool_env,
-            hooks: Hooks {
-                pre: cli.pre_tool_hook.clone(),
-                post: cli.post_tool_hook.clone(),
-            },
-            output: cli.output,
+        };
+
+        Ok(Config {
+            run_id,
+            provider,
+            model,
+            idle_timeout: Duration::from_secs_f64(cli.idle_timeout),
+            prompt,
+            system,
+            resume,
+            workspace,
+            tools,
+            tool_settings,
+            limits,
             transcript,
             // An empty ROUNDS_STORE means no store, as empty variables mean unset elsewhere.
             store: cli.store.clone().filter(|url| !url.is_empty()),
-            run_id,
-            quiet: cli.quiet,
         })
     }
 }

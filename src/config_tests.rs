@@ -229,7 +229,8 @@ fn tool_environment_is_scrubbed_and_keys_cannot_be_passed() {
     w.env.insert("LC_ALL".into(), "C".into());
     let c = w.resolve(&["--tool-env", "MY_TOKEN", "q"]).unwrap();
     let names: Vec<_> = c
-        .tool_env
+        .tool_settings
+        .env
         .iter()
         .map(|(k, _)| k.to_str().unwrap())
         .collect();

@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod app;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod conversation;
 pub mod inventory;
@@ -35,16 +36,15 @@ pub fn run(cli: Cli) -> u8 {
     match cli.command {
         Some(cli::Command::Tools(args)) => {
             init_logging(0, false);
-            return inventory::run(args);
+            return commands::tools(args);
         }
         Some(cli::Command::Export(args)) => {
             init_logging(cli.verbose, cli.quiet);
-            return store::export_command(&args);
+            return commands::export(&args);
         }
         None => {}
     }
-    let quiet = cli.quiet;
-    let output = cli.output;
+    let (quiet, output) = (cli.quiet, cli.output);
     init_logging(cli.verbose, quiet);
     let env = |name: &str| std::env::var(name).ok();
     let mut read_stdin = || config::read_real_stdin(quiet);
@@ -57,20 +57,26 @@ pub fn run(cli: Cli) -> u8 {
     };
     let outcome = match Config::resolve(cli, inputs) {
         Ok(config) => match runtime() {
-            Ok(rt) => rt.block_on(app::run(config)),
-            Err(e) => Outcome::usage_error(format!("cannot start the async runtime: {e}")),
+            Ok(rt) => {
+                let observer = render::observer(output, quiet, config.limits.max_rounds);
+                rt.block_on(app::run(config, observer))
+            }
+            Err(e) => Outcome::new(
+                outcome::Status::Error,
+                Some(format!("cannot start the async runtime: {e}")),
+            ),
         },
         Err(e) => Outcome::usage_error(e.to_string()),
     };
     render::print_outcome(output, &outcome);
     render::print_summary(&outcome, quiet);
-    outcome.exit_code
+    outcome.exit_code()
 }
 
 /// One thread drives the run: the work is waiting on the network and on tool processes, and
 /// blocking file work goes to the blocking pool. Fewer threads mean fewer stacks and malloc
 /// arenas, which keeps peak memory within the README's target.
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

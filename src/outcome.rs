@@ -1,15 +1,32 @@
-//! How a run ended. The status decides the exit code (DESIGN §7) and appears, identically, in the
-//! transcript's `end` line and in `--output json`.
+//! How a run ended. The [`Status`] is the one truth: the exit code is computed from it
+//! (DESIGN §7 of the product specification, and the README's exit-code table), and it appears,
+//! identically, in the transcript's `end` line and in `--output json`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
+use serde::ser::SerializeStruct;
 
 use crate::conversation::{ErrorKind, StopReason, Usage};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// The signals that interrupt a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Interrupt,
+    Terminate,
+}
+
+impl Signal {
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Interrupt => "SIGINT",
+            Signal::Terminate => "SIGTERM",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     /// The model finished without asking for more tools.
     Completed,
@@ -26,10 +43,11 @@ pub enum Status {
     /// `--fail-on` triggered.
     ToolFailure,
     /// SIGINT (130) or SIGTERM (143).
-    Interrupted,
+    Interrupted(Signal),
 }
 
 impl Status {
+    /// The name in the transcript, `--output json` and the summary line.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Completed => "completed",
@@ -39,11 +57,10 @@ impl Status {
             Status::Budget => "budget",
             Status::Timeout => "timeout",
             Status::ToolFailure => "tool_failure",
-            Status::Interrupted => "interrupted",
+            Status::Interrupted(_) => "interrupted",
         }
     }
 
-    /// The exit code; interruptions carry the signal's own code instead.
     pub fn exit_code(self) -> u8 {
         match self {
             Status::Completed => 0,
@@ -53,16 +70,38 @@ impl Status {
             Status::Budget => 4,
             Status::Timeout => 5,
             Status::ToolFailure => 6,
-            Status::Interrupted => 130,
+            Status::Interrupted(Signal::Interrupt) => 130,
+            Status::Interrupted(Signal::Terminate) => 143,
         }
+    }
+
+    /// The status a record names, with its exit code telling which signal interrupted it.
+    pub fn from_record(name: &str, exit_code: u8) -> Option<Status> {
+        Some(match name {
+            "completed" => Status::Completed,
+            "error" => Status::Error,
+            "usage" => Status::Usage,
+            "max_rounds" => Status::MaxRounds,
+            "budget" => Status::Budget,
+            "timeout" => Status::Timeout,
+            "tool_failure" => Status::ToolFailure,
+            "interrupted" if exit_code == 143 => Status::Interrupted(Signal::Terminate),
+            "interrupted" => Status::Interrupted(Signal::Interrupt),
+            _ => return None,
+        })
+    }
+}
+
+impl Serialize for Status {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
 /// Everything the outputs report about a finished run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Outcome {
     pub status: Status,
-    pub exit_code: u8,
     pub final_text: String,
     pub rounds: u32,
     pub usage: Usage,
@@ -75,20 +114,87 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// A run that never started: bad flags, a missing key, an empty prompt.
-    pub fn usage_error(message: String) -> Outcome {
+    /// A run that ended before its first round, or never started (bad flags, a missing key).
+    pub fn new(status: Status, error: Option<String>) -> Outcome {
         Outcome {
-            status: Status::Usage,
-            exit_code: Status::Usage.exit_code(),
+            status,
             final_text: String::new(),
             rounds: 0,
             usage: Usage::default(),
             duration_ms: 0,
-            error: Some(message),
+            error,
             transcript: None,
             stop_reason: None,
             tool_calls: 0,
             tool_errors: BTreeMap::new(),
         }
+    }
+
+    /// A run that never started: bad flags, a missing key, an empty prompt.
+    pub fn usage_error(message: String) -> Outcome {
+        Outcome::new(Status::Usage, Some(message))
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        self.status.exit_code()
+    }
+
+    /// Ends the run with `status` and `error`, keeping what happened before.
+    pub fn end(mut self, status: Status, error: impl Into<String>) -> Outcome {
+        self.status = status;
+        self.error = Some(error.into());
+        self
+    }
+}
+
+/// `--output json`: the outcome with its exit code, which is derived, never stored.
+impl Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Outcome", 11)?;
+        s.serialize_field("status", &self.status)?;
+        s.serialize_field("exit_code", &self.exit_code())?;
+        s.serialize_field("final_text", &self.final_text)?;
+        s.serialize_field("rounds", &self.rounds)?;
+        s.serialize_field("usage", &self.usage)?;
+        s.serialize_field("duration_ms", &self.duration_ms)?;
+        s.serialize_field("error", &self.error)?;
+        s.serialize_field("transcript", &self.transcript)?;
+        s.serialize_field("stop_reason", &self.stop_reason)?;
+        s.serialize_field("tool_calls", &self.tool_calls)?;
+        s.serialize_field("tool_errors", &self.tool_errors)?;
+        s.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_reads_back_from_its_record() {
+        let all = [
+            Status::Completed,
+            Status::Error,
+            Status::Usage,
+            Status::MaxRounds,
+            Status::Budget,
+            Status::Timeout,
+            Status::ToolFailure,
+            Status::Interrupted(Signal::Interrupt),
+            Status::Interrupted(Signal::Terminate),
+        ];
+        for status in all {
+            let back = Status::from_record(status.as_str(), status.exit_code());
+            assert_eq!(back, Some(status));
+        }
+        assert_eq!(Status::from_record("bogus", 0), None);
+    }
+
+    #[test]
+    fn json_carries_the_derived_exit_code() {
+        let outcome = Outcome::new(Status::Interrupted(Signal::Terminate), None);
+        let json = serde_json::to_value(&outcome).unwrap();
+        assert_eq!(json["status"], "interrupted");
+        assert_eq!(json["exit_code"], 143);
     }
 }

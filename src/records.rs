@@ -2,7 +2,7 @@
 //! to each of them as it is written; a failure of either ends the run (exit 1), because a record
 //! that silently stops is worse than a run that stops.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
@@ -23,6 +23,25 @@ pub struct Records {
 }
 
 impl Records {
+    /// Creates the transcript and connects to the store, before any model call: an unwritable
+    /// file or an unreachable database is the user's to fix (a usage error).
+    pub async fn open(transcript: Option<&Path>, store: Option<&str>) -> Result<Records, String> {
+        Ok(Records {
+            transcript: match transcript {
+                Some(path) => Some(Writer::create(path).map_err(|e| e.to_string())?),
+                None => None,
+            },
+            store: match store {
+                Some(url) => Some(Box::new(
+                    crate::store::connect(url)
+                        .await
+                        .map_err(|e| e.to_string())?,
+                )),
+                None => None,
+            },
+        })
+    }
+
     pub async fn write(&mut self, line: &Line) -> Result<(), String> {
         if let Some(w) = self.transcript.as_mut() {
             w.write(line).map_err(|e| e.to_string())?;

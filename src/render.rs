@@ -7,11 +7,30 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use serde::Serialize;
 
-use crate::agent::Observer;
+use std::sync::Arc;
+
+use crate::agent::{Fanout, Observer};
 use crate::cli::OutputMode;
-use crate::conversation::{ToolResult, ToolUse};
+use crate::conversation::{Class, ToolResult, ToolUse};
+use crate::inventory::Listed;
 use crate::outcome::{Outcome, Status};
+use crate::progress::Progress;
 use crate::transcript::{End, RetryNote, Round, Start, VERSION};
+
+/// Who hears about a run as it happens: events on stdout in stream-json mode, and progress on
+/// a terminal's stderr unless quiet.
+pub fn observer(mode: OutputMode, quiet: bool, max_rounds: u32) -> Arc<dyn Observer> {
+    let mut all: Vec<Arc<dyn Observer>> = Vec::new();
+    if mode == OutputMode::StreamJson {
+        all.push(Arc::new(StreamJson::default()));
+    }
+    if !quiet {
+        if let Some(progress) = Progress::for_terminal(max_rounds) {
+            all.push(Arc::new(progress));
+        }
+    }
+    Arc::new(Fanout(all))
+}
 
 /// Prints the run's result on stdout in the chosen mode.
 pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
@@ -21,7 +40,7 @@ pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
         OutputMode::StreamJson if outcome.status != Status::Usage => return,
         OutputMode::StreamJson => match serde_json::to_vec(&Versioned {
             v: VERSION,
-            event: StreamEvent::End(&end_of(outcome)),
+            event: StreamEvent::End(&End::from(outcome)),
         }) {
             Ok(b) => b,
             Err(_) => return,
@@ -96,21 +115,6 @@ pub fn print_summary(outcome: &Outcome, quiet: bool) {
 
 fn plural(n: u32) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-/// The `end` record for an outcome (the transcript's closing line and the last event).
-pub fn end_of(outcome: &Outcome) -> End {
-    End {
-        status: outcome.status.as_str().to_owned(),
-        exit_code: outcome.exit_code,
-        rounds: outcome.rounds,
-        final_text: outcome.final_text.clone(),
-        usage: outcome.usage,
-        duration_ms: outcome.duration_ms,
-        error: outcome.error.clone(),
-        tool_calls: outcome.tool_calls,
-        tool_errors: outcome.tool_errors.clone(),
-    }
 }
 
 /// One `--output stream-json` event. `start`, `round` and `end` are the transcript's own
@@ -226,7 +230,7 @@ pub fn print_error(label: &str, message: &str) {
 
 /// `rounds tools`: a table (name, class, offered, origin, then the description), or one JSON
 /// array with the schemas.
-pub fn print_tool_list(json: bool, tools: &[crate::inventory::Listed]) {
+pub fn print_tool_list(json: bool, tools: &[Listed]) {
     let mut out = String::new();
     if json {
         out = serde_json::to_string_pretty(tools).unwrap_or_default();
@@ -239,8 +243,8 @@ pub fn print_tool_list(json: bool, tools: &[crate::inventory::Listed]) {
         ));
         for t in tools {
             let class = match t.class {
-                crate::tools::Class::Safe => "safe",
-                crate::tools::Class::Mutating => "mutating",
+                Class::Safe => "safe",
+                Class::Mutating => "mutating",
             };
             let offered = if t.offered { "yes" } else { "no" };
             out.push_str(&format!(

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{Block, ErrorKind, StopReason, ToolResult, Usage};
+use crate::outcome::{Outcome, Status};
 
 /// The schema version written in every line's `v`.
 pub const VERSION: u32 = 1;
@@ -93,9 +94,13 @@ pub struct RetryNote {
     pub delay_ms: u64,
 }
 
+/// The closing line. Built from the run's [`Outcome`] in one place (`From<&Outcome>`), so the
+/// transcript, the store and the stream-json `end` event always agree with the exit status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "EndRecord")]
 pub struct End {
-    pub status: String,
+    pub status: Status,
+    /// Always `status.exit_code()`; written out so a reader needs no table.
     pub exit_code: u8,
     pub rounds: u32,
     pub final_text: String,
@@ -107,6 +112,58 @@ pub struct End {
     pub tool_calls: u32,
     #[serde(default)]
     pub tool_errors: BTreeMap<ErrorKind, u32>,
+}
+
+impl From<&Outcome> for End {
+    fn from(outcome: &Outcome) -> End {
+        End {
+            status: outcome.status,
+            exit_code: outcome.exit_code(),
+            rounds: outcome.rounds,
+            final_text: outcome.final_text.clone(),
+            usage: outcome.usage,
+            duration_ms: outcome.duration_ms,
+            error: outcome.error.clone(),
+            tool_calls: outcome.tool_calls,
+            tool_errors: outcome.tool_errors.clone(),
+        }
+    }
+}
+
+/// `End` as written: the status by name, which with the exit code tells SIGINT from SIGTERM.
+#[derive(Deserialize)]
+struct EndRecord {
+    status: String,
+    exit_code: u8,
+    rounds: u32,
+    final_text: String,
+    usage: Usage,
+    duration_ms: u64,
+    error: Option<String>,
+    #[serde(default)]
+    tool_calls: u32,
+    #[serde(default)]
+    tool_errors: BTreeMap<ErrorKind, u32>,
+}
+
+impl TryFrom<EndRecord> for End {
+    type Error = String;
+
+    fn try_from(r: EndRecord) -> Result<End, String> {
+        let status = Status::from_record(&r.status, r.exit_code)
+            .ok_or_else(|| format!("unknown status {:?}", r.status))?;
+        Ok(End {
+            status,
+            exit_code: r.exit_code,
+            rounds: r.rounds,
+            final_text: r.final_text,
+            usage: r.usage,
+            duration_ms: r.duration_ms,
+            error: r.error,
+            tool_calls: r.tool_calls,
+            tool_errors: r.tool_errors,
+        })
+    }
 }
 
 /// Writing the transcript failed: the run cannot keep its promise of a record, so it ends.

@@ -2,24 +2,25 @@
 //! the results back, and stop when it stops asking, a limit is hit, something fails, or the run
 //! is cancelled (deadline or signal).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usage};
-use crate::outcome::Status;
+use crate::outcome::{Outcome, Status};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Provider, ProviderError, Request, StreamEvent, ToolChoice};
 use crate::records::Records;
 use crate::tools::pipeline::Toolbox;
-use crate::transcript::{Line, RetryNote, Round};
+use crate::transcript::{self, Line, RetryNote, Round};
 
+mod cancel;
 mod observer;
 pub mod scheduler;
 
+pub use cancel::Cancel;
 pub use observer::{Fanout, Observer, Quiet};
 use scheduler::Scheduler;
 
@@ -43,12 +44,29 @@ pub struct FailOn {
 #[derive(Debug, Clone)]
 pub struct LoopLimits {
     pub max_rounds: u32,
+    /// The whole run's deadline (`--timeout`), counted from the loop's start.
+    pub deadline: Option<Duration>,
     pub max_tokens: Option<u32>,
     pub max_parallel: usize,
     pub budget_tokens: Option<u64>,
     pub on_max_rounds: OnMaxRounds,
     pub fail_on: FailOn,
     pub retry: RetryPolicy,
+}
+
+impl LoopLimits {
+    /// The limits as the transcript's start line records them, with the tool timeout the
+    /// toolbox enforces.
+    pub fn record(&self, tool_timeout: Duration) -> transcript::Limits {
+        transcript::Limits {
+            max_rounds: self.max_rounds,
+            max_tokens: self.max_tokens,
+            budget_tokens: self.budget_tokens,
+            timeout_secs: self.deadline.map(|t| t.as_secs_f64()),
+            tool_timeout_secs: tool_timeout.as_secs_f64(),
+            max_parallel: self.max_parallel,
+        }
+    }
 }
 
 /// The parts of a run the loop drives.
@@ -58,19 +76,6 @@ pub struct Agent {
     pub system: String,
     pub limits: LoopLimits,
     pub observer: Arc<dyn Observer>,
-}
-
-/// What the loop reports when it stops.
-#[derive(Debug, Clone)]
-pub struct Finished {
-    pub status: Status,
-    pub rounds: u32,
-    pub final_text: String,
-    pub usage: Usage,
-    pub error: Option<String>,
-    pub stop_reason: Option<StopReason>,
-    pub tool_calls: u32,
-    pub tool_errors: BTreeMap<ErrorKind, u32>,
 }
 
 /// How one round ended.
@@ -88,25 +93,20 @@ const SUMMARIZE: &str = "The round limit has been reached: do not call any more 
 
 impl Agent {
     /// Runs rounds until the model stops calling tools or a limit, a failure or `cancel` ends
-    /// the run. `history` holds the conversation so far and grows with every round. On
-    /// cancellation the status is `Interrupted`; the caller knows whether a deadline or a
-    /// signal was the cause.
+    /// the run. `history` holds the conversation so far and grows with every round. A
+    /// cancellation ends the run with the status its reason names; the deadline is the loop's
+    /// own. The outcome's duration and transcript are the caller's to fill in.
     pub async fn run(
         &self,
         history: &mut Vec<Message>,
         records: &mut Records,
-        cancel: &CancellationToken,
-    ) -> Finished {
-        let mut done = Finished {
-            status: Status::MaxRounds,
-            rounds: 0,
-            final_text: String::new(),
-            usage: Usage::default(),
-            error: None,
-            stop_reason: None,
-            tool_calls: 0,
-            tool_errors: BTreeMap::new(),
-        };
+        cancel: &Cancel,
+    ) -> Outcome {
+        let _deadline = self
+            .limits
+            .deadline
+            .map(|after| deadline(after, cancel.clone()));
+        let mut done = Outcome::new(Status::MaxRounds, None);
         let offered = self.toolbox.offered();
         let mut next_input = estimate_tokens(history) + (self.system.len() / 4) as u64;
         let mut number = 0;
@@ -118,12 +118,13 @@ impl Agent {
             if let Some(budget) = self.limits.budget_tokens {
                 let used = done.usage.total();
                 if used + next_input > budget {
-                    done.status = Status::Budget;
-                    done.error = Some(format!(
-                        "the token budget of {budget} would be exceeded: {used} used, the next \
-                         request needs about {next_input} more"
-                    ));
-                    return done;
+                    return done.end(
+                        Status::Budget,
+                        format!(
+                            "the token budget of {budget} would be exceeded: {used} used, the \
+                             next request needs about {next_input} more"
+                        ),
+                    );
                 }
             }
             if summary {
@@ -142,13 +143,14 @@ impl Agent {
                     ToolChoice::Auto
                 },
             };
-            let (round, failure) = match self.round(number, &request, summary, cancel).await {
+            let (round, failure) = match self.round(number, &request, summary, cancel.token()).await
+            {
                 RoundEnd::Complete(round) => (Some(round), None),
                 RoundEnd::Failed(partial, e) => (partial, Some(Err(e))),
                 RoundEnd::Cancelled(partial) => (partial, Some(Ok(()))),
             };
             let Some(mut round) = round else {
-                return finish_with(done, failure);
+                return finish_with(done, failure, cancel);
             };
             round.summary = summary;
             done.rounds = number;
@@ -162,9 +164,7 @@ impl Agent {
                 }
             }
             if let Err(e) = records.write(&Line::Round(round.clone())).await {
-                done.status = Status::Error;
-                done.error = Some(e);
-                return done;
+                return done.end(Status::Error, e);
             }
             self.observer.round_finished(&round);
             let tripped = self.tripped(&round.results);
@@ -192,12 +192,10 @@ impl Agent {
                 history.push(Message::ToolResults(results));
             }
             if failure.is_some() {
-                return finish_with(done, failure);
+                return finish_with(done, failure, cancel);
             }
             if let Some(why) = tripped {
-                done.status = Status::ToolFailure;
-                done.error = Some(why);
-                return done;
+                return done.end(Status::ToolFailure, why);
             }
             if summary {
                 return done;
@@ -390,16 +388,41 @@ enum Stop {
     Cancelled,
 }
 
-fn finish_with(mut done: Finished, failure: Option<Result<(), ProviderError>>) -> Finished {
+/// Ends the run after a round that failed (`Err`) or was cancelled (`Ok`), with the status the
+/// cancellation's reason names.
+fn finish_with(
+    done: Outcome,
+    failure: Option<Result<(), ProviderError>>,
+    cancel: &Cancel,
+) -> Outcome {
     match failure {
-        Some(Err(e)) => {
-            done.status = Status::Error;
-            done.error = Some(e.to_string());
-        }
-        Some(Ok(())) => done.status = Status::Interrupted,
-        None => {}
+        Some(Err(e)) => done.end(Status::Error, e.to_string()),
+        Some(Ok(())) => match cancel.reason() {
+            Some((status, why)) => done.end(status, why),
+            None => done.end(Status::Error, "the run was cancelled"),
+        },
+        None => done,
     }
-    done
+}
+
+/// Cancels the run with `Timeout` after `after`; dropping the guard stops the timer.
+fn deadline(after: Duration, cancel: Cancel) -> AbortOnDrop {
+    AbortOnDrop(tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        let secs = after.as_secs_f64();
+        cancel.cancel(
+            Status::Timeout,
+            format!("the run's deadline of {secs}s passed"),
+        );
+    }))
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A rough token count for text the model will read (about four bytes a token).

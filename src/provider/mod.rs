@@ -18,6 +18,7 @@ use crate::conversation::{Block, Message, StopReason, Usage};
 use crate::net::clip;
 
 pub mod anthropic;
+mod choice;
 pub mod gemini;
 pub mod http;
 pub mod openai;
@@ -26,6 +27,8 @@ pub mod retry;
 pub mod sse;
 #[cfg(test)]
 pub mod testing;
+
+pub use choice::{BuildError, ProviderChoice, build};
 
 /// Everything a provider needs for one request.
 pub struct Request<'a> {

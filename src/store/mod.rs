@@ -16,11 +16,8 @@ mod nul;
 mod postgres;
 mod tls;
 
-use std::path::Path;
-
 pub use postgres::{PgStore, connect, export};
 
-use crate::cli::ExportArgs;
 use crate::outcome::Status;
 
 /// Why the store could not be used. Messages name the database as `postgres://user@host:port/db`
@@ -64,50 +61,4 @@ impl StoreError {
             }
         }
     }
-}
-
-/// `rounds export --store URL RUN_ID [--out FILE]`: prints the run's transcript (or writes it to
-/// FILE) and returns the exit code.
-pub fn export_command(args: &ExportArgs) -> u8 {
-    let result = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt
-            .block_on(export(&args.store, &args.run_id))
-            .map_err(|e| (e.status(), e.to_string())),
-        Err(e) => Err((
-            Status::Error,
-            format!("cannot start the async runtime: {e}"),
-        )),
-    };
-    let written = result.and_then(|jsonl| match &args.out {
-        Some(path) => write_file(path, &jsonl),
-        None => {
-            crate::render::print_export(&jsonl);
-            Ok(())
-        }
-    });
-    match written {
-        Ok(()) => 0,
-        Err((status, message)) => {
-            let label = if status == Status::Usage {
-                "usage error"
-            } else {
-                "error"
-            };
-            crate::render::print_error(label, &message);
-            status.exit_code()
-        }
-    }
-}
-
-/// An unwritable `--out` is the user's to fix, like an unwritable `--transcript`.
-fn write_file(path: &Path, jsonl: &str) -> Result<(), (Status, String)> {
-    std::fs::write(path, jsonl).map_err(|e| {
-        (
-            Status::Usage,
-            format!("cannot write {}: {e}", path.display()),
-        )
-    })
 }

@@ -17,6 +17,7 @@ use super::StoreError;
 use super::nul::{escape, escape_value, unescape, unescape_value};
 use super::tls::{self, Protection};
 use crate::conversation::Block;
+use crate::outcome::Status;
 use crate::records::Store;
 use crate::transcript::{End, Line, Record, Round, Start, VERSION};
 
@@ -199,7 +200,7 @@ impl PgStore {
                  tool_errors = $10 WHERE run_id = $1",
                 &[
                     &run_id,
-                    &escape(&end.status),
+                    &end.status.as_str(),
                     &i32::from(end.exit_code),
                     &to_int(end.rounds, "rounds")?,
                     &escape(&end.final_text),
@@ -356,10 +357,13 @@ fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Ve
         let duration_ms = get::<Option<i64>>(run, "duration_ms")?
             .and_then(|n| u64::try_from(n).ok())
             .ok_or_else(|| "duration_ms is missing or negative".to_owned())?;
+        let exit_code =
+            u8::try_from(int("exit_code")?).map_err(|_| "exit_code is out of range".to_owned())?;
+        let status = unescape(&status);
         lines.push(Line::End(End {
-            status: unescape(&status).into_owned(),
-            exit_code: u8::try_from(int("exit_code")?)
-                .map_err(|_| "exit_code is out of range".to_owned())?,
+            status: Status::from_record(&status, exit_code)
+                .ok_or_else(|| format!("unknown status {status:?}"))?,
+            exit_code,
             rounds: count("rounds")?,
             final_text: text(run, "final_text")?,
             usage: decode(run, "usage")?,

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
 use rounds::conversation::{Block, CallDefect, ErrorKind, StopReason, ToolResult, ToolUse, Usage};
+use rounds::outcome::Status;
 use rounds::records::Store;
 use rounds::transcript::{self, End, Limits, Line, RetryNote, Round, Start};
 use serde_json::{Value, json};
@@ -419,7 +420,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             summary: true,
         }),
         Line::End(End {
-            status: "max_rounds".into(),
+            status: Status::MaxRounds,
             exit_code: 3,
             rounds: 2,
             final_text: "partial \u{0}".into(),
