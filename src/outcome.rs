@@ -1,6 +1,6 @@
-//! How a run ended. The [`Status`] is the one truth: the exit code is computed from it
-//! (DESIGN §7 of the product specification, and the README's exit-code table), and it appears,
-//! identically, in the transcript's `end` line and in `--output json`.
+//! How a run ended. The [`Status`] is the one truth: the exit code is computed from it (the
+//! README's "Exit status" table), and it appears, identically, in the transcript's `end` line,
+//! the store and `--output json`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -155,6 +155,37 @@ pub async fn blocking<T: Send + 'static>(
         .map_err(|e| ToolError::failed(format!("{tool} failed: {e}")))?
 }
 
+/// The input schema of a tool, derived from its arguments struct so the two cannot drift: doc
+/// comments are the descriptions, serde's attributes decide what is required and whether
+/// unknown fields are refused, `#[schemars(range/length)]` bound values. It is trimmed to what a
+/// model reads: no `$schema`, `title` or `format`, and an optional field is its own type rather
+/// than "that type or null" (every request carries these schemas, so each word costs tokens).
+pub fn schema_for<T: schemars::JsonSchema>() -> Value {
+    let mut schema = Value::from(schemars::SchemaGenerator::default().into_root_schema_for::<T>());
+    if let Value::Object(root) = &mut schema {
+        root.remove("$schema");
+        root.remove("title");
+    }
+    trim_schema(&mut schema);
+    schema
+}
+
+fn trim_schema(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    map.remove("format");
+    map.remove("default");
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            map.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Object(properties)) = map.get_mut("properties") {
+        properties.values_mut().for_each(trim_schema);
+    }
+}
+
 /// Deserializes a tool's typed arguments from already-validated input.
 pub fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input).map_err(|e| ToolError::failed(format!("invalid arguments: {e}")))

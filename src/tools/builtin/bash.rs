@@ -6,8 +6,9 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::process::{self, Captured, Exit, Limits};
 use crate::tools::policy::Subject;
@@ -21,12 +22,16 @@ pub struct Bash {
     spec: ToolSpec,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The command line, run by bash -c.
     command: String,
+    /// Seconds before the command is killed; capped by the run's --tool-timeout.
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     timeout: Option<f64>,
+    /// A few words on what the command does, for the log.
     #[serde(default)]
     #[allow(dead_code)]
     description: Option<String>,
@@ -50,17 +55,7 @@ impl Bash {
                     killed at the timeout. A non-zero exit code is reported, not treated as a tool \
                     failure."
                     .into(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "command": {"type": "string", "description": "The command line, run by bash -c."},
-                        "timeout": {"type": "number", "exclusiveMinimum": 0,
-                            "description": "Seconds before the command is killed; capped by the run's --tool-timeout."},
-                        "description": {"type": "string", "description": "A few words on what the command does, for the log."}
-                    },
-                    "required": ["command"],
-                    "additionalProperties": false
-                }),
+                input_schema: crate::tools::schema_for::<Args>(),
                 class: Class::Mutating,
             },
         }

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use similar::udiff::UnifiedHunkHeader;
 use similar::{ChangeTag, TextDiff};
 
@@ -39,11 +40,17 @@ pub struct EditFile {
     spec: ToolSpec,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Args {
+    /// File path, relative to the workspace root (or absolute inside it).
     path: String,
+    /// The exact text to replace, as it appears in the file.
+    #[schemars(length(min = 1))]
     old_string: String,
+    /// The text to put in its place (may be empty to delete); must differ from old_string.
     new_string: String,
+    /// Replace every occurrence instead of requiring exactly one. Default false.
     #[serde(default)]
     replace_all: bool,
 }
@@ -57,30 +64,7 @@ impl EditFile {
                            nothing else in the file changes. The result shows a unified diff of \
                            the change. To create a file or replace all of it, use write_file."
             .to_owned();
-        let input_schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File path, relative to the workspace root (or absolute inside it)."
-                },
-                "old_string": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The exact text to replace, as it appears in the file."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The text to put in its place (may be empty to delete); must differ from old_string."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "description": "Replace every occurrence instead of requiring exactly one. Default false."
-                }
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        });
+        let input_schema = crate::tools::schema_for::<Args>();
         EditFile {
             spec: ToolSpec {
                 name: "edit_file".to_owned(),
@@ -329,13 +313,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::workspace::testing::{context, workspace, write};
+    use crate::tools::workspace::testing::{self, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        EditFile::new()
-            .run(input, &context(ws))
-            .await
-            .map_err(|e| e.to_string())
+        testing::call(&EditFile::new(), ws, input).await
     }
 
     async fn replace(ws: &Workspace, path: &str, old: &str, new: &str) -> Result<String, String> {
@@ -524,8 +505,11 @@ mod tests {
             replace(&ws, "t.txt", "same", "same").await,
             Err("old_string and new_string are identical; there is nothing to change".to_owned())
         );
+        // The schema refuses an empty old_string before the tool runs; the tool refuses it too.
+        let empty = json!({"path": "t.txt", "old_string": "", "new_string": "x"});
+        let ran = EditFile::new().run(empty, &testing::context(&ws)).await;
         assert_eq!(
-            replace(&ws, "t.txt", "", "x").await,
+            ran.map_err(|e| e.to_string()),
             Err(
                 "old_string is empty; to create a file or replace all of it, use write_file"
                     .to_owned()

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use globset::GlobBuilder;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
@@ -19,9 +20,12 @@ pub struct Glob {
     spec: ToolSpec,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Args {
+    /// Glob pattern, e.g. "**/*.rs" or "src/*.toml".
     pattern: String,
+    /// Directory to search from, relative to the workspace root. Default "." (the root).
     path: Option<String>,
 }
 
@@ -34,21 +38,7 @@ impl Glob {
              skipped. Returns workspace-relative paths (directories end with `/`), sorted, at \
              most {MAX_RESULTS}."
         );
-        let input_schema = json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Glob pattern, e.g. \"**/*.rs\" or \"src/*.toml\"."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Directory to search from, relative to the workspace root. Default \".\" (the root)."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        });
+        let input_schema = crate::tools::schema_for::<Args>();
         Glob {
             spec: ToolSpec {
                 name: "glob".to_owned(),
@@ -155,14 +145,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::workspace::testing::{context, workspace, write};
+    use crate::tools::workspace::testing::{self, workspace, write};
     use std::path::Path;
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        Glob::new()
-            .run(input, &context(ws))
-            .await
-            .map_err(|e| e.to_string())
+        testing::call(&Glob::new(), ws, input).await
     }
 
     fn tree(root: &Path) {

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
 use regex::bytes::{Regex, RegexBuilder};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
@@ -30,14 +31,21 @@ pub struct Grep {
     spec: ToolSpec,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Args {
+    /// Regular expression to search for (Rust regex syntax).
     pattern: String,
+    /// File or directory to search, relative to the workspace root. Default "." (the root).
     path: Option<String>,
+    /// Only search files whose name matches this glob, e.g. "*.rs" (a glob with `/` matches the path relative to `path`).
     glob: Option<String>,
+    /// Match case-insensitively. Default false.
     #[serde(default)]
     case_insensitive: bool,
+    /// Lines of context to show before and after each match. Default 0.
     #[serde(default)]
+    #[schemars(range(max = MAX_CONTEXT))]
     context: usize,
 }
 
@@ -50,35 +58,7 @@ impl Grep {
              .gitignore/.ignore, binary files and files over 10 MiB are skipped. At most \
              {MAX_MATCHES} matching lines are shown; lines are cut at {MAX_LINE_CHARS} characters."
         );
-        let input_schema = json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Regular expression to search for (Rust regex syntax)."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "File or directory to search, relative to the workspace root. Default \".\" (the root)."
-                },
-                "glob": {
-                    "type": "string",
-                    "description": "Only search files whose name matches this glob, e.g. \"*.rs\" (a glob with `/` matches the path relative to `path`)."
-                },
-                "case_insensitive": {
-                    "type": "boolean",
-                    "description": "Match case-insensitively. Default false."
-                },
-                "context": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": MAX_CONTEXT,
-                    "description": "Lines of context to show before and after each match. Default 0."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        });
+        let input_schema = crate::tools::schema_for::<Args>();
         Grep {
             spec: ToolSpec {
                 name: "grep".to_owned(),
@@ -348,13 +328,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::workspace::testing::{context, workspace, write};
+    use crate::tools::workspace::testing::{self, context, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        Grep::new()
-            .run(input, &context(ws))
-            .await
-            .map_err(|e| e.to_string())
+        testing::call(&Grep::new(), ws, input).await
     }
 
     fn tree(root: &Path) {

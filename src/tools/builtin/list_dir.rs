@@ -8,8 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
@@ -25,9 +26,13 @@ pub struct ListDir {
     spec: ToolSpec,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Args {
+    /// Directory to list, relative to the workspace root. Default "." (the root).
     path: Option<String>,
+    /// How many levels to show: 1 lists only the directory's own entries. Default 1.
+    #[schemars(range(min = 1, max = MAX_DEPTH))]
     depth: Option<usize>,
 }
 
@@ -39,22 +44,7 @@ impl ListDir {
              by name; `.git` is shown but not expanded; .gitignore is not applied. At most \
              {MAX_ENTRIES} entries are shown."
         );
-        let input_schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Directory to list, relative to the workspace root. Default \".\" (the root)."
-                },
-                "depth": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_DEPTH,
-                    "description": "How many levels to show: 1 lists only the directory's own entries. Default 1."
-                }
-            },
-            "additionalProperties": false
-        });
+        let input_schema = crate::tools::schema_for::<Args>();
         ListDir {
             spec: ToolSpec {
                 name: "list_dir".to_owned(),
@@ -221,13 +211,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::workspace::testing::{context, mkfifo, workspace, write};
+    use crate::tools::workspace::testing::{self, mkfifo, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        ListDir::new()
-            .run(input, &context(ws))
-            .await
-            .map_err(|e| e.to_string())
+        testing::call(&ListDir::new(), ws, input).await
     }
 
     fn tree(root: &Path) {

@@ -8,8 +8,9 @@ use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::tools::policy::Subject;
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
@@ -28,10 +29,16 @@ pub struct ReadFile {
     spec: ToolSpec,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Args {
+    /// File path, relative to the workspace root (or absolute inside it).
     path: String,
+    /// First line to return, 1-based. Default 1.
+    #[schemars(range(min = 1))]
     start_line: Option<usize>,
+    /// Last line to return, inclusive. Default: the end of the file (within the caps).
+    #[schemars(range(min = 1))]
     end_line: Option<usize>,
 }
 
@@ -44,27 +51,7 @@ impl ReadFile {
              reported, not shown.",
             MAX_BYTES / 1024
         );
-        let input_schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File path, relative to the workspace root (or absolute inside it)."
-                },
-                "start_line": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "First line to return, 1-based. Default 1."
-                },
-                "end_line": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Last line to return, inclusive. Default: the end of the file (within the caps)."
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        });
+        let input_schema = crate::tools::schema_for::<Args>();
         ReadFile {
             spec: ToolSpec {
                 name: "read_file".to_owned(),
@@ -291,13 +278,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::workspace::testing::{context, mkfifo, workspace, write};
+    use crate::tools::workspace::testing::{self, mkfifo, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        ReadFile::new()
-            .run(input, &context(ws))
-            .await
-            .map_err(|e| e.to_string())
+        testing::call(&ReadFile::new(), ws, input).await
     }
 
     fn numbered(range: std::ops::RangeInclusive<usize>, text: impl Fn(usize) -> String) -> String {

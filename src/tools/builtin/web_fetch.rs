@@ -7,8 +7,9 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::web::{self, Body, Limits, Page};
@@ -25,9 +26,15 @@ pub struct WebFetch {
     limits: Limits,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Args {
+    /// The http:// or https:// URL to fetch.
     url: String,
+    #[schemars(
+        range(min = 1, max = MAX_BYTES_LIMIT),
+        description = format!("Body bytes to download at most. Default {}.", web::DEFAULT_MAX_BYTES)
+    )]
     max_bytes: Option<usize>,
 }
 
@@ -47,25 +54,7 @@ impl WebFetch {
             limits.max_bytes / 1024,
             web::seconds(limits.timeout),
         );
-        let input_schema = json!({
-            "type": "object",
-            "properties": {
-                "url": {
-                    "type": "string",
-                    "description": "The http:// or https:// URL to fetch."
-                },
-                "max_bytes": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_BYTES_LIMIT,
-                    "description": format!(
-                        "Body bytes to download at most. Default {}.", limits.max_bytes
-                    )
-                }
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        });
+        let input_schema = crate::tools::schema_for::<Args>();
         WebFetch {
             spec: ToolSpec {
                 name: "web_fetch".to_owned(),
@@ -212,13 +201,11 @@ mod tests {
 
     use super::*;
     use crate::tools::builtin::web::testing::{Reply, Server};
-    use crate::tools::workspace::testing::{context, workspace};
+    use crate::tools::workspace::testing::{self, context, workspace};
 
     async fn fetch(tool: &WebFetch, input: Value) -> Result<String, String> {
         let (_dir, _root, ws) = workspace();
-        tool.run(input, &context(&ws))
-            .await
-            .map_err(|e| e.to_string())
+        testing::call(tool, &ws, input).await
     }
 
     /// The test servers listen on 127.0.0.1, which only `--web-allow-private` reaches.

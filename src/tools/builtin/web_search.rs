@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use markup5ever_rcdom::{Node, NodeData};
 use reqwest::Url;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::web::{self, Body, Limits, descendants, one_line, parse_html, text_of};
@@ -35,9 +36,16 @@ pub struct WebSearch {
     limits: Limits,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Args {
+    /// What to search for, as typed into a search box.
+    #[schemars(length(min = 1))]
     query: String,
+    #[schemars(
+        range(min = 1, max = MAX_RESULTS),
+        description = format!("Results to return at most. Default {DEFAULT_RESULTS}.")
+    )]
     max_results: Option<usize>,
 }
 
@@ -60,24 +68,7 @@ impl WebSearch {
              query, answering with a DuckDuckGo-style HTML page or with JSON \
              {{\"results\":[{{\"title\":…,\"url\":…,\"snippet\":…}}]}}."
         );
-        let input_schema = json!({
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "What to search for, as typed into a search box."
-                },
-                "max_results": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_RESULTS,
-                    "description": format!("Results to return at most. Default {DEFAULT_RESULTS}.")
-                }
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        });
+        let input_schema = crate::tools::schema_for::<Args>();
         WebSearch {
             spec: ToolSpec {
                 name: "web_search".to_owned(),
@@ -313,7 +304,7 @@ mod tests {
 
     use super::*;
     use crate::tools::builtin::web::testing::{Reply, Server};
-    use crate::tools::workspace::testing::{context, workspace};
+    use crate::tools::workspace::testing::{self, workspace};
 
     /// Shaped like html.duckduckgo.com's answer: an ad first, then three results whose links go
     /// through `//duckduckgo.com/l/?uddg=…`, entities and markup in titles and snippets.
@@ -391,9 +382,7 @@ mod tests {
 
     async fn search(tool: &WebSearch, input: Value) -> Result<String, String> {
         let (_dir, _root, ws) = workspace();
-        tool.run(input, &context(&ws))
-            .await
-            .map_err(|e| e.to_string())
+        testing::call(tool, &ws, input).await
     }
 
     #[tokio::test]

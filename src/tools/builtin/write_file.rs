@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::tools::policy::Subject;
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
@@ -17,9 +18,12 @@ pub struct WriteFile {
     spec: ToolSpec,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct Args {
+    /// File path, relative to the workspace root (or absolute inside it).
     path: String,
+    /// The complete new content of the file, written exactly as given.
     content: String,
 }
 
@@ -30,21 +34,7 @@ impl WriteFile {
                            and an existing file keeps its permissions. Symlinks, directories and \
                            special files are refused. To change part of a file, prefer edit_file."
             .to_owned();
-        let input_schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File path, relative to the workspace root (or absolute inside it)."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete new content of the file, written exactly as given."
-                }
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        });
+        let input_schema = crate::tools::schema_for::<Args>();
         WriteFile {
             spec: ToolSpec {
                 name: "write_file".to_owned(),
@@ -100,13 +90,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::workspace::testing::{context, mkfifo, workspace, write};
+    use crate::tools::workspace::testing::{self, mkfifo, workspace, write};
 
     async fn call(ws: &Workspace, path: &str, content: &str) -> Result<String, String> {
-        WriteFile::new()
-            .run(json!({"path": path, "content": content}), &context(ws))
-            .await
-            .map_err(|e| e.to_string())
+        let input = json!({"path": path, "content": content});
+        testing::call(&WriteFile::new(), ws, input).await
     }
 
     /// Every entry under `dir`, recursively, as sorted relative paths: shows stray temp files.

@@ -325,8 +325,10 @@ pub(crate) mod testing {
 
     use tokio_util::sync::CancellationToken;
 
+    use serde_json::Value;
+
     use super::Workspace;
-    use crate::tools::ToolContext;
+    use crate::tools::{Tool, ToolContext};
 
     /// A fresh workspace in a temp dir; the root is canonical because /tmp may be a symlink.
     pub(crate) fn workspace() -> (tempfile::TempDir, PathBuf, Workspace) {
@@ -338,6 +340,29 @@ pub(crate) mod testing {
 
     pub(crate) fn context(ws: &Workspace) -> ToolContext {
         ToolContext::new(Arc::new(ws.clone()), CancellationToken::new())
+    }
+
+    /// Runs `tool` on `input` as the pipeline would, after checking that the input is one its
+    /// schema accepts: so every example a tool's tests use also proves the schema derived
+    /// from its arguments agrees with what the tool reads.
+    pub(crate) async fn call(
+        tool: &dyn Tool,
+        ws: &Workspace,
+        input: Value,
+    ) -> Result<String, String> {
+        let schema = &tool.spec().input_schema;
+        let validator = jsonschema::validator_for(schema).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&input)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{input} does not fit {schema}: {errors:?}"
+        );
+        tool.run(input, &context(ws))
+            .await
+            .map_err(|e| e.to_string())
     }
 
     pub(crate) fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
