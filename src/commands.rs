@@ -59,7 +59,10 @@ pub fn export(args: &ExportArgs) -> u8 {
 
 /// An unwritable `--out` is the user's to fix, like an unwritable `--transcript`.
 fn write_file(path: &Path, jsonl: &str) -> Result<(), (Status, String)> {
-    std::fs::write(path, jsonl).map_err(|e| {
+    use std::io::Write;
+    let written =
+        crate::files::create_private(path).and_then(|mut f| f.write_all(jsonl.as_bytes()));
+    written.map_err(|e| {
         (
             Status::Usage,
             format!("cannot write {}: {e}", path.display()),

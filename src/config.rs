@@ -29,6 +29,8 @@ const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
 pub struct Resume {
     pub path: PathBuf,
     pub history: Vec<Message>,
+    /// Every transcript of the chain, oldest first (`path` last).
+    pub files: Vec<PathBuf>,
 }
 
 /// The prompt of a resumed run when none is given.
@@ -97,6 +99,12 @@ pub enum ConfigError {
     Resume(ReadError),
     #[error("--resume last: no transcript under {}", .0.display())]
     NothingToResume(PathBuf),
+    #[error(
+        "--transcript {}: that file is read by this run (--resume or replay); writing the new \
+         transcript there would destroy it",
+        .0.display()
+    )]
+    TranscriptIsInput(PathBuf),
     #[error("--search-url {0:?} must contain {{query}}")]
     SearchUrl(String),
     #[error("--tool-env {0}: provider keys are never passed to tools")]
@@ -224,6 +232,17 @@ impl Config {
         } else {
             default_transcript_path(&env, &run_id)
         };
+        if let Some(path) = &transcript {
+            // Creating the transcript truncates it: it must not be a file this run reads from.
+            let read_from = resume.iter().flat_map(|r| r.files.iter());
+            let replayed = match &provider {
+                ProviderChoice::Replay { path, .. } => Some(path),
+                _ => None,
+            };
+            if let Some(same) = read_from.chain(replayed).find(|f| same_file(f, path)) {
+                return Err(ConfigError::TranscriptIsInput(same.clone()));
+            }
+        }
         // Whole outputs of cut results live beside the transcript, or in the temp directory.
         let outputs = match &transcript {
             Some(path) => path.with_extension("outputs"),
@@ -492,6 +511,11 @@ fn resume(
     }
     Ok(Resume {
         history: transcript::conversation(&chain),
+        files: chain
+            .iter()
+            .filter_map(|t| t.start.resumed_from.as_ref().map(PathBuf::from))
+            .chain([path.clone()])
+            .collect(),
         path,
     })
 }
@@ -516,6 +540,15 @@ fn latest_transcript(runs: &Path) -> Option<PathBuf> {
         .collect();
     days.sort();
     days.iter().rev().find_map(|day| newest(day, false))
+}
+
+/// Whether two paths name the same existing file (a path that does not exist yet is no file).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// Wraps text in a Markdown fence longer than any backtick run inside it.

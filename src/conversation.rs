@@ -223,17 +223,30 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Usage {
-    /// Adds another response's usage to a running total.
+    /// Adds another response's usage to a running total. Counts come from the provider, so
+    /// they saturate rather than wrap: an absurd report must not turn into a small total that
+    /// slips under `--budget-tokens`.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+    }
+
+    /// Every input token, cached or not.
+    pub fn input_total(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
     }
 
     /// Tokens that count against `--budget-tokens`.
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+        self.input_total().saturating_add(self.output_tokens)
     }
 }
 

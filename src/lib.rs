@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod conversation;
+pub mod files;
 pub mod inventory;
 pub mod net;
 pub mod outcome;

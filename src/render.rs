@@ -101,9 +101,7 @@ pub fn print_summary(outcome: &Outcome, quiet: bool) {
     }
     line.push_str(&format!(
         ", {} in / {} out tokens, {:.1}s",
-        outcome.usage.input_tokens
-            + outcome.usage.cache_read_tokens
-            + outcome.usage.cache_write_tokens,
+        outcome.usage.input_total(),
         outcome.usage.output_tokens,
         outcome.duration_ms as f64 / 1000.0
     ));

@@ -183,16 +183,14 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Creates (or truncates) the file, making parent directories as needed.
+    /// Creates (or truncates) the file, private to its owner, making parent directories as
+    /// needed (see `files::create_private`).
     pub fn create(path: &Path) -> Result<Writer, WriteError> {
         let wrap = |source| WriteError {
             path: path.to_owned(),
             source,
         };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(wrap)?;
-        }
-        let file = File::create(path).map_err(wrap)?;
+        let file = crate::files::create_private(path).map_err(wrap)?;
         Ok(Writer {
             file,
             path: path.to_owned(),
@@ -255,14 +253,47 @@ pub enum ReadError {
     },
 }
 
+/// The largest transcript `read` accepts. Tool results are capped, so real transcripts stay far
+/// below this; anything larger is not one, and reading it whole would only exhaust memory.
+pub const MAX_READ_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Reads a transcript. A torn last line (no newline and not valid JSON) is skipped and reported
-/// in `torn_tail`; any other bad line is an error naming it.
+/// in `torn_tail`; any other bad line is an error naming it. Only regular files are read, up to
+/// [`MAX_READ_BYTES`]: a path can come from a transcript (`resumed_from`), and `/dev/zero` or a
+/// FIFO there must be an error, not a hang or an endless read.
 pub fn read(path: &Path) -> Result<Transcript, ReadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+    let io = |source: io::Error| ReadError::Io {
         path: path.to_owned(),
         source,
-    })?;
+    };
+    let text = read_regular(path, MAX_READ_BYTES).map_err(io)?;
     parse(path, &text)
+}
+
+/// Reads a regular file of at most `max` bytes as UTF-8 text. Opening does not block (a FIFO
+/// with no writer would wait forever), and the type is checked on the opened file.
+fn read_regular(path: &Path, max: u64) -> io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {} MiB", max / 1024 / 1024),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 fn parse(path: &Path, text: &str) -> Result<Transcript, ReadError> {

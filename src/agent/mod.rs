@@ -117,7 +117,7 @@ impl Agent {
             }
             if let Some(budget) = self.limits.budget_tokens {
                 let used = done.usage.total();
-                if used + next_input > budget {
+                if used.saturating_add(next_input) > budget {
                     return done.end(
                         Status::Budget,
                         format!(
@@ -168,15 +168,13 @@ impl Agent {
             }
             self.observer.round_finished(&round);
             let tripped = self.tripped(&round.results);
-            next_input = round.usage.input_tokens
-                + round.usage.cache_read_tokens
-                + round.usage.cache_write_tokens
-                + round.usage.output_tokens
-                + round
-                    .results
-                    .iter()
-                    .map(|r| r.content.len() as u64 / 4)
-                    .sum::<u64>();
+            // The next request resends all of this one, its answer and the tool results.
+            let results: u64 = round
+                .results
+                .iter()
+                .map(|r| r.content.len() as u64 / 4)
+                .sum();
+            next_input = round.usage.total().saturating_add(results);
             let Round {
                 blocks,
                 results,

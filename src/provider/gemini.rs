@@ -216,7 +216,9 @@ impl GeminiMapper {
             let cached = u.cached_content_token_count;
             self.usage = Some(Usage {
                 input_tokens: u.prompt_token_count.saturating_sub(cached),
-                output_tokens: u.candidates_token_count + u.thoughts_token_count,
+                output_tokens: u
+                    .candidates_token_count
+                    .saturating_add(u.thoughts_token_count),
                 cache_read_tokens: cached,
                 cache_write_tokens: 0,
             });

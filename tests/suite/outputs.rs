@@ -153,3 +153,39 @@ fn stream_json_ends_with_a_schema_valid_end_line_even_when_the_run_never_starts(
     assert_eq!(types(&lines), ["end"]);
     assert_eq!(lines[0]["status"], "usage");
 }
+
+#[test]
+fn transcripts_are_private_and_a_planted_symlink_is_not_followed() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![sse::answer("one")]);
+    // The default location: every directory rounds makes is 0700, the file 0600.
+    let out = run(sb.anthropic(&server).args(["-o", "json", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let path = std::path::PathBuf::from(v["transcript"].as_str().unwrap());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    for dir in path
+        .ancestors()
+        .skip(1)
+        .take_while(|d| d.starts_with(sb.path("state")))
+    {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    }
+
+    let victim = sb.path("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    let planted = sb.path("planted.jsonl");
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let server = MockServer::start(vec![sse::answer("two")]);
+    let out = run(sb
+        .anthropic(&server)
+        .arg("--transcript")
+        .arg(&planted)
+        .arg("go"));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(server.requests().is_empty());
+}

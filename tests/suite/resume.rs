@@ -3,9 +3,10 @@
 
 use crate::common::mock::{MockServer, Reply};
 use crate::common::sse::{self, B};
-use crate::common::{Sandbox, run, types};
+use crate::common::{Sandbox, run, run_within, types};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use std::time::Duration;
 
 /// A finished Anthropic run with thinking, a signature and a tool call; returns its transcript.
 fn anthropic_run(sb: &Sandbox) -> std::path::PathBuf {
@@ -187,4 +188,108 @@ fn resume_last_picks_the_newest_run_and_a_missing_file_is_a_usage_error() {
         "{}",
         out.stderr
     );
+}
+
+/// A transcript whose start line says it resumed from `earlier`.
+fn resumed_from(sb: &Sandbox, name: &str, earlier: &str) -> std::path::PathBuf {
+    let start = json!({"v": 1, "type": "start", "run_id": "r", "time": "2026-01-01T00:00:00Z",
+        "provider": "anthropic", "model": "m", "workspace": "/ws", "prompt": "p", "system": "s",
+        "tools": [], "limits": {"max_rounds": 1, "max_tokens": null, "budget_tokens": null,
+        "timeout_secs": null, "tool_timeout_secs": 30.0, "max_parallel": 8},
+        "resumed_from": earlier});
+    let path = sb.path(name);
+    std::fs::write(&path, format!("{start}\n")).unwrap();
+    path
+}
+
+#[test]
+fn resume_reads_only_regular_files_wherever_the_path_comes_from() {
+    let sb = Sandbox::new();
+    let fifo = sb.path("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let fifo = fifo.display().to_string();
+    // (what --resume names, what the error must name)
+    let hostile = [
+        (resumed_from(&sb, "zero.jsonl", "/dev/zero"), "/dev/zero"),
+        (resumed_from(&sb, "fifo.jsonl", &fifo), fifo.as_str()),
+        (sb.path("fifo"), fifo.as_str()),
+        (sb.path("state"), "state"),
+    ];
+    std::fs::create_dir_all(sb.path("state")).unwrap();
+    for (file, named) in &hostile {
+        let out = run_within(
+            sb.rounds()
+                .env("ANTHROPIC_API_KEY", "k")
+                .arg("--resume")
+                .arg(file)
+                .arg("next"),
+            Duration::from_secs(20),
+        );
+        assert_eq!(out.code, 2, "{}: {}", file.display(), out.stderr);
+        assert!(
+            out.stderr.contains(named) && out.stderr.contains("not a regular file"),
+            "{}: {}",
+            file.display(),
+            out.stderr
+        );
+    }
+    // The control: the same chain through a regular file resumes.
+    let first = anthropic_run(&sb);
+    let second = resumed_from(&sb, "second.jsonl", &first.display().to_string());
+    let server = MockServer::start(vec![sse::answer("ok")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--no-transcript", "--resume"])
+        .arg(&second)
+        .arg("next"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
+fn the_new_transcript_may_not_overwrite_a_file_the_run_reads() {
+    let sb = Sandbox::new();
+    let first = anthropic_run(&sb);
+    let second = resumed_from(&sb, "second.jsonl", &first.display().to_string());
+    let before = |p: &std::path::Path| std::fs::read(p).unwrap();
+    let (first_bytes, second_bytes) = (before(&first), before(&second));
+    // --transcript F --resume F, a file earlier in the chain, and the replayed file itself.
+    let cases: [(&[&str], &std::path::Path); 3] = [
+        (&["--resume", "second.jsonl"], &second),
+        (&["--resume", "second.jsonl"], &first),
+        (&["-m", "replay:first.jsonl"], &first),
+    ];
+    for (args, target) in cases {
+        let out = run(sb
+            .rounds()
+            .current_dir(sb.path(""))
+            .env("ANTHROPIC_API_KEY", "k")
+            .args(args)
+            .arg("--transcript")
+            .arg(target)
+            .arg("next"));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("is read by this run"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(before(&first), first_bytes);
+    assert_eq!(before(&second), second_bytes);
+    // The control: a new file is fine.
+    let server = MockServer::start(vec![sse::answer("ok")]);
+    let out = run(sb.anthropic(&server).current_dir(sb.path("")).args([
+        "--resume",
+        "second.jsonl",
+        "--transcript",
+        "third.jsonl",
+        "next",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
 }

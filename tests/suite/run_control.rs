@@ -173,6 +173,35 @@ fn the_budget_stops_the_run_before_a_request_that_would_exceed_it() {
 }
 
 #[test]
+fn absurd_token_counts_saturate_instead_of_wrapping_under_the_budget() {
+    // 2^63 in + 2^63 out wraps a u64 total to 0, which would pass any budget.
+    let huge = 1u64 << 63;
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[B::Tool("t1", "read_file", r#"{"path":"a.txt"}"#)],
+            "tool_use",
+            huge,
+            huge,
+        )),
+        answer("never asked"),
+    ]);
+    let out = run(rounds(&sb, &server).args(["--budget-tokens", "100000", "go"]));
+    let end = ended(&sb, &out, "budget", 4);
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(
+        end["usage"],
+        json!({"input_tokens": huge, "output_tokens": huge})
+    );
+    let error = end["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!("{} used", u64::MAX)),
+        "the total saturates: {error}"
+    );
+}
+
+#[test]
 fn the_deadline_kills_running_tools_and_closes_the_transcript_with_exit_5() {
     let sb = Sandbox::new();
     let server = MockServer::start(vec![
