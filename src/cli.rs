@@ -59,6 +59,12 @@ pub struct Cli {
     #[arg(short, long, value_name = "PROVIDER/MODEL", env = "ROUNDS_MODEL")]
     pub model: Option<String>,
 
+    /// Read the provider's API key from FILE (one line) instead of the environment. Also
+    /// ANTHROPIC_API_KEY_FILE, OPENAI_API_KEY_FILE, GEMINI_API_KEY_FILE, …: a launcher that keeps
+    /// the key in a file leaves it out of every process environment.
+    #[arg(long, value_name = "FILE")]
+    pub api_key_file: Option<PathBuf>,
+
     /// Provider endpoint, overriding ANTHROPIC_BASE_URL / OPENAI_BASE_URL and the defaults.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,

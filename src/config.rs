@@ -69,11 +69,16 @@ pub enum ConfigError {
     UnknownProvider(String),
     #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
     AmbiguousModel(String),
-    #[error("{var} is not set: the {provider} provider needs an API key")]
+    #[error(
+        "{var} is not set: the {provider} provider needs an API key ({var}, {var}_FILE or \
+         --api-key-file)"
+    )]
     MissingKey {
         var: &'static str,
         provider: &'static str,
     },
+    #[error("API key file {}: expected one line holding the key", .0.display())]
+    KeyFile(PathBuf),
     #[error("invalid base URL {url:?}: {message}")]
     BaseUrl { url: String, message: String },
     #[error("cannot read {what} {}: {source}", path.display())]
@@ -187,8 +192,14 @@ impl Config {
             .model
             .clone()
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        let (provider, model) =
-            resolve_provider(&model_spec, cli.base_url.as_deref(), &env, &inputs.cwd)?;
+        let key_file = cli.api_key_file.as_ref().map(|f| inputs.cwd.join(f));
+        let (provider, model) = resolve_provider(
+            &model_spec,
+            cli.base_url.as_deref(),
+            key_file.as_deref(),
+            &env,
+            &inputs.cwd,
+        )?;
         let recorded = match &provider {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
             _ => None,
@@ -300,6 +311,7 @@ impl Config {
 fn resolve_provider(
     spec: &str,
     base_url: Option<&str>,
+    key_file: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
 ) -> Result<(ProviderChoice, String), ConfigError> {
@@ -353,8 +365,9 @@ fn resolve_provider(
             }),
         }
     };
+    let optional_key = |var: &str| api_key(var, key_file, env);
     let key = |var: &'static str, provider: &'static str| {
-        env(var).ok_or(ConfigError::MissingKey { var, provider })
+        optional_key(var)?.ok_or(ConfigError::MissingKey { var, provider })
     };
     let compatible = |name: &'static str,
                       default_url: &str,
@@ -364,7 +377,7 @@ fn resolve_provider(
             name,
             flavor: Flavor::Compatible,
             base_url: url(None, default_url)?,
-            key: env(key_var),
+            key: optional_key(key_var)?,
         })
     };
     let choice = match provider.as_str() {
@@ -391,6 +404,35 @@ fn resolve_provider(
         _ => return Err(ConfigError::UnknownProvider(provider)),
     };
     Ok((choice, model))
+}
+
+/// A provider's key: from `--api-key-file`, else the variable `var`, else the file named by
+/// `{var}_FILE`. Files let a launcher keep the key out of every process environment (which
+/// other processes of the same user can read); they are read once, here, and the trailing
+/// newline an editor adds is dropped.
+fn api_key(
+    var: &str,
+    key_file: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, ConfigError> {
+    let from_file = |path: &Path| -> Result<Option<String>, ConfigError> {
+        let text = read_file("API key file", path)?;
+        let key = text.trim_end_matches(['\n', '\r']);
+        if key.is_empty() || key.contains(['\n', '\r']) {
+            return Err(ConfigError::KeyFile(path.to_owned()));
+        }
+        Ok(Some(key.to_owned()))
+    };
+    if let Some(path) = key_file {
+        return from_file(path);
+    }
+    if let Some(key) = env(var) {
+        return Ok(Some(key));
+    }
+    match env(&format!("{var}_FILE")) {
+        Some(path) => from_file(Path::new(&path)),
+        None => Ok(None),
+    }
 }
 
 fn resolve_prompt(

@@ -111,7 +111,8 @@ fn a_missing_key_names_the_variable_and_never_a_value() {
         .expect("an error");
     assert_eq!(
         err.to_string(),
-        "ANTHROPIC_API_KEY is not set: the anthropic provider needs an API key"
+        "ANTHROPIC_API_KEY is not set: the anthropic provider needs an API key \
+         (ANTHROPIC_API_KEY, ANTHROPIC_API_KEY_FILE or --api-key-file)"
     );
     w.env.clear();
     let err = w.resolve(&["-m", "gpt-4.1", "q"]).err().expect("an error");
@@ -286,4 +287,37 @@ fn gemini_models_need_gemini_api_key_and_take_its_base_url() {
     assert!(
         matches!(&c.provider, ProviderChoice::Gemini { base_url, .. } if base_url == "http://flag:2")
     );
+}
+
+#[test]
+fn keys_come_from_a_file_when_asked_and_a_bad_file_is_named() {
+    let mut w = World::new();
+    w.env.clear();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("key");
+    std::fs::write(&file, "sk-from-file\n").unwrap();
+    let key = |c: &Config| match &c.provider {
+        ProviderChoice::Anthropic { key, .. } => key.clone(),
+        _ => panic!(),
+    };
+    let path = file.to_str().unwrap();
+    w.env
+        .insert("ANTHROPIC_API_KEY_FILE".into(), path.to_owned());
+    assert_eq!(key(&w.resolve(&["q"]).unwrap()), "sk-from-file");
+    // The variable itself wins over its _FILE; the flag wins over both.
+    w.env.insert("ANTHROPIC_API_KEY".into(), "sk-env".into());
+    assert_eq!(key(&w.resolve(&["q"]).unwrap()), "sk-env");
+    assert_eq!(
+        key(&w.resolve(&["--api-key-file", path, "q"]).unwrap()),
+        "sk-from-file"
+    );
+    std::fs::write(&file, "two\nlines\n").unwrap();
+    let err = w.resolve(&["--api-key-file", path, "q"]).err().unwrap();
+    assert!(matches!(err, ConfigError::KeyFile(_)), "{err}");
+    assert!(!err.to_string().contains("two"), "{err}");
+    let err = w
+        .resolve(&["--api-key-file", "/nonexistent/key", "q"])
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("/nonexistent/key"), "{err}");
 }

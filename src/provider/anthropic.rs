@@ -65,7 +65,7 @@ impl Provider for Anthropic {
         let mut headers = HeaderMap::new();
         headers.insert("x-api-key", http::secret_header(&self.key)?);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-        let response = http::post(&self.client, NAME, &self.url, headers, &wire).await?;
+        let response = http::post(&self.client, NAME, &self.url, headers, &wire, self.idle).await?;
         Ok(super::drive(
             Box::pin(response.bytes_stream()),
             AnthropicMapper::default(),

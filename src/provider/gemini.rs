@@ -71,7 +71,7 @@ impl Provider for Gemini {
         let wire = build_request(&self.model, request);
         let mut headers = HeaderMap::new();
         headers.insert("x-goog-api-key", http::secret_header(&self.key)?);
-        let response = http::post(&self.client, NAME, &self.url, headers, &wire).await?;
+        let response = http::post(&self.client, NAME, &self.url, headers, &wire, self.idle).await?;
         Ok(super::drive(
             Box::pin(response.bytes_stream()),
             GeminiMapper::default(),

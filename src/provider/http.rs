@@ -24,25 +24,33 @@ pub fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
     Ok(v)
 }
 
-/// POSTs `wire` as JSON and returns the response once its status says a stream follows.
+/// POSTs `wire` as JSON and returns the response once its status says a stream follows. The
+/// wait for the response head is bounded by `idle` like every wait for the body: a server that
+/// accepts the connection and never answers is a stall (retried), not a hang.
 pub async fn post(
     client: &reqwest::Client,
     provider: &str,
     url: &str,
     headers: HeaderMap,
     wire: &impl serde::Serialize,
+    idle: Duration,
 ) -> Result<reqwest::Response, ProviderError> {
     let body = serde_json::to_vec(wire).map_err(|e| ProviderError::Protocol {
         provider: provider.to_owned(),
         message: e.to_string(),
     })?;
-    let response = client
+    let sent = client
         .post(url)
         .headers(headers)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body)
-        .send()
+        .send();
+    let response = tokio::time::timeout(idle, sent)
         .await
+        .map_err(|_| ProviderError::Idle {
+            provider: provider.to_owned(),
+            after: idle,
+        })?
         .map_err(|e| ProviderError::Transport {
             provider: provider.to_owned(),
             message: describe(&e),

@@ -79,7 +79,15 @@ impl Provider for OpenAi {
                 http::secret_header(&format!("Bearer {key}"))?,
             );
         }
-        let response = http::post(&self.client, self.name, &self.url, headers, &wire).await?;
+        let response = http::post(
+            &self.client,
+            self.name,
+            &self.url,
+            headers,
+            &wire,
+            self.idle,
+        )
+        .await?;
         let mapper = OpenAiMapper::new(self.name);
         Ok(super::drive(
             Box::pin(response.bytes_stream()),

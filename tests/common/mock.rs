@@ -56,6 +56,16 @@ impl Reply {
         }
     }
 
+    /// A server that accepted the connection and read the request, then sends nothing at all
+    /// (no status line, no headers) for `d`, and drops the connection.
+    pub fn silent(d: Duration) -> Reply {
+        Reply {
+            status: SILENT,
+            headers: vec![],
+            body: vec![Step::Sleep(d), Step::Reset],
+        }
+    }
+
     /// A JSON error reply.
     pub fn error(status: u16, body: &str) -> Reply {
         Reply {
@@ -235,7 +245,11 @@ fn write_reply(
     }
 }
 
+/// The status of [`Reply::silent`]: no head is written.
+const SILENT: u16 = 0;
+
 fn write_body(w: &mut TcpStream, reply: &Reply, waited: &Mutex<Vec<bool>>) -> std::io::Result<()> {
+    let silent = reply.status == SILENT;
     let mut head = format!(
         "HTTP/1.1 {} Mock\r\ntransfer-encoding: chunked\r\n",
         reply.status
@@ -244,8 +258,10 @@ fn write_body(w: &mut TcpStream, reply: &Reply, waited: &Mutex<Vec<bool>>) -> st
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    w.write_all(head.as_bytes())?;
-    w.flush()?;
+    if !silent {
+        w.write_all(head.as_bytes())?;
+        w.flush()?;
+    }
     for step in &reply.body {
         match step {
             Step::Bytes(b) if b.is_empty() => {}

@@ -161,7 +161,8 @@ fn a_missing_key_is_exit_2_before_any_request_and_names_the_variable() {
     assert_eq!(out.code, 2);
     assert_eq!(
         out.stderr,
-        "rounds: usage error: ANTHROPIC_API_KEY is not set: the anthropic provider needs an API key\n"
+        "rounds: usage error: ANTHROPIC_API_KEY is not set: the anthropic provider needs an API \
+         key (ANTHROPIC_API_KEY, ANTHROPIC_API_KEY_FILE or --api-key-file)\n"
     );
     assert_eq!(server.requests().len(), 0);
     assert!(
@@ -218,5 +219,36 @@ fn help_and_version_exit_0_on_stdout() {
     assert_eq!(
         (out.code, out.stdout.trim()),
         (0, concat!("rounds ", env!("CARGO_PKG_VERSION")))
+    );
+}
+
+#[test]
+fn a_key_file_is_sent_as_the_key_and_never_reaches_a_tool() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("key"), "sk-ant-from-file\n").unwrap();
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[B::Tool("t1", "bash", r#"{"command":"env"}"#)],
+            "tool_use",
+            1,
+            1,
+        )),
+        sse::answer("done"),
+    ]);
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY_FILE", sb.path("key"))
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["-a", "bash", "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests[0].header("x-api-key"), Some("sk-ant-from-file"));
+    let env_output = sb.transcript()[1]["results"][0]["content"].to_string();
+    assert!(!env_output.contains("sk-ant-from-file"), "{env_output}");
+    assert!(
+        !env_output.contains("ANTHROPIC_API_KEY_FILE"),
+        "{env_output}"
     );
 }

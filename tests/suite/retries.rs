@@ -210,6 +210,26 @@ fn a_stream_that_stalls_after_its_headers_is_cut_by_the_idle_timeout_and_retried
 }
 
 #[test]
+fn a_server_that_never_sends_headers_is_a_stall_and_retried() {
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![Reply::silent(Duration::from_secs(30)), ok()]);
+    let started = Instant::now();
+    let out = rounds(&sb, &server, &["--idle-timeout", "0.5"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let error = sb.transcript()[1]["retries"][0]["error"].clone();
+    assert!(
+        error.as_str().unwrap().contains("stream stalled"),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
 fn a_failure_after_a_tool_started_keeps_the_call_and_continues_without_running_it_twice() {
     let sb = Sandbox::new();
     let events = sse::anthropic(
