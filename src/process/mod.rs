@@ -1,10 +1,12 @@
 //! Running external commands for tools and hooks: always under the supervisor, with a scrubbed
-//! environment, stdin given or closed, output captured with bounded memory, and a timeout or
-//! cancellation that ends the whole process tree before `run` returns.
+//! environment, stdin given or closed, output captured with bounded memory, the OS sandbox
+//! (`sandbox`), and a timeout or cancellation that ends the whole process tree before `run`
+//! returns.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
@@ -12,9 +14,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 pub mod capture;
+pub mod sandbox;
 pub mod supervisor;
 
 pub use capture::{Captured, Limits};
+pub use sandbox::Sandbox;
 
 /// The first argument that turns the `rounds` binary into a supervisor.
 pub const SUPERVISE_ARG: &str = "__rounds-supervise";
@@ -92,6 +96,8 @@ pub struct Spec<'a> {
     pub cancel: CancellationToken,
     pub stdout: Limits,
     pub stderr: Limits,
+    /// The OS sandbox the command runs in.
+    pub sandbox: &'a Sandbox,
 }
 
 /// How a command ended.
@@ -118,20 +124,15 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         Some(bytes) => bytes.len().to_string(),
         None => "-".to_owned(),
     };
-    let mut child = tokio::process::Command::new(supervisor_program())
-        .arg(SUPERVISE_ARG)
-        .arg(stdin_len)
-        .arg("--")
-        .args(&spec.argv)
+    let mut command = supervisor_command(&spec.argv, stdin_len.as_ref(), spec.sandbox);
+    command
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group: a Ctrl-C at the terminal reaches rounds, which decides what to stop.
-        .process_group(0)
-        .spawn()?;
+        .stderr(Stdio::piped());
+    let mut child = command.spawn()?;
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
 
     // The supervisor's stdin carries the command's input, then stays open as the lifeline: if
@@ -193,24 +194,42 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
     })
 }
 
-/// A command that runs `argv` under the supervisor as a long-lived server talking over stdio
-/// (an MCP server): the caller pipes stdin and stdout as it needs. The tree ends when the
-/// returned child is sent SIGTERM (see `terminate`) or when rounds exits.
-pub fn supervised_server(
+/// Starts `argv` under the supervisor as a long-lived server talking over stdio (an MCP
+/// server), in `sandbox`, with stdin, stdout and stderr piped. The tree ends when the returned
+/// child is sent SIGTERM (see `terminate`) or when rounds exits.
+pub fn spawn_server(
     argv: &[OsString],
     env: &[(OsString, OsString)],
     cwd: &Path,
-) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(supervisor_program());
-    cmd.arg(SUPERVISE_ARG)
-        .arg("inherit")
-        .arg("--")
-        .args(argv)
+    sandbox: &Sandbox,
+) -> std::io::Result<tokio::process::Child> {
+    let mut command = supervisor_command(argv, "inherit".as_ref(), sandbox);
+    command
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command.spawn()
+}
+
+/// `rounds __rounds-supervise INPUT [SANDBOX OPTIONS] -- ARGV…` in its own process group: a
+/// Ctrl-C at the terminal reaches rounds, which decides what to stop.
+fn supervisor_command(
+    argv: &[OsString],
+    input: &std::ffi::OsStr,
+    sandbox: &Sandbox,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(supervisor_program());
+    command
+        .arg(SUPERVISE_ARG)
+        .arg(input)
+        .args(sandbox.supervisor_args())
+        .arg("--")
+        .args(argv)
         .process_group(0);
-    cmd
+    command
 }
 
 /// Ends a supervised process tree and reaps the supervisor; bounded in time.
@@ -255,9 +274,21 @@ async fn read_into(
     capture.finish()
 }
 
+static SUPERVISOR_PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Runs supervisors with `program` (a `rounds` binary) instead of this very binary: for a
+/// program that embeds the library, or a test binary, which cannot act as the supervisor. The
+/// first call wins.
+pub fn set_supervisor_program(program: PathBuf) {
+    let _ = SUPERVISOR_PROGRAM.set(program);
+}
+
 /// The program to run as supervisor: this very binary. `/proc/self/exe` still works if the file
 /// was replaced or deleted while rounds runs.
 fn supervisor_program() -> PathBuf {
+    if let Some(program) = SUPERVISOR_PROGRAM.get() {
+        return program.clone();
+    }
     let proc = PathBuf::from("/proc/self/exe");
     if proc.exists() {
         return proc;
