@@ -26,7 +26,7 @@
 //! supervisor's own stdin, and there is no lifeline: the parent-death signal, set in every mode,
 //! ends the tree when rounds goes away.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -245,47 +245,11 @@ fn terminate_tree(main_pid: i32, status: &mut Option<i32>) {
 
 /// Every live (non-zombie) process below `root`, found through `/proc`.
 pub fn descendants(root: i32) -> Vec<i32> {
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    let mut zombies = HashSet::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The command name is in parentheses and may itself contain spaces or parentheses.
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = after.split_whitespace();
-        let state = fields.next();
-        let Some(ppid) = fields.next().and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        if state == Some("Z") {
-            zombies.insert(pid);
-        }
-        children.entry(ppid).or_default().push(pid);
-    }
-    let mut found = Vec::new();
-    let mut queue = vec![root];
-    while let Some(p) = queue.pop() {
-        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
-            queue.push(c);
-            if !zombies.contains(&c) {
-                found.push(c);
-            }
-        }
-    }
-    found
+    let table = super::proc_table();
+    super::descendants_in(&table, root)
+        .into_iter()
+        .filter(|pid| table.get(pid).is_some_and(|s| !s.zombie))
+        .collect()
 }
 
 /// Capabilities that let a process read another process's memory or environment (measured on
