@@ -13,14 +13,20 @@
 //! also `CAP_SYS_ADMIN` and `CAP_PERFMON`), so even a root tool cannot read rounds' memory or
 //! environment (rounds makes itself non-dumpable at startup).
 //!
-//! Invocation: `rounds __rounds-supervise STDIN_BYTES|-|inherit -- PROGRAM ARGS…`. The first
+//! It applies the OS sandbox (see `process::sandbox`): the rules are built here and entered by
+//! the child just before `exec`, so the program and all it starts share one Landlock domain
+//! that the supervisor stays outside of (the tool can neither signal nor ptrace it). A sandbox
+//! that cannot be set up is not skipped: the program does not run (exit 126).
+//!
+//! Invocation: `rounds __rounds-supervise STDIN_BYTES|-|inherit [--sandbox MODE [--require]
+//! [--network] [--write DIR]…] -- PROGRAM ARGS…`. The first
 //! STDIN_BYTES bytes of the supervisor's stdin are the tool's stdin (`-`: the tool's stdin is
 //! /dev/null); the rest of the supervisor's stdin is the lifeline, read until EOF. With
 //! `inherit` (long-lived servers that talk over stdio, such as MCP servers) the program gets the
 //! supervisor's own stdin, and there is no lifeline: the parent-death signal, set in every mode,
 //! ends the tree when rounds goes away.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -31,15 +37,21 @@ use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, wait};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use super::sandbox::{self, Sandbox};
+
 /// How long descendants get between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_millis(500);
 
 /// Exit code when the program could not be started (as shells do).
 const CANNOT_RUN: i32 = 127;
 
+/// Exit code when the sandbox could not be set up, so the program was not started (as shells
+/// say of a program they cannot execute).
+const CANNOT_CONFINE: i32 = 126;
+
 /// Runs the supervisor; returns its exit code: the program's code, or 128+signal.
 pub fn main(args: &[OsString]) -> i32 {
-    let (input, argv) = match parse(args) {
+    let (input, sandbox, argv) = match parse(args) {
         Ok(parsed) => parsed,
         Err(msg) => {
             let _ = writeln!(std::io::stderr(), "rounds supervisor: {msg}");
@@ -78,6 +90,18 @@ pub fn main(args: &[OsString]) -> i32 {
             Input::Bytes(_) => Stdio::piped(),
             Input::Inherit => Stdio::inherit(),
         });
+    match sandbox.prepare() {
+        Ok(Some(confinement)) => confine(&mut command, confinement),
+        Ok(None) => {}
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "rounds supervisor: cannot set up the sandbox, so {} was not run: {e}",
+                argv[0].to_string_lossy()
+            );
+            return CANNOT_CONFINE;
+        }
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -126,7 +150,19 @@ enum Input {
     Inherit,
 }
 
-fn parse(args: &[OsString]) -> Result<(Input, Vec<OsString>), String> {
+/// Has the child enter the sandbox between fork and exec.
+#[allow(unsafe_code)]
+fn confine(command: &mut Command, mut confinement: sandbox::Confinement) {
+    // SAFETY: the hook runs in the forked child before exec. The supervisor is single-threaded
+    // when it spawns (its only other thread starts after `spawn` returns), so no other thread can
+    // have held a lock (the allocator's included) at the fork; the hook only makes the prctl,
+    // landlock_restrict_self and seccomp system calls on rules built before the fork.
+    unsafe {
+        command.pre_exec(move || confinement.enter());
+    }
+}
+
+fn parse(args: &[OsString]) -> Result<(Input, Sandbox, Vec<OsString>), String> {
     let (len, rest) = args.split_first().ok_or("missing STDIN_BYTES")?;
     let input = match len.to_str() {
         Some("-") => Input::Closed,
@@ -137,11 +173,12 @@ fn parse(args: &[OsString]) -> Result<(Input, Vec<OsString>), String> {
         ),
         None => return Err("bad STDIN_BYTES".into()),
     };
+    let (sandbox, rest) = Sandbox::from_args(rest)?;
     let argv = match rest.split_first() {
         Some((dashes, argv)) if dashes == "--" && !argv.is_empty() => argv.to_vec(),
         _ => return Err("expected -- PROGRAM ARGS…".into()),
     };
-    Ok((input, argv))
+    Ok((input, sandbox, argv))
 }
 
 fn feed_and_watch(len: usize, child_stdin: Option<std::process::ChildStdin>) {
@@ -208,47 +245,11 @@ fn terminate_tree(main_pid: i32, status: &mut Option<i32>) {
 
 /// Every live (non-zombie) process below `root`, found through `/proc`.
 pub fn descendants(root: i32) -> Vec<i32> {
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    let mut zombies = HashSet::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The command name is in parentheses and may itself contain spaces or parentheses.
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = after.split_whitespace();
-        let state = fields.next();
-        let Some(ppid) = fields.next().and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        if state == Some("Z") {
-            zombies.insert(pid);
-        }
-        children.entry(ppid).or_default().push(pid);
-    }
-    let mut found = Vec::new();
-    let mut queue = vec![root];
-    while let Some(p) = queue.pop() {
-        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
-            queue.push(c);
-            if !zombies.contains(&c) {
-                found.push(c);
-            }
-        }
-    }
-    found
+    let table = super::proc_table();
+    super::descendants_in(&table, root)
+        .into_iter()
+        .filter(|pid| table.get(pid).is_some_and(|s| !s.zombie))
+        .collect()
 }
 
 /// Capabilities that let a process read another process's memory or environment (measured on
@@ -296,21 +297,36 @@ mod tests {
 
     #[test]
     fn parses_its_arguments_and_refuses_nonsense() {
+        let off = Sandbox::off();
         assert_eq!(
             parse(&os(&["12", "--", "bash", "-c", "x"])).unwrap(),
-            (Input::Bytes(12), os(&["bash", "-c", "x"]))
+            (Input::Bytes(12), off.clone(), os(&["bash", "-c", "x"]))
         );
         assert_eq!(
             parse(&os(&["-", "--", "true"])).unwrap(),
-            (Input::Closed, os(&["true"]))
+            (Input::Closed, off.clone(), os(&["true"]))
         );
         assert_eq!(
             parse(&os(&["inherit", "--", "srv"])).unwrap(),
-            (Input::Inherit, os(&["srv"]))
+            (Input::Inherit, off, os(&["srv"]))
         );
+        let (_, sandbox, argv) = parse(&os(&[
+            "-",
+            "--sandbox",
+            "workspace-write",
+            "--write",
+            "/ws",
+            "--",
+            "--sandbox",
+        ]))
+        .unwrap();
+        assert_eq!(sandbox.mode, sandbox::Mode::WorkspaceWrite);
+        assert_eq!(sandbox.write, [std::path::PathBuf::from("/ws")]);
+        assert_eq!(argv, os(&["--sandbox"]), "after --, all is the program's");
         assert!(parse(&os(&["x", "--", "true"])).is_err());
         assert!(parse(&os(&["1", "true"])).is_err());
         assert!(parse(&os(&["1", "--"])).is_err());
+        assert!(parse(&os(&["1", "--sandbox", "bogus", "--", "true"])).is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{ToolResult, ToolUse};
-use crate::process::{self, Exit, Limits};
+use crate::process::{self, Exit, Limits, Sandbox};
 
 /// Exit code with which a hook vetoes a call.
 pub const VETO: i32 = 2;
@@ -56,6 +56,8 @@ pub struct HookRun<'a> {
     pub env: &'a [(OsString, OsString)],
     pub timeout: Duration,
     pub cancel: &'a CancellationToken,
+    /// The run's sandbox: hooks follow `--tool-network` like bash.
+    pub sandbox: &'a Sandbox,
 }
 
 impl Hooks {
@@ -161,6 +163,7 @@ async fn invoke(
         cancel: run.cancel.clone(),
         stdout: limits(),
         stderr: limits(),
+        sandbox: run.sandbox,
     };
     let done = match process::run(spec).await {
         Ok(done) => done,

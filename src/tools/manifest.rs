@@ -11,6 +11,7 @@
 //! class = "safe"                              # default "mutating"
 //! timeout = 20                                # seconds, at most --tool-timeout
 //! subject = "path"                            # input field allowlist patterns match
+//! network = true                              # may use the network (default false)
 //! input_schema = { type = "object", properties = { path = { type = "string" } } }
 //! ```
 //!
@@ -18,6 +19,10 @@
 //! manifest's directory as `ROUNDS_MANIFEST_DIR`. Its stdout is the result, unless stdout is
 //! a JSON object `{"content": …, "is_error": …}`; a non-zero exit is an error result carrying
 //! stderr.
+//!
+//! The command runs in the run's OS sandbox (`process::sandbox`); it may use the network only
+//! if its entry says `network = true`, whatever `--tool-network` says (that flag is for bash
+//! and hooks).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -68,6 +73,8 @@ struct Entry {
     timeout: Option<f64>,
     #[serde(default)]
     subject: Option<String>,
+    #[serde(default)]
+    network: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,6 +160,8 @@ pub struct CommandTool {
     timeout: Option<Duration>,
     subject: Option<String>,
     origin: String,
+    /// `network = true`: the sandbox lets it use the network.
+    network: bool,
 }
 
 impl CommandTool {
@@ -206,6 +215,7 @@ impl CommandTool {
             timeout,
             subject: entry.subject,
             origin: format!("manifest {}", path.display()),
+            network: entry.network,
         })
     }
 }
@@ -239,6 +249,7 @@ impl Tool for CommandTool {
             "ROUNDS_MANIFEST_DIR".into(),
             self.dir.clone().into_os_string(),
         ));
+        let sandbox = ctx.sandbox.with_network(self.network);
         let spec = process::Spec {
             argv: self.argv.clone(),
             cwd: ctx.workspace.root(),
@@ -256,6 +267,7 @@ impl Tool for CommandTool {
                 tail: KEEP,
                 spill: Some(ctx.outputs.path(&ctx.call_id, "stderr")),
             },
+            sandbox: &sandbox,
         };
         let name = &self.spec.name;
         let done = process::run(spec)

@@ -26,6 +26,7 @@ pub mod policy;
 pub mod workspace;
 
 pub use crate::conversation::{Class, ToolSpec};
+pub use crate::process::Sandbox;
 pub use workspace::Workspace;
 
 /// Everything a running tool may use. The workspace root comes from the user, never the model.
@@ -43,11 +44,13 @@ pub struct ToolContext {
     pub env: Arc<[(OsString, OsString)]>,
     /// Where whole outputs that were cut are saved.
     pub outputs: Arc<Outputs>,
+    /// The OS sandbox of processes the tool starts.
+    pub sandbox: Arc<Sandbox>,
 }
 
 impl ToolContext {
-    /// A context with defaults (30 s, empty environment, outputs in the temp directory), for
-    /// running a tool outside the pipeline.
+    /// A context with defaults (30 s, empty environment, outputs in the temp directory, no
+    /// sandbox), for running a tool outside the pipeline.
     pub fn new(workspace: Arc<Workspace>, cancel: CancellationToken) -> ToolContext {
         ToolContext {
             workspace,
@@ -56,6 +59,7 @@ impl ToolContext {
             timeout: Duration::from_secs(30),
             env: Arc::from(Vec::new()),
             outputs: Arc::new(Outputs::new(std::env::temp_dir().join("rounds-outputs"))),
+            sandbox: Arc::new(Sandbox::off()),
         }
     }
 }
@@ -70,6 +74,11 @@ pub struct Outputs {
 impl Outputs {
     pub fn new(dir: PathBuf) -> Outputs {
         Outputs { dir }
+    }
+
+    /// The directory itself (it may not exist yet).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 
     /// The file for one call's output of one kind (`stdout`, `txt`, …). Ids come from the

@@ -11,7 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::hooks::{HookRun, Hooks, Verdict};
 use super::policy::{Decision, Policy, Subject};
-use super::{Class, Entry, Outputs, Registry, ToolContext, ToolError, ToolSpec, Workspace};
+use super::{
+    Class, Entry, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolSpec, Workspace,
+};
 use crate::conversation::{CallDefect, ErrorKind, ToolResult, ToolUse};
 use crate::process::capture::cap_text;
 
@@ -38,6 +40,7 @@ pub struct Toolbox {
     env: Arc<[(OsString, OsString)]>,
     outputs: Arc<Outputs>,
     hooks: Hooks,
+    sandbox: Arc<Sandbox>,
 }
 
 impl Toolbox {
@@ -56,7 +59,19 @@ impl Toolbox {
             env: Arc::from(settings.env),
             outputs: Arc::new(settings.outputs),
             hooks: settings.hooks,
+            sandbox: Arc::new(Sandbox::off()),
         }
+    }
+
+    /// Runs the processes of tools and hooks in `sandbox` (the run's, from
+    /// `Sandbox::for_run`); without this call they run unsandboxed.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Toolbox {
+        self.sandbox = Arc::new(sandbox);
+        self
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// The tools offered to the model, in registration order.
@@ -111,6 +126,7 @@ impl Toolbox {
             env: &self.env,
             timeout: self.timeout,
             cancel: &cancel,
+            sandbox: &self.sandbox,
         };
         let mut input = call.input.clone();
         match self.hooks.before(call, &input, &run).await {
@@ -228,6 +244,7 @@ impl Toolbox {
             timeout: self.timeout,
             env: self.env.clone(),
             outputs: self.outputs.clone(),
+            sandbox: self.sandbox.clone(),
         };
         // Tools that start processes enforce the timeout themselves (and clean up); this outer
         // limit is the safety net for every tool.

@@ -7,6 +7,7 @@ mod providers;
 mod resume;
 mod retries;
 mod run_control;
+mod sandbox;
 mod store;
 mod tool_errors;
 mod tools_bash;

@@ -96,6 +96,8 @@ impl Tool for Bash {
                 tail: KEEP,
                 spill: Some(ctx.outputs.path(&ctx.call_id, "stderr")),
             },
+            // bash follows --tool-network, which the run's sandbox already says.
+            sandbox: &ctx.sandbox,
         };
         let done = process::run(spec)
             .await

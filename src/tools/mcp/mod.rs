@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Tool;
-use crate::process::ProcessContext;
+use crate::process::{ProcessContext, Sandbox};
 
 mod server;
 mod spec;
@@ -63,6 +63,7 @@ pub async fn start_all(
     config: Option<&Path>,
     limit: Duration,
     processes: &ProcessContext<'_>,
+    sandbox: &Sandbox,
 ) -> Result<(McpServers, Vec<Arc<dyn Tool>>), McpError> {
     let specs = spec::collect(flags, config)?;
     if specs.is_empty() {
@@ -71,7 +72,7 @@ pub async fn start_all(
     // Spawned one after the other on this thread (see `server::spawn`), connected in parallel.
     let mut spawned = Vec::new();
     for spec in specs {
-        match server::spawn(spec, processes) {
+        match server::spawn(spec, processes, sandbox) {
             Ok(s) => spawned.push(s),
             Err(e) => {
                 futures_util::future::join_all(spawned.into_iter().map(server::Spawned::abort))
@@ -123,7 +124,8 @@ mod tests {
             cwd: Path::new("/"),
             env: &[],
         };
-        let (servers, tools) = start_all(&[], None, Duration::from_secs(1), &processes)
+        let off = Sandbox::off();
+        let (servers, tools) = start_all(&[], None, Duration::from_secs(1), &processes, &off)
             .await
             .unwrap();
         assert!(tools.is_empty() && servers.running.is_empty());
@@ -132,6 +134,7 @@ mod tests {
             None,
             Duration::from_secs(1),
             &processes,
+            &off,
         )
         .await
         .err()

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::pin::Pin;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 use super::McpError;
 use super::spec::ServerSpec;
 use crate::process;
-use crate::process::ProcessContext;
+use crate::process::{ProcessContext, Sandbox};
 
 /// How long a server may take to exit by itself once its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
@@ -127,9 +127,14 @@ impl Spawned {
     }
 }
 
-/// Starts the server under the supervisor with the tool environment plus the server's own.
+/// Starts the server under the supervisor with the tool environment plus the server's own, in
+/// the run's sandbox (with the network only if its entry asks for it).
 /// Runs on the caller's thread: the supervisor's parent-death signal is tied to that thread.
-pub fn spawn(spec: ServerSpec, processes: &ProcessContext<'_>) -> Result<Spawned, McpError> {
+pub fn spawn(
+    spec: ServerSpec,
+    processes: &ProcessContext<'_>,
+    sandbox: &Sandbox,
+) -> Result<Spawned, McpError> {
     let mut env: Vec<(OsString, OsString)> = processes
         .env
         .iter()
@@ -142,11 +147,8 @@ pub fn spawn(spec: ServerSpec, processes: &ProcessContext<'_>) -> Result<Spawned
         name: spec.name.clone(),
         what,
     };
-    let mut child = process::supervised_server(&argv, &env, processes.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let sandbox = sandbox.with_network(spec.network);
+    let mut child = process::spawn_server(&argv, &env, processes.cwd, &sandbox)
         .map_err(|e| failed(format!("cannot start {:?}: {e}", spec.argv[0])))?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

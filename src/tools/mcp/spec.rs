@@ -23,6 +23,9 @@ pub struct ServerSpec {
     pub argv: Vec<String>,
     /// Set on top of the scrubbed tool environment.
     pub env: Vec<(String, String)>,
+    /// `"network": true` in its config entry: the sandbox lets it use the network
+    /// (`--tool-network` is for bash and hooks). Servers from `--mcp` flags have none.
+    pub network: bool,
 }
 
 /// Every server of the flags and the config file, flags first, names checked for uniqueness.
@@ -69,6 +72,7 @@ pub fn parse_flag(value: &str) -> Result<ServerSpec, McpError> {
         name: name.to_owned(),
         argv,
         env: Vec::new(),
+        network: false,
     })
 }
 
@@ -92,6 +96,9 @@ struct ConfigEntry {
     kind: Option<String>,
     #[serde(default)]
     disabled: bool,
+    /// rounds' own key: the server may use the network in the sandbox.
+    #[serde(default)]
+    network: bool,
 }
 
 /// The servers of a config file's text, in name order; disabled entries are left out.
@@ -128,6 +135,7 @@ pub fn parse_config(text: &str) -> Result<Vec<ServerSpec>, String> {
             name,
             argv,
             env: entry.env.into_iter().collect(),
+            network: entry.network,
         });
     }
     Ok(specs)
@@ -198,6 +206,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            network: false,
         }
     }
 
@@ -261,6 +270,11 @@ mod tests {
         assert_eq!(
             parse_config(r#"{"servers": {"s": {"command": "x"}}}"#).unwrap(),
             [spec("s", &["x"], &[])]
+        );
+        let networked = parse_config(r#"{"servers": {"s": {"command": "x", "network": true}}}"#);
+        assert!(
+            networked.unwrap()[0].network,
+            "an entry may ask for the network"
         );
     }
 

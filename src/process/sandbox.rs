@@ -1,0 +1,619 @@
+//! The OS sandbox of tool processes (Linux Landlock, plus a seccomp filter for sockets): what the
+//! allowlist lets run is still bounded in what it can do.
+//!
+//! # What it enforces
+//! Every tool process (bash, command tools, hooks, MCP servers) starts through the supervisor
+//! (`process::supervisor`). When the sandbox is on, the supervisor builds the rules before it
+//! spawns the command and the child enters them between `fork` and `exec`, so the command and
+//! everything it starts live in one Landlock domain of their own:
+//! - filesystem: read and execute everywhere; write only below the writable directories (mode
+//!   `workspace-write`: the workspace, the temp dir, the run's outputs dir and each
+//!   `--sandbox-write DIR`), or nowhere (`read-only`). `/dev/null`, `/dev/zero` and `/dev/full`
+//!   stay writable in both, so `2>/dev/null` works.
+//! - network, unless allowed: TCP `connect`/`bind` refused (Landlock ABI 4), and a seccomp filter
+//!   refuses every other socket (UDP, raw, packet, netlink…: only UNIX and TCP sockets can be
+//!   created) and `io_uring` (which could create sockets behind the filter's back).
+//! - other processes: a domain cannot ptrace, so cannot read `/proc/PID/environ` or `mem` of,
+//!   any process outside it, whatever the user ids (Landlock ABI 1); with ABI 6 it cannot signal
+//!   them either (so a tool cannot `kill -9` or `SIGSTOP` its supervisor or rounds) nor connect
+//!   to abstract UNIX sockets created outside it.
+//!
+//! # Why the child and not the supervisor
+//! The supervisor stays outside the domain: it must signal, inspect (`/proc`) and reap the
+//! tree, and the tool must not be able to signal or ptrace it, which a shared domain would
+//! allow. The rules are built in the supervisor (allocation, opening the directories) and only
+//! entered in the `pre_exec` hook: two system calls (`landlock_restrict_self`, `seccomp`) after
+//! `prctl(PR_SET_NO_NEW_PRIVS)`. The supervisor is single-threaded when it spawns, so the forked
+//! child cannot inherit a lock held by another thread.
+//!
+//! # API for the wiring
+//! - Flags: `--sandbox off|read-only|workspace-write|require` ([`parse_flag`]; `require` is
+//!   `workspace-write` that must be fully enforced), `--sandbox-write DIR` (repeatable),
+//!   `--tool-network`.
+//! - [`Sandbox::for_run`] turns them into the run's sandbox (it adds the workspace, the temp dir
+//!   and the outputs dir to the writable directories); [`Sandbox::check_dirs`] reports a
+//!   `--sandbox-write` directory that does not exist (a usage error).
+//! - [`probe`] says what this kernel can enforce. [`Sandbox::check`] turns that into the
+//!   degraded-sandbox warning to print once on stderr (`Ok(Some(text))`), or, with `require`,
+//!   the error that must end the run with exit 2 before any model call (`Err(text)`).
+//! - [`Sandbox::summary`] is the `"sandbox"` field of the transcript's `start` line:
+//!   `{"mode": …, "required": …, "landlock_abi": …, "network": …, "write": […],
+//!   "enforced": {"filesystem": …, "network_tcp": …, "network_other": …, "processes": …,
+//!   "signals": …, "abstract_unix_sockets": …}}`.
+//! - The same `Sandbox` goes to `Toolbox::with_sandbox` (bash, command tools, hooks) and to
+//!   `assemble::assemble_with` (MCP servers). Bash and hooks follow `--tool-network`; a command
+//!   tool or an MCP server gets the network only with `network = true` in its own entry.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The `--sandbox` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// No sandbox: tool processes can do whatever rounds' user can.
+    Off,
+    /// No writes at all (but `/dev/null` and friends).
+    ReadOnly,
+    /// Writes only below the writable directories.
+    #[default]
+    WorkspaceWrite,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::ReadOnly => "read-only",
+            Mode::WorkspaceWrite => "workspace-write",
+        }
+    }
+}
+
+/// The values `--sandbox` accepts, for help texts and completions.
+pub const FLAG_VALUES: &[&str] = &["workspace-write", "read-only", "off", "require"];
+
+/// Parses a `--sandbox` value: the mode and whether it is required (`require`).
+pub fn parse_flag(value: &str) -> Result<(Mode, bool), String> {
+    match value {
+        "off" => Ok((Mode::Off, false)),
+        "read-only" => Ok((Mode::ReadOnly, false)),
+        "workspace-write" => Ok((Mode::WorkspaceWrite, false)),
+        "require" => Ok((Mode::WorkspaceWrite, true)),
+        other => Err(format!(
+            "unknown sandbox mode {other:?} (expected one of: {})",
+            FLAG_VALUES.join(", ")
+        )),
+    }
+}
+
+/// Files that stay writable in every confined mode: sinks and sources, not storage.
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+
+/// The sandbox of tool processes: for a run, or for one process (see `with_network`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    pub mode: Mode,
+    /// `--sandbox require`: what the kernel cannot enforce is an error, not a warning; the
+    /// supervisor then also refuses to start a command it cannot confine completely.
+    pub require: bool,
+    /// Every writable directory (used in `workspace-write` only). Directories that do not exist
+    /// when a command starts are left out: that only takes rights away.
+    pub write: Vec<PathBuf>,
+    /// Whether tool processes may use the network.
+    pub network: bool,
+}
+
+impl Default for Sandbox {
+    /// No sandbox: what code that does not know the run's sandbox gets (tests, tools run
+    /// outside the pipeline).
+    fn default() -> Sandbox {
+        Sandbox::off()
+    }
+}
+
+impl Sandbox {
+    pub fn off() -> Sandbox {
+        Sandbox::new(Mode::Off)
+    }
+
+    /// A sandbox of `mode` with no writable directory and no network.
+    pub fn new(mode: Mode) -> Sandbox {
+        Sandbox {
+            mode,
+            require: false,
+            write: Vec::new(),
+            network: false,
+        }
+    }
+
+    /// The run's sandbox from the flags: the writable directories are the workspace, the
+    /// system temp dir, the run's outputs dir, then `extra_write` (`--sandbox-write`).
+    pub fn for_run(
+        (mode, require): (Mode, bool),
+        workspace: &Path,
+        outputs: &Path,
+        extra_write: &[PathBuf],
+        network: bool,
+    ) -> Sandbox {
+        let mut write = Vec::new();
+        let temp = std::env::temp_dir();
+        for dir in [workspace, temp.as_path(), outputs]
+            .into_iter()
+            .chain(extra_write.iter().map(PathBuf::as_path))
+        {
+            if !write.iter().any(|w: &PathBuf| w == dir) {
+                write.push(dir.to_owned());
+            }
+        }
+        Sandbox {
+            mode,
+            require,
+            write,
+            network,
+        }
+    }
+
+    pub fn is_off(&self) -> bool {
+        self.mode == Mode::Off
+    }
+
+    /// The same sandbox with the network allowed or not: for a command tool or an MCP server,
+    /// whose own entry decides (`network = true`), not `--tool-network`.
+    pub fn with_network(&self, network: bool) -> Sandbox {
+        Sandbox {
+            network,
+            ..self.clone()
+        }
+    }
+
+    /// `--sandbox-write` directories must exist (Landlock rules hold open directories); the
+    /// message names the first that does not.
+    pub fn check_dirs(extra_write: &[PathBuf]) -> Result<(), String> {
+        for dir in extra_write {
+            if !dir.is_dir() {
+                return Err(format!(
+                    "--sandbox-write {}: not an existing directory",
+                    dir.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The restrictions this sandbox asks for.
+    fn wanted(&self) -> Enforced {
+        let on = !self.is_off();
+        Enforced {
+            filesystem: on,
+            network_tcp: on && !self.network,
+            network_other: on && !self.network,
+            processes: on,
+            signals: on,
+            abstract_unix_sockets: on,
+        }
+    }
+
+    /// The restrictions in force for tool processes on a kernel that supports `support`.
+    pub fn enforced(&self, support: Support) -> Enforced {
+        let wanted = self.wanted();
+        let abi = support.landlock_abi;
+        Enforced {
+            filesystem: wanted.filesystem && abi >= 3,
+            network_tcp: wanted.network_tcp && abi >= 4,
+            network_other: wanted.network_other && support.seccomp,
+            processes: wanted.processes && abi >= 1,
+            signals: wanted.signals && abi >= 6,
+            abstract_unix_sockets: wanted.abstract_unix_sockets && abi >= 6,
+        }
+    }
+
+    /// What this sandbox asks for that the kernel cannot give, each as a short phrase.
+    pub fn missing(&self, support: Support) -> Vec<String> {
+        let wanted = self.wanted();
+        let got = self.enforced(support);
+        let abi = support.landlock_abi;
+        let mut missing = Vec::new();
+        if wanted.filesystem && !got.filesystem {
+            missing.push(if abi == 0 {
+                "filesystem writes (Landlock)".to_owned()
+            } else {
+                "truncating files outside the writable directories (Landlock ABI 3)".to_owned()
+            });
+        }
+        if wanted.network_tcp && !got.network_tcp {
+            missing.push("TCP connect and bind (Landlock ABI 4)".to_owned());
+        }
+        if wanted.network_other && !got.network_other {
+            missing.push("UDP and other non-TCP sockets (seccomp)".to_owned());
+        }
+        if wanted.processes && !got.processes {
+            missing.push(
+                "reading the memory and environment of other processes of the same user \
+                 (Landlock)"
+                    .to_owned(),
+            );
+        }
+        if wanted.signals && !got.signals {
+            missing.push(
+                "signals to processes outside the tool, such as rounds and its supervisor \
+                 (Landlock ABI 6)"
+                    .to_owned(),
+            );
+        }
+        if wanted.abstract_unix_sockets && !got.abstract_unix_sockets {
+            missing.push("abstract UNIX sockets (Landlock ABI 6)".to_owned());
+        }
+        missing
+    }
+
+    /// What the run must do about the kernel's support: `Ok(None)` all is enforced (or the
+    /// sandbox is off), `Ok(Some(warning))` print this once on stderr and go on,
+    /// `Err(message)` with `require`: a usage error (exit 2) before any model call.
+    pub fn check(&self, support: Support) -> Result<Option<String>, String> {
+        let missing = self.missing(support);
+        if missing.is_empty() {
+            return Ok(None);
+        }
+        let kernel = match support.landlock_abi {
+            0 => "this kernel has no Landlock".to_owned(),
+            n => format!("this kernel has Landlock ABI {n}"),
+        };
+        let mode = self.mode.name();
+        if self.require {
+            Err(format!(
+                "--sandbox require: {kernel}, so the tool sandbox cannot enforce: {}",
+                missing.join("; ")
+            ))
+        } else {
+            Ok(Some(format!(
+                "warning: the tool sandbox ({mode}) is degraded: {kernel}, so it does not \
+                 enforce: {}. Use --sandbox require to make this an error.",
+                missing.join("; ")
+            )))
+        }
+    }
+
+    /// The `"sandbox"` field of the transcript's `start` line.
+    pub fn summary(&self, support: Support) -> Summary {
+        Summary {
+            mode: self.mode,
+            required: self.require,
+            landlock_abi: support.landlock_abi,
+            network: self.is_off() || self.network,
+            write: match self.mode {
+                Mode::WorkspaceWrite => {
+                    self.write.iter().map(|p| p.display().to_string()).collect()
+                }
+                Mode::ReadOnly => Vec::new(),
+                // Everything the user can write.
+                Mode::Off => vec!["/".to_owned()],
+            },
+            enforced: self.enforced(support),
+        }
+    }
+
+    /// The supervisor's options for this sandbox (none when it is off):
+    /// `--sandbox MODE [--require] [--network] [--write DIR]…`.
+    pub fn supervisor_args(&self) -> Vec<OsString> {
+        if self.is_off() {
+            return Vec::new();
+        }
+        let mut args: Vec<OsString> = vec!["--sandbox".into(), self.mode.name().into()];
+        if self.require {
+            args.push("--require".into());
+        }
+        if self.network {
+            args.push("--network".into());
+        }
+        if self.mode == Mode::WorkspaceWrite {
+            for dir in &self.write {
+                args.push("--write".into());
+                args.push(dir.clone().into_os_string());
+            }
+        }
+        args
+    }
+
+    /// Reads the options `supervisor_args` wrote, up to (not including) `--`; returns the sandbox and
+    /// the rest of the arguments.
+    pub(crate) fn from_args(mut args: &[OsString]) -> Result<(Sandbox, &[OsString]), String> {
+        let mut sandbox = Sandbox::off();
+        let mut moded = false;
+        while let Some((arg, rest)) = args.split_first() {
+            let value = |rest: &[OsString]| -> Result<OsString, String> {
+                rest.first()
+                    .cloned()
+                    .ok_or_else(|| format!("{} needs a value", arg.to_string_lossy()))
+            };
+            match arg.to_str() {
+                Some("--sandbox") => {
+                    let v = value(rest)?;
+                    sandbox.mode = match v.to_str() {
+                        Some("read-only") => Mode::ReadOnly,
+                        Some("workspace-write") => Mode::WorkspaceWrite,
+                        _ => return Err(format!("bad sandbox mode {v:?}")),
+                    };
+                    moded = true;
+                    args = &rest[1..];
+                }
+                Some("--write") => {
+                    sandbox.write.push(PathBuf::from(value(rest)?));
+                    args = &rest[1..];
+                }
+                Some("--require") => {
+                    sandbox.require = true;
+                    args = rest;
+                }
+                Some("--network") => {
+                    sandbox.network = true;
+                    args = rest;
+                }
+                _ => break,
+            }
+        }
+        if !moded && (sandbox.require || sandbox.network || !sandbox.write.is_empty()) {
+            return Err("sandbox options without --sandbox MODE".into());
+        }
+        Ok((sandbox, args))
+    }
+
+    /// Builds the rules for a child process (in the supervisor, before it spawns); `None` when
+    /// the sandbox is off. With `require`, anything the kernel cannot enforce is an error.
+    pub(crate) fn prepare(&self) -> Result<Option<Confinement>, String> {
+        if self.is_off() {
+            return Ok(None);
+        }
+        let ruleset = landlock_rules(self).map_err(|e| format!("Landlock: {e}"))?;
+        // Best effort leaves the filter out where the kernel has no seccomp (the run warned);
+        // required, it goes in and the command does not start without it.
+        let filter = if self.network || !(self.require || probe().seccomp) {
+            None
+        } else {
+            Some(seccomp::socket_filter().map_err(|e| format!("seccomp: {e}"))?)
+        };
+        Ok(Some(Confinement {
+            ruleset: Some(ruleset),
+            filter,
+        }))
+    }
+}
+
+/// The rules of one child, built and ready to enter.
+pub(crate) struct Confinement {
+    ruleset: Option<landlock::RulesetCreated>,
+    filter: Option<seccompiler::BpfProgram>,
+}
+
+impl Confinement {
+    /// Puts the calling thread (the child, between fork and exec) into the sandbox. Sets
+    /// `PR_SET_NO_NEW_PRIVS` (Landlock and seccomp both require it): setuid programs do not
+    /// gain privileges in a sandboxed tool.
+    pub(crate) fn enter(&mut self) -> std::io::Result<()> {
+        if let Some(ruleset) = self.ruleset.take() {
+            ruleset.restrict_self().map_err(std::io::Error::other)?;
+        }
+        if let Some(filter) = &self.filter {
+            seccompiler::apply_filter(filter).map_err(std::io::Error::other)?;
+        }
+        Ok(())
+    }
+}
+
+/// The Landlock ABI whose features rounds asks for: the newest it is tested against. Newer
+/// rights (pathname UNIX sockets in ABI 9, UDP in ABI 10) are not requested yet.
+const ABI: landlock::ABI = landlock::ABI::V6;
+
+fn landlock_rules(sandbox: &Sandbox) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
+    use landlock::{
+        Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, Scope, path_beneath_rules,
+    };
+    let level = if sandbox.require {
+        CompatLevel::HardRequirement
+    } else {
+        CompatLevel::BestEffort
+    };
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(AccessFs::from_all(ABI))?;
+    if !sandbox.network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(ABI))?;
+    }
+    let mut created = ruleset
+        .scope(Scope::from_all(ABI))?
+        .create()?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI)))?
+        .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(ABI)))?;
+    if sandbox.mode == Mode::WorkspaceWrite {
+        created = created.add_rules(path_beneath_rules(&sandbox.write, AccessFs::from_all(ABI)))?;
+    }
+    Ok(created.no_new_privs(true))
+}
+
+/// What the running kernel can enforce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Support {
+    /// The Landlock ABI version; 0 when the kernel has no Landlock (or it is disabled).
+    pub landlock_abi: u32,
+    /// Whether seccomp filters are available for this architecture and kernel.
+    pub seccomp: bool,
+}
+
+impl Support {
+    /// A kernel without Landlock or seccomp.
+    pub fn none() -> Support {
+        Support {
+            landlock_abi: 0,
+            seccomp: false,
+        }
+    }
+}
+
+/// Asks the kernel what it supports (cheap: one system call and one small file read).
+pub fn probe() -> Support {
+    Support {
+        landlock_abi: landlock_abi(),
+        seccomp: seccomp::ARCH.is_some()
+            && std::fs::read_to_string("/proc/self/status")
+                .is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:"))),
+    }
+}
+
+#[allow(unsafe_code)]
+fn landlock_abi() -> u32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute pointer, size 0 and the VERSION flag,
+    // landlock_create_ruleset(2) reads no memory and creates no file descriptor: it returns the
+    // highest supported ABI version, or -1 (ENOSYS, EOPNOTSUPP) without Landlock.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(version).unwrap_or(0)
+}
+
+/// Which restrictions are in force for tool processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Enforced {
+    /// Writes outside the writable directories are refused, truncation included.
+    pub filesystem: bool,
+    /// TCP connect and bind are refused.
+    pub network_tcp: bool,
+    /// Sockets other than UNIX and TCP (UDP, raw, packet, netlink…) cannot be created.
+    pub network_other: bool,
+    /// Processes outside the tool cannot be ptraced (so neither their `/proc/PID/environ` and
+    /// `mem` read).
+    pub processes: bool,
+    /// Processes outside the tool cannot be signalled.
+    pub signals: bool,
+    /// Abstract UNIX sockets created outside the tool cannot be connected to.
+    pub abstract_unix_sockets: bool,
+}
+
+/// The sandbox as the transcript's `start` line records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub mode: Mode,
+    /// `--sandbox require`.
+    pub required: bool,
+    /// The kernel's Landlock ABI version, 0 without Landlock.
+    pub landlock_abi: u32,
+    /// Whether bash and hooks may use the network (`--tool-network`, or the sandbox is off).
+    pub network: bool,
+    /// The writable directories (`["/"]` when off: whatever the user may write).
+    pub write: Vec<String>,
+    pub enforced: Enforced,
+}
+
+/// The seccomp filter that keeps a tool without network to UNIX and TCP sockets (TCP itself is
+/// Landlock's).
+mod seccomp {
+    use std::collections::BTreeMap;
+
+    use seccompiler::{
+        BackendError, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+        SeccompFilter, SeccompRule, TargetArch,
+    };
+
+    #[cfg(target_arch = "x86_64")]
+    pub const ARCH: Option<TargetArch> = Some(TargetArch::x86_64);
+    #[cfg(target_arch = "aarch64")]
+    pub const ARCH: Option<TargetArch> = Some(TargetArch::aarch64);
+    #[cfg(target_arch = "riscv64")]
+    pub const ARCH: Option<TargetArch> = Some(TargetArch::riscv64);
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64"
+    )))]
+    pub const ARCH: Option<TargetArch> = None;
+
+    /// On x86_64, the x32 ABI reaches the same calls under other numbers.
+    #[cfg(target_arch = "x86_64")]
+    const ALIASES: &[i64] = &[0x4000_0000];
+    #[cfg(not(target_arch = "x86_64"))]
+    const ALIASES: &[i64] = &[];
+
+    fn arg(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, BackendError> {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
+    }
+
+    fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, BackendError> {
+        SeccompRule::new(conditions)
+    }
+
+    /// `socket(2)` is refused (EACCES) unless it makes a UNIX socket or a TCP socket (stream,
+    /// protocol 0 or TCP: not SCTP or MPTCP, which Landlock's TCP rules may not cover);
+    /// `io_uring_setup(2)` is refused, since io_uring can create sockets without `socket(2)`.
+    /// Calls of another architecture (32-bit x86 code) kill the process: the filter would not
+    /// understand them.
+    pub fn socket_filter() -> Result<BpfProgram, String> {
+        let arch = ARCH.ok_or("no seccomp support for this architecture")?;
+        build(arch).map_err(|e| e.to_string())
+    }
+
+    fn build(arch: TargetArch) -> Result<BpfProgram, BackendError> {
+        use SeccompCmpOp::{Eq, MaskedEq, Ne};
+        let unix = libc::AF_UNIX as u64;
+        let inet = libc::AF_INET as u64;
+        let inet6 = libc::AF_INET6 as u64;
+        let tcp = libc::IPPROTO_TCP as u64;
+        let stream = libc::SOCK_STREAM as u64;
+        // Each rule matches calls to refuse; rules are alternatives, conditions in one rule all
+        // have to hold.
+        let mut refuse = vec![rule(vec![
+            arg(0, Ne, unix)?,
+            arg(0, Ne, inet)?,
+            arg(0, Ne, inet6)?,
+        ])?];
+        for family in [inet, inet6] {
+            // The socket type is the low four bits; the rest are SOCK_NONBLOCK and SOCK_CLOEXEC.
+            for kind in (0..16u64).filter(|&k| k != stream) {
+                refuse.push(rule(vec![
+                    arg(0, Eq, family)?,
+                    arg(1, MaskedEq(0xf), kind)?,
+                ])?);
+            }
+            refuse.push(rule(vec![
+                arg(0, Eq, family)?,
+                arg(2, Ne, 0)?,
+                arg(2, Ne, tcp)?,
+            ])?);
+        }
+        let mut rules = BTreeMap::new();
+        for alias in std::iter::once(0).chain(ALIASES.iter().copied()) {
+            rules.insert(libc::SYS_socket + alias, refuse.clone());
+            // No rule: refused whatever the arguments.
+            rules.insert(libc::SYS_io_uring_setup + alias, Vec::new());
+        }
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EACCES as u32),
+            arch,
+        )?;
+        BpfProgram::try_from(filter)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn the_filter_compiles_where_seccomp_is_supported() {
+            match super::ARCH {
+                Some(_) => assert!(!super::socket_filter().unwrap().is_empty()),
+                None => assert!(super::socket_filter().is_err()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "sandbox_tests.rs"]
+mod tests;
