@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod mcp;
 pub mod pipeline;
 pub mod policy;
+pub mod shell;
 pub mod workspace;
 
 pub use crate::conversation::{Class, ToolSpec};
