@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 
 pub mod assemble;
 pub mod builtin;
-pub mod command_parts;
 pub mod hooks;
 pub mod manifest;
 pub mod mcp;
