@@ -7,6 +7,7 @@ mod providers;
 mod resume;
 mod retries;
 mod run_control;
+mod shell_rules;
 mod store;
 mod tool_errors;
 mod tools_bash;
