@@ -232,9 +232,12 @@ impl Policy {
     /// understands, whose every command the pattern matches, and whose every redirection opens
     /// a file the file tools' own rules allow.
     fn permits_command(&self, tool: &str, line: &CommandLine) -> Decision {
+        let deny: Vec<&Rule> = self.deny.iter().filter(|r| r.matches_tool(tool)).collect();
         let mut texts = vec![line.text.clone()];
-        texts.extend(shell::command_texts(&line.text));
-        for rule in &self.deny {
+        if !deny.is_empty() {
+            texts.extend(shell::command_texts(&line.text));
+        }
+        for rule in deny {
             if let Some(text) = texts.iter().find(|t| rule.matches_text(tool, t)) {
                 return Decision::Denied(format!(
                     "{text:?} is denied by the rule --deny {}",

@@ -438,10 +438,9 @@ impl<'s> Walk<'s> {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             match child.kind() {
+                "file_redirect" => {}
                 "command_name" => words.push(self.word(self.only_child(child)?)?.value),
-                _ if !words.is_empty() && child.kind() != "file_redirect" => {
-                    words.push(self.word(child)?.value);
-                }
+                _ if !words.is_empty() => words.push(self.word(child)?.value),
                 _ => return not_understood(construct(child)),
             }
         }
