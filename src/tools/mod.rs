@@ -17,12 +17,12 @@ use tokio_util::sync::CancellationToken;
 
 pub mod assemble;
 pub mod builtin;
-pub mod command_parts;
 pub mod hooks;
 pub mod manifest;
 pub mod mcp;
 pub mod pipeline;
 pub mod policy;
+pub mod shell;
 pub mod workspace;
 
 pub use crate::conversation::{Class, ToolSpec};

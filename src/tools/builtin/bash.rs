@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::process::{self, Captured, Exit, Limits};
-use crate::tools::policy::Subject;
+use crate::tools::policy::{CommandLine, Subject};
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Bytes of each stream kept from the start and from the end; the rest is only in the spill
@@ -68,8 +68,12 @@ impl Tool for Bash {
         &self.spec
     }
 
-    fn subject(&self, input: &Value, _workspace: &Workspace) -> Option<Subject> {
-        Some(Subject::Command(input.get("command")?.as_str()?.to_owned()))
+    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
+        let command = input.get("command")?.as_str()?;
+        // bash runs in the workspace root, so that is what redirection paths are relative to.
+        Some(Subject::Command(CommandLine::new(command, |path| {
+            workspace.shell_target(path)
+        })))
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {

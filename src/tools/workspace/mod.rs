@@ -126,6 +126,29 @@ impl Workspace {
         Some(Subject::Path(display_relative(&rel)))
     }
 
+    /// Where a path a shell redirection names lies, for the allowlist: its workspace-relative
+    /// form (as `subject`), or `None` when it lies outside. Unlike the file tools, bash opens the
+    /// path as written, so besides the lexical check the kernel's own reading must stay inside:
+    /// every existing symlink on the way is followed, and `..` after one (`link/../x`) climbs
+    /// from where the link leads. A dangling symlink or a path that cannot be resolved counts as
+    /// outside. (A symlink created by the same script after this check is the sandbox's to stop.)
+    pub fn shell_target(&self, path: &str) -> Option<String> {
+        let Some(Subject::Path(rel)) = self.subject(path) else {
+            return None;
+        };
+        let joined = self.root.join(path);
+        for existing in joined.ancestors() {
+            match std::fs::canonicalize(existing) {
+                Ok(real) if real.starts_with(&self.root) => return Some(rel),
+                Ok(_) => return None,
+                // It exists but does not resolve: a dangling symlink, a loop, no permission.
+                Err(_) if existing.symlink_metadata().is_ok() => return None,
+                Err(_) => {}
+            }
+        }
+        None
+    }
+
     /// The absolute canonical path of an existing path the model gave, after checking that
     /// following every symlink on the way still lands inside the root.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, PathError> {
@@ -436,6 +459,28 @@ mod tests {
         );
         assert_eq!(ws.subject("."), Some(Subject::Path(".".to_owned())));
         assert_eq!(ws.subject("../x"), None);
+    }
+
+    #[test]
+    fn shell_targets_are_where_the_kernel_would_open_them() {
+        let (dir, root, ws) = workspace();
+        let outside_dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside_dir.path().join("deep")).unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        symlink(outside_dir.path().join("deep"), root.join("out")).unwrap();
+        symlink(outside_dir.path().join("gone"), root.join("dangling")).unwrap();
+        symlink(root.join("sub"), root.join("in")).unwrap();
+        let target = |p: &str| ws.shell_target(p);
+        assert_eq!(target("new.txt"), Some("new.txt".to_owned()));
+        assert_eq!(target("./sub/new.txt"), Some("sub/new.txt".to_owned()));
+        assert_eq!(target("in/x"), Some("in/x".to_owned()));
+        let abs = root.join("sub/x");
+        assert_eq!(target(abs.to_str().unwrap()), Some("sub/x".to_owned()));
+        // Lexically these stay inside; the kernel follows the link first.
+        for escape in ["out/x", "out/../x", "dangling", "../x", "/etc/passwd"] {
+            assert_eq!(target(escape), None, "{escape}");
+        }
+        drop(dir);
     }
 
     #[test]
