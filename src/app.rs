@@ -70,6 +70,8 @@ async fn execute(
     let signals = watch_signals(&cancel);
     let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
     servers.shutdown().await;
+    // Whatever a tool left behind (its supervisor killed, the tree re-parented to rounds).
+    crate::process::reap_orphans();
     signals.abort();
 
     outcome.transcript = records.transcript_path();
@@ -91,6 +93,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         workspace,
         tools,
         tool_settings,
+        sandbox_record,
         limits,
         transcript,
         store,
@@ -105,6 +108,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
     let processes = ProcessContext {
         cwd: workspace.root(),
         env: &tool_settings.env,
+        sandbox: &tool_settings.sandbox,
     };
     let Assembled {
         registry,
@@ -130,6 +134,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         tools: toolbox.policy().allow_rules(),
         limits: limits.record(tool_timeout),
         resumed_from: resume.as_ref().map(|r| r.path.display().to_string()),
+        sandbox: Some(sandbox_record),
     };
     records
         .write(&Line::Start(start.clone()))

@@ -194,6 +194,24 @@ pub struct ToolFlags {
     #[arg(long)]
     pub web_allow_private: bool,
 
+    /// The OS sandbox of every tool process (bash, command tools, hooks, MCP servers), on
+    /// Linux with Landlock and seccomp: workspace-write lets them write only in the workspace,
+    /// the temp dir and the run's outputs, with no network and no access to other processes;
+    /// read-only allows no writes; off removes it; require is workspace-write that must be
+    /// fully enforced (exit 2 when the kernel cannot).
+    #[arg(long, value_name = "MODE", default_value = "workspace-write",
+          value_parser = clap::builder::PossibleValuesParser::new(crate::process::sandbox::FLAG_VALUES))]
+    pub sandbox: String,
+
+    /// Let tool processes also write below DIR (repeatable), e.g. a cache directory.
+    #[arg(long = "sandbox-write", value_name = "DIR")]
+    pub sandbox_write: Vec<PathBuf>,
+
+    /// Let bash and hooks use the network (command tools and MCP servers declare their own need
+    /// with network = true in their entry).
+    #[arg(long)]
+    pub tool_network: bool,
+
     /// The directory file tools are confined to. [default: the current directory]
     #[arg(short, long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

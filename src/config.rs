@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::agent::{FailOn, LoopLimits, OnMaxRounds};
 use crate::cli::{self, Cli, ToolFlags};
 use crate::conversation::Message;
-use crate::process;
+use crate::process::{self, Sandbox, sandbox};
 use crate::provider::ProviderChoice;
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
@@ -53,8 +53,12 @@ pub struct Config {
     /// Which tools exist (built in, from manifests, from MCP servers) and the allowlist rules;
     /// assembled into a registry and a policy by `tools::assemble` once servers are running.
     pub tools: ToolSources,
-    /// Timeouts, result caps, environment, output directory and hooks of every tool call.
+    /// Timeouts, result caps, environment, output directory, hooks and sandbox of every tool
+    /// call.
     pub tool_settings: Settings,
+    /// What the start line records of the sandbox: mode, writable directories, and what this
+    /// kernel enforces.
+    pub sandbox_record: sandbox::Summary,
     pub limits: LoopLimits,
     pub transcript: Option<PathBuf>,
     /// `--store`: the PostgreSQL URL every line is also written to.
@@ -112,6 +116,8 @@ pub enum ConfigError {
     TranscriptIsInput(PathBuf),
     #[error("--search-url {0:?} must contain {{query}}")]
     SearchUrl(String),
+    #[error("{0}")]
+    Sandbox(String),
     #[error("--tool-env {0}: provider keys are never passed to tools")]
     SecretToolEnv(String),
 }
@@ -259,6 +265,8 @@ impl Config {
             Some(path) => path.with_extension("outputs"),
             None => std::env::temp_dir().join(format!("rounds-{run_id}")),
         };
+        let (sandbox, sandbox_record) =
+            sandbox(&cli.tools, workspace.root(), &outputs, &inputs.cwd)?;
         let tool_settings = Settings {
             timeout: Duration::from_secs_f64(cli.tool_timeout),
             max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
@@ -268,6 +276,7 @@ impl Config {
                 pre: cli.pre_tool_hook.clone(),
                 post: cli.post_tool_hook.clone(),
             },
+            sandbox,
         };
         let limits = LoopLimits {
             max_rounds: cli.max_rounds,
@@ -300,6 +309,7 @@ impl Config {
             workspace,
             tools,
             tool_settings,
+            sandbox_record,
             limits,
             transcript,
             // An empty ROUNDS_STORE means no store, as empty variables mean unset elsewhere.
@@ -489,6 +499,26 @@ pub fn workspace(flags: &ToolFlags, cwd: &Path) -> Result<Workspace, ConfigError
         None => cwd.to_owned(),
     };
     Ok(Workspace::new(&dir)?)
+}
+
+/// The OS sandbox of tool processes from the flags, checked against what this kernel can
+/// enforce: with `require`, anything missing is an error; otherwise it is a warning, said once.
+pub fn sandbox(
+    flags: &ToolFlags,
+    workspace: &Path,
+    outputs: &Path,
+    cwd: &Path,
+) -> Result<(Sandbox, sandbox::Summary), ConfigError> {
+    let mode = sandbox::parse_flag(&flags.sandbox).map_err(ConfigError::Sandbox)?;
+    let extra: Vec<PathBuf> = flags.sandbox_write.iter().map(|d| cwd.join(d)).collect();
+    Sandbox::check_dirs(&extra).map_err(ConfigError::Sandbox)?;
+    let sandbox = Sandbox::for_run(mode, workspace, outputs, &extra, flags.tool_network);
+    let support = sandbox::probe();
+    if let Some(warning) = sandbox.check(support).map_err(ConfigError::Sandbox)? {
+        tracing::warn!("{}", warning.trim_start_matches("warning: "));
+    }
+    let record = sandbox.summary(support);
+    Ok((sandbox, record))
 }
 
 /// Where the tools come from, and the environment tool processes get, from the tool flags

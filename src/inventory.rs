@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::cli::ToolFlags;
 use crate::config;
 use crate::process::ProcessContext;
+use crate::process::sandbox::Summary;
 use crate::tools::Class;
 use crate::tools::assemble::assemble;
 
@@ -23,16 +24,26 @@ pub struct Listed {
     pub input_schema: Value,
 }
 
+/// The tools a run would have, and the sandbox their processes would run in.
+pub struct Inventory {
+    pub tools: Vec<Listed>,
+    pub sandbox: Summary,
+}
+
 /// Assembles the tools the flags name (starting and stopping MCP servers) and lists them; the
 /// error says which flag or tool source is wrong.
-pub async fn list(flags: &ToolFlags) -> Result<Vec<Listed>, String> {
+pub async fn list(flags: &ToolFlags) -> Result<Inventory, String> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env_all: Vec<_> = std::env::vars_os().collect();
     let workspace = config::workspace(flags, &cwd).map_err(|e| e.to_string())?;
     let (sources, env) = config::tool_setup(flags, &cwd, &env_all).map_err(|e| e.to_string())?;
+    // MCP servers start in the sandbox a run would give them.
+    let (sandbox, summary) = config::sandbox(flags, workspace.root(), &std::env::temp_dir(), &cwd)
+        .map_err(|e| e.to_string())?;
     let processes = ProcessContext {
         cwd: workspace.root(),
         env: &env,
+        sandbox: &sandbox,
     };
     let assembled = assemble(&sources, &processes)
         .await
@@ -53,5 +64,8 @@ pub async fn list(flags: &ToolFlags) -> Result<Vec<Listed>, String> {
         })
         .collect();
     assembled.servers.shutdown().await;
-    Ok(listed)
+    Ok(Inventory {
+        tools: listed,
+        sandbox: summary,
+    })
 }

@@ -34,6 +34,11 @@ use outcome::Outcome;
 pub fn run(cli: Cli) -> u8 {
     // Before anything reads a key: tool processes must not be able to read our memory.
     process::protect_self();
+    // Before any tool process starts: a tree whose supervisor a tool killed comes back to us
+    // (not to init), to be ended when its call ends.
+    if let Err(e) = process::become_subreaper() {
+        tracing::debug!("cannot become a subreaper: {e}");
+    }
     match cli.command {
         Some(cli::Command::Tools(args)) => {
             init_logging(0, false);

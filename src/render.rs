@@ -12,8 +12,9 @@ use std::sync::Arc;
 use crate::agent::{Fanout, Observer};
 use crate::cli::OutputMode;
 use crate::conversation::{Class, ToolResult, ToolUse};
-use crate::inventory::Listed;
+use crate::inventory::Inventory;
 use crate::outcome::{Outcome, Status};
+use crate::process::sandbox::Summary;
 use crate::progress::Progress;
 use crate::transcript::{End, RetryNote, Round, Start, VERSION};
 
@@ -228,7 +229,8 @@ pub fn print_error(label: &str, message: &str) {
 
 /// `rounds tools`: a table (name, class, offered, origin, then the description), or one JSON
 /// array with the schemas.
-pub fn print_tool_list(json: bool, tools: &[Listed]) {
+pub fn print_tool_list(json: bool, inventory: &Inventory) {
+    let tools = &inventory.tools;
     let mut out = String::new();
     if json {
         out = serde_json::to_string_pretty(tools).unwrap_or_default();
@@ -252,11 +254,36 @@ pub fn print_tool_list(json: bool, tools: &[Listed]) {
             let first = first_sentence(&t.description);
             out.push_str(&format!("{:width$}  {first}\n", ""));
         }
+        out.push_str(&sandbox_line(&inventory.sandbox));
     }
     let mut stdout = std::io::stdout().lock();
     let _ = stdout
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush());
+}
+
+/// `rounds tools`' last line: the sandbox tool processes run in, and what of it is in force.
+fn sandbox_line(s: &Summary) -> String {
+    let e = &s.enforced;
+    let enforced: Vec<&str> = [
+        (e.filesystem, "filesystem"),
+        (e.network_tcp && e.network_other, "network"),
+        (e.processes, "other processes"),
+        (e.signals, "signals"),
+    ]
+    .iter()
+    .filter_map(|(on, what)| on.then_some(*what))
+    .collect();
+    let network = if s.network { "on" } else { "off" };
+    let enforced = match enforced.as_slice() {
+        [] => "nothing enforced".to_owned(),
+        some => format!("enforced: {}", some.join(", ")),
+    };
+    format!(
+        "\nTool processes run in the sandbox {} (network {network}; {enforced}; Landlock ABI {}).\n",
+        s.mode.name(),
+        s.landlock_abi
+    )
 }
 
 /// Up to the first ". " followed by a capital letter, so "e.g. `*.rs`" stays in the sentence.

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::conversation::{Block, ErrorKind, StopReason, ToolResult, Usage};
 use crate::outcome::{Outcome, Status};
+use crate::process::sandbox::Summary;
 
 /// The schema version written in every line's `v`.
 pub const VERSION: u32 = 1;
@@ -47,6 +48,9 @@ pub struct Start {
     pub tools: Vec<String>,
     pub limits: Limits,
     pub resumed_from: Option<String>,
+    /// The OS sandbox tool processes ran in, and what the kernel enforced of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Summary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -408,6 +412,7 @@ mod tests {
                 max_parallel: 8,
             },
             resumed_from: None,
+            sandbox: None,
         }
     }
 

@@ -88,6 +88,7 @@ fn toolbox(
         env: Vec::new(),
         outputs: crate::tools::Outputs::new(dir.join("outputs")),
         hooks: Default::default(),
+        sandbox: Default::default(),
     };
     Arc::new(Toolbox::new(registry, policy, ws, settings))
 }

@@ -90,6 +90,9 @@ pub fn tool_env(
 pub struct ProcessContext<'a> {
     pub cwd: &'a Path,
     pub env: &'a [(OsString, OsString)],
+    /// The run's sandbox; a process whose own entry allows the network gets
+    /// `sandbox.with_network(true)`.
+    pub sandbox: &'a Sandbox,
 }
 
 /// One command to run.

@@ -26,23 +26,14 @@
 //! `prctl(PR_SET_NO_NEW_PRIVS)`. The supervisor is single-threaded when it spawns, so the forked
 //! child cannot inherit a lock held by another thread.
 //!
-//! # API for the wiring
-//! - Flags: `--sandbox off|read-only|workspace-write|require` ([`parse_flag`]; `require` is
-//!   `workspace-write` that must be fully enforced), `--sandbox-write DIR` (repeatable),
-//!   `--tool-network`.
-//! - [`Sandbox::for_run`] turns them into the run's sandbox (it adds the workspace, the temp dir
-//!   and the outputs dir to the writable directories); [`Sandbox::check_dirs`] reports a
-//!   `--sandbox-write` directory that does not exist (a usage error).
-//! - [`probe`] says what this kernel can enforce. [`Sandbox::check`] turns that into the
-//!   degraded-sandbox warning to print once on stderr (`Ok(Some(text))`), or, with `require`,
-//!   the error that must end the run with exit 2 before any model call (`Err(text)`).
-//! - [`Sandbox::summary`] is the `"sandbox"` field of the transcript's `start` line:
-//!   `{"mode": …, "required": …, "landlock_abi": …, "network": …, "write": […],
-//!   "enforced": {"filesystem": …, "network_tcp": …, "network_other": …, "processes": …,
-//!   "signals": …, "abstract_unix_sockets": …}}`.
-//! - The same `Sandbox` goes to `Toolbox::with_sandbox` (bash, command tools, hooks) and to
-//!   `assemble::assemble_with` (MCP servers). Bash and hooks follow `--tool-network`; a command
-//!   tool or an MCP server gets the network only with `network = true` in its own entry.
+//! # How a run uses it
+//! `config::sandbox` turns `--sandbox`, `--sandbox-write` and `--tool-network` into the run's
+//! [`Sandbox`] ([`parse_flag`], [`Sandbox::check_dirs`], [`Sandbox::for_run`]), asks the kernel
+//! what it can enforce ([`probe`], [`Sandbox::check`]: a warning said once, or with `require` a
+//! usage error before any model call), and keeps [`Sandbox::summary`] for the transcript's
+//! `start` line. The sandbox then travels in `pipeline::Settings` (bash, command tools, hooks)
+//! and `ProcessContext` (MCP servers). Bash and hooks follow `--tool-network`; a command tool or
+//! an MCP server gets the network only with `network = true` in its own entry.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

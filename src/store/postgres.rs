@@ -23,7 +23,10 @@ use crate::transcript::{End, Line, Record, Round, Start, VERSION};
 
 /// Schema versions in order. Each is applied once, in the transaction that records it in
 /// `rounds_schema_migrations`; a released one is never edited, only followed by a new one.
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("migrations/0001_runs.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("migrations/0001_runs.sql")),
+    (2, include_str!("migrations/0002_sandbox.sql")),
+];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new
 /// database. Any constant unique to rounds will do: this is "rounds" in ASCII.
@@ -112,13 +115,17 @@ impl PgStore {
         let run_id = escape(&start.run_id).into_owned();
         let tools = escape_value(to_json(&start.tools)?);
         let limits = escape_value(to_json(&start.limits)?);
+        let sandbox = match &start.sandbox {
+            Some(s) => Some(escape_value(to_json(s)?)),
+            None => None,
+        };
         // The user's turn, in the same block shape as the model's text.
         let prompt = escape_value(serde_json::json!({"type": "text", "text": start.prompt}));
         let tx = self.client.transaction().await.map_err(&fail)?;
         tx.execute(
             "INSERT INTO runs (run_id, started_at, start_time, provider, model, workspace, \
-             prompt, system, tools, limits, resumed_from) \
-             VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             prompt, system, tools, limits, resumed_from, sandbox) \
+             VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             &[
                 &run_id,
                 &escape(&start.time),
@@ -130,6 +137,7 @@ impl PgStore {
                 &tools,
                 &limits,
                 &start.resumed_from.as_deref().map(escape),
+                &sandbox,
             ],
         )
         .await
@@ -262,9 +270,12 @@ pub async fn export(url: &str, run_id: &str) -> Result<String, StoreError> {
     let key = escape(run_id);
     let Some(run) = tx
         .query_opt(
+            // `sandbox` came with schema version 2; export does not migrate (it only reads),
+            // so a version 1 database is read through to_jsonb, where it is simply absent.
             "SELECT start_time, provider, model, workspace, prompt, system, tools, limits, \
              resumed_from, status, exit_code, rounds, final_text, usage, duration_ms, error, \
-             tool_calls, tool_errors FROM runs WHERE run_id = $1",
+             tool_calls, tool_errors, to_jsonb(r) -> 'sandbox' AS sandbox \
+             FROM runs r WHERE run_id = $1",
             &[&key],
         )
         .await
@@ -317,6 +328,12 @@ fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Ve
         limits: decode(run, "limits")?,
         resumed_from: get::<Option<String>>(run, "resumed_from")?
             .map(|s| unescape(&s).into_owned()),
+        sandbox: match get::<Option<Value>>(run, "sandbox")? {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                serde_json::from_value(unescape_value(v)).map_err(|e| format!("sandbox: {e}"))?,
+            ),
+        },
     })];
 
     // Each round's blocks, then its results, in the order they were written.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::mcp::McpServers;
 use super::policy::{Policy, PolicyError};
-use crate::process::{ProcessContext, Sandbox};
+use crate::process::ProcessContext;
 use std::sync::Arc;
 
 use super::{Registry, SchemaError, Tool, builtin, manifest, mcp};
@@ -51,20 +51,11 @@ pub enum AssembleError {
     },
 }
 
-/// `assemble_with` without a sandbox for the MCP servers.
+/// Every tool of the run (built-ins, manifests, MCP servers, whose processes start in the
+/// context's sandbox) and the allowlist over them.
 pub async fn assemble(
     sources: &ToolSources,
     processes: &ProcessContext<'_>,
-) -> Result<Assembled, AssembleError> {
-    assemble_with(sources, processes, &Sandbox::off()).await
-}
-
-/// Every tool of the run (built-ins, manifests, MCP servers, whose processes start in
-/// `sandbox`) and the allowlist over them.
-pub async fn assemble_with(
-    sources: &ToolSources,
-    processes: &ProcessContext<'_>,
-    sandbox: &Sandbox,
 ) -> Result<Assembled, AssembleError> {
     let mut registry = builtin::registry(&sources.builtin);
     add_new(&mut registry, manifest::load(&sources.tools_files)?)?;
@@ -73,7 +64,6 @@ pub async fn assemble_with(
         sources.mcp_config.as_deref(),
         sources.mcp_startup_timeout,
         processes,
-        sandbox,
     )
     .await?;
     add_new(&mut registry, tools)?;

@@ -28,6 +28,9 @@ pub struct Settings {
     pub env: Vec<(OsString, OsString)>,
     pub outputs: Outputs,
     pub hooks: Hooks,
+    /// The OS sandbox of tool and hook processes (bash and hooks follow its network setting;
+    /// a command tool's own entry decides for it).
+    pub sandbox: Sandbox,
 }
 
 /// The tools of one run with the rules and limits that govern them.
@@ -59,15 +62,8 @@ impl Toolbox {
             env: Arc::from(settings.env),
             outputs: Arc::new(settings.outputs),
             hooks: settings.hooks,
-            sandbox: Arc::new(Sandbox::off()),
+            sandbox: Arc::new(settings.sandbox),
         }
-    }
-
-    /// Runs the processes of tools and hooks in `sandbox` (the run's, from
-    /// `Sandbox::for_run`); without this call they run unsandboxed.
-    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Toolbox {
-        self.sandbox = Arc::new(sandbox);
-        self
     }
 
     pub fn sandbox(&self) -> &Sandbox {

@@ -248,6 +248,19 @@ fn rounds_tools_lists_built_ins_and_manifest_tools_with_their_allowlist_state() 
         "{}",
         text.stdout
     );
+    assert!(
+        text.stdout
+            .contains("Tool processes run in the sandbox workspace-write (network off;"),
+        "{}",
+        text.stdout
+    );
+    let off = run(sb.rounds().args(["tools", "--sandbox", "off"]));
+    assert!(
+        off.stdout
+            .contains("sandbox off (network on; nothing enforced;"),
+        "{}",
+        off.stdout
+    );
     let bad = run(sb.rounds().args(["tools", "-a", "nosuch"]));
     assert_eq!(bad.code, 2);
     assert!(

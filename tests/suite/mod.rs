@@ -8,6 +8,7 @@ mod resume;
 mod retries;
 mod run_control;
 mod sandbox;
+mod sandbox_run;
 mod shell_rules;
 mod store;
 mod tool_errors;

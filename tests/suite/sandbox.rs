@@ -375,17 +375,13 @@ fn mcp_servers_run_inside_the_sandbox() {
         let processes = ProcessContext {
             cwd: &ws_path,
             env: &env,
+            sandbox: &sandbox,
         };
         let flag = format!("t={}", server.display());
-        let (servers, tools) = rounds::tools::mcp::start_all(
-            &[flag],
-            None,
-            Duration::from_secs(20),
-            &processes,
-            &sandbox,
-        )
-        .await
-        .unwrap();
+        let (servers, tools) =
+            rounds::tools::mcp::start_all(&[flag], None, Duration::from_secs(20), &processes)
+                .await
+                .unwrap();
         let pid_tool = tools.iter().find(|t| t.spec().name == "t__pid").unwrap();
         let ctx = rounds::tools::ToolContext::new(
             Arc::new(rounds::tools::Workspace::new(&ws_path).unwrap()),

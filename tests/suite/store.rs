@@ -18,7 +18,7 @@ use tokio_postgres::NoTls;
 use crate::common::mock::{MockServer, Reply, Step};
 use crate::common::pg::{Schema, block_on, server, sql};
 use crate::common::sse::{self, B};
-use crate::common::{Sandbox, read_jsonl, run};
+use crate::common::{Sandbox, read_jsonl, run, types};
 
 // ---------------------------------------------------------------------------------------------
 // Runs.
@@ -103,7 +103,7 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
             .collect()
     };
     let first = applied(&schema.url);
-    assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1]);
+    assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1, 2]);
 
     let server = MockServer::start(vec![sse::answer("second")]);
     let out = run(rounds_with_store(&sb, &server, &schema.url).arg("two"));
@@ -134,7 +134,7 @@ fn runs_starting_together_on_a_new_database_migrate_once() {
         assert!(r.is_ok(), "{:?}", r.as_ref().err());
     }
     let rows = sql(&schema.url, "SELECT count(*) FROM rounds_schema_migrations");
-    assert_eq!(rows[0].get::<_, i64>(0), 1);
+    assert_eq!(rows[0].get::<_, i64>(0), 2);
 }
 
 #[test]
@@ -360,6 +360,13 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             max_parallel: 2,
         },
         resumed_from: Some("/runs/earlier.jsonl".into()),
+        sandbox: Some(
+            serde_json::from_value(json!({"mode": "workspace-write", "required": false,
+                "landlock_abi": 6, "network": false, "write": ["/ws", "/tmp/a\u{0}b"],
+                "enforced": {"filesystem": true, "network_tcp": true, "network_other": true,
+                    "processes": true, "signals": true, "abstract_unix_sockets": true}}))
+            .unwrap(),
+        ),
     };
     let lines = vec![
         Line::Start(start.clone()),
@@ -651,6 +658,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
             max_parallel: 1,
         },
         resumed_from: None,
+        sandbox: None,
     };
     let round = Round {
         round: 1,
@@ -688,5 +696,51 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
     assert_eq!(
         lines[1]["blocks"],
         json!([{"type": "text", "text": "done"}])
+    );
+}
+
+#[test]
+fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
+    let Some(base) = server() else { return };
+    let schema = Schema::new(base);
+    // What rounds v0.1 left behind: schema version 1 and one finished run.
+    let v1 = format!(
+        "CREATE TABLE rounds_schema_migrations (version int PRIMARY KEY, \
+         applied_at timestamptz NOT NULL DEFAULT now());\n{}\n\
+         INSERT INTO rounds_schema_migrations VALUES (1, now());\n\
+         INSERT INTO runs (run_id, started_at, start_time, provider, model, workspace, prompt, \
+         system, tools, limits, resumed_from, ended_at, status, exit_code, rounds, final_text, \
+         usage, duration_ms, error, tool_calls, tool_errors) VALUES ('old', now(), \
+         '2026-01-01T00:00:00.000Z', 'anthropic', 'm', '/ws', 'p', 's', '[]', \
+         '{{\"max_rounds\":1,\"max_tokens\":null,\"budget_tokens\":null,\"timeout_secs\":null,\
+         \"tool_timeout_secs\":30.0,\"max_parallel\":8}}', NULL, now(), 'completed', 0, 0, '', \
+         '{{\"input_tokens\":1,\"output_tokens\":1}}', 5, NULL, 0, '{{}}');\n\
+         INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
+         VALUES ('old', 0, 0, 'text_content', '{{\"type\":\"text\",\"text\":\"p\"}}');",
+        include_str!("../../src/store/migrations/0001_runs.sql")
+    );
+    block_on(async {
+        let (client, connection) = tokio_postgres::connect(&schema.url, NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client.batch_execute(&v1).await.unwrap();
+    });
+    // Export only reads: it works on the old schema as it is.
+    let jsonl = block_on(rounds::store::export(&schema.url, "old")).unwrap();
+    let lines = crate::common::parse_lines(&jsonl);
+    assert_eq!(types(&lines), ["start", "end"]);
+    assert!(lines[0].get("sandbox").is_none(), "{}", lines[0]);
+    // A run's connection migrates it, and the old run reads back the same.
+    block_on(rounds::store::connect(&schema.url)).unwrap();
+    let versions: Vec<i32> = sql(
+        &schema.url,
+        "SELECT version FROM rounds_schema_migrations ORDER BY version",
+    )
+    .iter()
+    .map(|r| r.get(0))
+    .collect();
+    assert_eq!(versions, [1, 2]);
+    assert_eq!(
+        block_on(rounds::store::export(&schema.url, "old")).unwrap(),
+        jsonl
     );
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Tool;
-use crate::process::{ProcessContext, Sandbox};
+use crate::process::ProcessContext;
 
 mod server;
 mod spec;
@@ -63,7 +63,6 @@ pub async fn start_all(
     config: Option<&Path>,
     limit: Duration,
     processes: &ProcessContext<'_>,
-    sandbox: &Sandbox,
 ) -> Result<(McpServers, Vec<Arc<dyn Tool>>), McpError> {
     let specs = spec::collect(flags, config)?;
     if specs.is_empty() {
@@ -72,7 +71,7 @@ pub async fn start_all(
     // Spawned one after the other on this thread (see `server::spawn`), connected in parallel.
     let mut spawned = Vec::new();
     for spec in specs {
-        match server::spawn(spec, processes, sandbox) {
+        match server::spawn(spec, processes) {
             Ok(s) => spawned.push(s),
             Err(e) => {
                 futures_util::future::join_all(spawned.into_iter().map(server::Spawned::abort))
@@ -118,14 +117,17 @@ pub async fn start_all(
 mod tests {
     use super::*;
 
+    use crate::process::Sandbox;
+
     #[tokio::test]
     async fn nothing_configured_starts_nothing() {
+        let off = Sandbox::off();
         let processes = ProcessContext {
             cwd: Path::new("/"),
             env: &[],
+            sandbox: &off,
         };
-        let off = Sandbox::off();
-        let (servers, tools) = start_all(&[], None, Duration::from_secs(1), &processes, &off)
+        let (servers, tools) = start_all(&[], None, Duration::from_secs(1), &processes)
             .await
             .unwrap();
         assert!(tools.is_empty() && servers.running.is_empty());
@@ -134,7 +136,6 @@ mod tests {
             None,
             Duration::from_secs(1),
             &processes,
-            &off,
         )
         .await
         .err()

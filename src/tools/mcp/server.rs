@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 use super::McpError;
 use super::spec::ServerSpec;
 use crate::process;
-use crate::process::{ProcessContext, Sandbox};
+use crate::process::ProcessContext;
 
 /// How long a server may take to exit by itself once its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
@@ -130,11 +130,7 @@ impl Spawned {
 /// Starts the server under the supervisor with the tool environment plus the server's own, in
 /// the run's sandbox (with the network only if its entry asks for it).
 /// Runs on the caller's thread: the supervisor's parent-death signal is tied to that thread.
-pub fn spawn(
-    spec: ServerSpec,
-    processes: &ProcessContext<'_>,
-    sandbox: &Sandbox,
-) -> Result<Spawned, McpError> {
+pub fn spawn(spec: ServerSpec, processes: &ProcessContext<'_>) -> Result<Spawned, McpError> {
     let mut env: Vec<(OsString, OsString)> = processes
         .env
         .iter()
@@ -147,7 +143,7 @@ pub fn spawn(
         name: spec.name.clone(),
         what,
     };
-    let sandbox = sandbox.with_network(spec.network);
+    let sandbox = processes.sandbox.with_network(spec.network);
     let mut child = process::spawn_server(&argv, &env, processes.cwd, &sandbox)
         .map_err(|e| failed(format!("cannot start {:?}: {e}", spec.argv[0])))?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
