@@ -75,6 +75,11 @@ async fn execute(
     signals.abort();
 
     outcome.transcript = records.transcript_path();
+    if outcome.transcript.is_none() {
+        // Without a transcript nothing refers to the saved outputs (they live in the temp
+        // directory): they go with the run.
+        let _ = std::fs::remove_dir_all(agent.toolbox.outputs().dir());
+    }
     outcome.duration_ms = started.elapsed().as_millis() as u64;
     Ok(close(outcome, &mut records, observer.as_ref()).await)
 }

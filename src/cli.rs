@@ -89,6 +89,11 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1024..))]
     pub max_result_bytes: u64,
 
+    /// Most bytes of one output saved to its file when a result is cut (the result's marker
+    /// says when the file holds only the start).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::tools::DEFAULT_MAX_SPILL)]
+    pub max_spill_bytes: u64,
+
     /// Stop after N rounds (exit 3).
     #[arg(long, value_name = "N", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,

@@ -271,7 +271,7 @@ impl Config {
             timeout: Duration::from_secs_f64(cli.tool_timeout),
             max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
             env: tool_env,
-            outputs: Outputs::new(outputs),
+            outputs: Outputs::new(outputs, cli.max_spill_bytes),
             hooks: Hooks {
                 pre: cli.pre_tool_hook.clone(),
                 post: cli.post_tool_hook.clone(),

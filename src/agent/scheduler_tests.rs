@@ -86,7 +86,7 @@ fn toolbox(
         timeout: Duration::from_secs(5),
         max_result_bytes: 30_000,
         env: Vec::new(),
-        outputs: crate::tools::Outputs::new(dir.join("outputs")),
+        outputs: crate::tools::Outputs::new(dir.join("outputs"), u64::MAX),
         hooks: Default::default(),
         sandbox: Default::default(),
     };

@@ -1,12 +1,20 @@
 //! Bounded capture of a stream of output: the first `head` bytes and the last `tail` bytes are
 //! kept in memory, the total is counted, and once the output outgrows the two, everything is
 //! also streamed to a spill file, so memory stays bounded however much a command prints and the
-//! whole output is still on disk.
+//! whole output is still on disk — up to the spill file's own cap, since `yes` for a minute would
+//! otherwise fill the disk.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
+
+/// A file to save a whole output in, and the most bytes it may hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillFile {
+    pub path: PathBuf,
+    pub max: u64,
+}
 
 /// Where to keep output that does not fit.
 #[derive(Debug, Clone)]
@@ -14,7 +22,7 @@ pub struct Limits {
     pub head: usize,
     pub tail: usize,
     /// The file to spill to; `None` keeps only head and tail.
-    pub spill: Option<PathBuf>,
+    pub spill: Option<SpillFile>,
 }
 
 #[derive(Debug)]
@@ -28,6 +36,8 @@ pub struct Capture {
     lines: u64,
     spill: Option<File>,
     spill_error: Option<String>,
+    /// Bytes written to the spill file so far.
+    spilled_bytes: u64,
     overflowed: bool,
 }
 
@@ -42,6 +52,8 @@ pub struct Captured {
     pub lines: u64,
     pub overflowed: bool,
     pub spilled: Option<PathBuf>,
+    /// The spill file stopped at its cap: it holds only the start of the output.
+    pub spill_capped: bool,
     pub spill_error: Option<String>,
 }
 
@@ -56,6 +68,7 @@ impl Capture {
             lines: 0,
             spill: None,
             spill_error: None,
+            spilled_bytes: 0,
             overflowed: false,
         }
     }
@@ -90,25 +103,29 @@ impl Capture {
         if self.spill_error.is_some() {
             return;
         }
-        let Some(path) = &self.limits.spill else {
+        let Some(spill) = &self.limits.spill else {
             return;
         };
         if self.spill.is_none() {
-            let opened = path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| File::create(path));
-            match opened {
+            // Private (it may hold file contents and secrets a command printed), and a symlink
+            // planted in its place is not followed.
+            match crate::files::create_private(&spill.path) {
                 Ok(f) => self.spill = Some(f),
                 Err(e) => {
-                    self.spill_error = Some(format!("{}: {e}", path.display()));
+                    self.spill_error = Some(format!("{}: {e}", spill.path.display()));
                     return;
                 }
             }
         }
+        let room = spill.max.saturating_sub(self.spilled_bytes);
+        let bytes = &bytes[..bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        if bytes.is_empty() {
+            return;
+        }
         if let Some(f) = self.spill.as_mut() {
-            if let Err(e) = f.write_all(bytes) {
-                self.spill_error = Some(format!("{}: {e}", path.display()));
+            match f.write_all(bytes) {
+                Ok(()) => self.spilled_bytes += bytes.len() as u64,
+                Err(e) => self.spill_error = Some(format!("{}: {e}", spill.path.display())),
             }
         }
     }
@@ -120,9 +137,10 @@ impl Capture {
             }
         }
         let spilled = match (&self.spill, &self.spill_error) {
-            (Some(_), None) => self.limits.spill.clone(),
+            (Some(_), None) => self.limits.spill.as_ref().map(|s| s.path.clone()),
             _ => None,
         };
+        let spill_capped = spilled.is_some() && self.spilled_bytes < self.total;
         let (head, tail) = if self.overflowed {
             (self.head, self.tail.into_iter().collect())
         } else {
@@ -135,6 +153,7 @@ impl Capture {
             lines: self.lines,
             overflowed: self.overflowed,
             spilled,
+            spill_capped,
             spill_error: self.spill_error,
         }
     }
@@ -156,6 +175,11 @@ impl Captured {
             .saturating_sub(memchr::memchr_iter(b'\n', head).count() as u64)
             .saturating_sub(memchr::memchr_iter(b'\n', tail).count() as u64);
         let whole = match (&self.spilled, &self.spill_error) {
+            (Some(p), _) if self.spill_capped => format!(
+                "; only its first bytes were saved, in {} (the spill file is capped by \
+                 --max-spill-bytes)",
+                p.display()
+            ),
             (Some(p), _) => format!("; the whole output is in {}", p.display()),
             (None, Some(e)) => format!("; saving the whole output failed: {e}"),
             (None, None) => String::new(),
@@ -190,7 +214,7 @@ fn utf8_suffix(b: &[u8]) -> &[u8] {
 }
 
 /// Caps text already in memory (any tool's result) the same way, spilling the whole to `spill`.
-pub fn cap_text(text: &str, max: usize, spill: Option<PathBuf>) -> Captured {
+pub fn cap_text(text: &str, max: usize, spill: Option<SpillFile>) -> Captured {
     let mut c = Capture::new(Limits {
         head: max * 2 / 3,
         tail: max / 3,
@@ -206,6 +230,10 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn limits(head: usize, tail: usize, spill: Option<PathBuf>) -> Limits {
+        let spill = spill.map(|path| SpillFile {
+            path,
+            max: u64::MAX,
+        });
         Limits { head, tail, spill }
     }
 
@@ -283,5 +311,33 @@ mod tests {
             "{}",
             got.render()
         );
+    }
+
+    #[test]
+    fn the_spill_file_stops_at_its_cap_and_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out/call.stdout");
+        let spill = SpillFile {
+            path: path.clone(),
+            max: 1000,
+        };
+        let mut c = Capture::new(Limits {
+            head: 10,
+            tail: 10,
+            spill: Some(spill),
+        });
+        for _ in 0..100 {
+            c.push(&[b'y'; 64]);
+        }
+        let got = c.finish();
+        assert_eq!(got.total, 6400, "the count is of everything printed");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1000);
+        assert!(got.spill_capped);
+        let text = got.render();
+        assert!(text.contains("only its first bytes were saved"), "{text}");
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
     }
 }

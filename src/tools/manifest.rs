@@ -260,12 +260,12 @@ impl Tool for CommandTool {
             stdout: Limits {
                 head: KEEP,
                 tail: KEEP,
-                spill: Some(ctx.outputs.path(&ctx.call_id, "stdout")),
+                spill: Some(ctx.outputs.file(&ctx.call_id, "stdout")),
             },
             stderr: Limits {
                 head: KEEP,
                 tail: KEEP,
-                spill: Some(ctx.outputs.path(&ctx.call_id, "stderr")),
+                spill: Some(ctx.outputs.file(&ctx.call_id, "stderr")),
             },
             sandbox: &sandbox,
         };

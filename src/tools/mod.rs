@@ -6,9 +6,10 @@
 //! is validated before the tool ever sees its input.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -27,6 +28,7 @@ pub mod workspace;
 
 pub use crate::conversation::{Class, ToolSpec};
 pub use crate::process::Sandbox;
+use crate::process::capture::SpillFile;
 pub use workspace::Workspace;
 
 /// Everything a running tool may use. The workspace root comes from the user, never the model.
@@ -58,22 +60,39 @@ impl ToolContext {
             call_id: "call".into(),
             timeout: Duration::from_secs(30),
             env: Arc::from(Vec::new()),
-            outputs: Arc::new(Outputs::new(std::env::temp_dir().join("rounds-outputs"))),
+            outputs: Arc::new(Outputs::new(
+                std::env::temp_dir().join("rounds-outputs"),
+                DEFAULT_MAX_SPILL,
+            )),
             sandbox: Arc::new(Sandbox::off()),
         }
     }
 }
 
 /// The directory where whole outputs are saved when a result had to be cut: beside the
-/// transcript (`RUN.outputs/`), or in the temp directory without one.
-#[derive(Debug, Clone)]
+/// transcript (`RUN.outputs/`), or in the temp directory without one (removed when the run
+/// ends). Each file holds at most `max_spill` bytes.
+#[derive(Debug)]
 pub struct Outputs {
     dir: PathBuf,
+    max_spill: u64,
+    /// File stems handed out so far: ids come from the model, may repeat (a local server that
+    /// numbers its calls from 0 every response) or differ only in characters a file name cannot
+    /// hold, and one call's file must never overwrite another's.
+    taken: Mutex<HashSet<String>>,
 }
 
+/// `--max-spill-bytes`' default: enough for any output a person would read, and a bound on
+/// what a runaway command (`yes`) costs the disk.
+pub const DEFAULT_MAX_SPILL: u64 = 64 * 1024 * 1024;
+
 impl Outputs {
-    pub fn new(dir: PathBuf) -> Outputs {
-        Outputs { dir }
+    pub fn new(dir: PathBuf, max_spill: u64) -> Outputs {
+        Outputs {
+            dir,
+            max_spill,
+            taken: Mutex::new(HashSet::new()),
+        }
     }
 
     /// The directory itself (it may not exist yet).
@@ -81,9 +100,9 @@ impl Outputs {
         &self.dir
     }
 
-    /// The file for one call's output of one kind (`stdout`, `txt`, …). Ids come from the
-    /// model, so they are reduced to characters safe in a file name.
-    pub fn path(&self, call_id: &str, kind: &str) -> PathBuf {
+    /// A new file for one call's output of one kind (`stdout`, `txt`, …): the id reduced to
+    /// characters safe in a file name, made unique within the run.
+    pub fn file(&self, call_id: &str, kind: &str) -> SpillFile {
         let safe: String = call_id
             .chars()
             .map(|c| {
@@ -95,7 +114,17 @@ impl Outputs {
             })
             .take(100)
             .collect();
-        self.dir.join(format!("{safe}.{kind}"))
+        let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
+        let mut name = format!("{safe}.{kind}");
+        let mut n = 1;
+        while !taken.insert(name.clone()) {
+            n += 1;
+            name = format!("{safe}.{n}.{kind}");
+        }
+        SpillFile {
+            path: self.dir.join(name),
+            max: self.max_spill,
+        }
     }
 }
 

@@ -66,6 +66,10 @@ impl Toolbox {
         }
     }
 
+    pub fn outputs(&self) -> &Outputs {
+        &self.outputs
+    }
+
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
     }
@@ -295,8 +299,8 @@ impl Toolbox {
         if result.content.len() <= self.max_result_bytes {
             return result;
         }
-        let path = self.outputs.path(&result.tool_use_id, "txt");
-        let captured = cap_text(&result.content, self.max_result_bytes, Some(path));
+        let file = self.outputs.file(&result.tool_use_id, "txt");
+        let captured = cap_text(&result.content, self.max_result_bytes, Some(file));
         result.full_output = captured.spilled.as_ref().map(|p| p.display().to_string());
         result.content = captured.render();
         result.truncated = true;

@@ -239,6 +239,112 @@ fn huge_output_is_bounded_and_spilled_whole_to_a_file() {
 }
 
 #[test]
+fn spill_files_are_capped_private_and_never_overwrite_each_other() {
+    use std::os::unix::fs::PermissionsExt;
+    // `yes` for the whole tool timeout wrote gigabytes: the cap keeps the start only.
+    let sb = Sandbox::new();
+    let server = script(&[("yes | head -c 5000000", None)]);
+    let out = run(rounds(&sb, &server).args(["--max-spill-bytes", "100000", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let content = results(&sb)[0]["content"].as_str().unwrap().to_owned();
+    assert!(
+        content.contains("only its first bytes were saved"),
+        "{content}"
+    );
+    let outputs = sb.transcript_path().with_extension("outputs");
+    let spill = outputs.join("call_0.stdout");
+    assert_eq!(std::fs::metadata(&spill).unwrap().len(), 100_000);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&spill), 0o600);
+    assert_eq!(mode(&outputs), 0o700);
+    // The control: without the cap the file holds everything.
+    let sb = Sandbox::new();
+    let server = script(&[("yes | head -c 5000000", None)]);
+    let out = run(rounds(&sb, &server).arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let spill = sb
+        .transcript_path()
+        .with_extension("outputs")
+        .join("call_0.stdout");
+    assert_eq!(std::fs::metadata(&spill).unwrap().len(), 5_000_000);
+
+    // Ids that reduce to the same file name, and an id a local server reuses every response:
+    // each call keeps its own whole output.
+    let sb = Sandbox::new();
+    let big = |tag: &str| json!({"command": format!("yes {tag} | head -c 100000")}).to_string();
+    let (a, b, c) = (big("first"), big("second"), big("third"));
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[B::Tool("call.1", "bash", &a), B::Tool("call/1", "bash", &b)],
+            "tool_use",
+            1,
+            1,
+        )),
+        Reply::sse(sse::anthropic(
+            &[B::Tool("call.1", "bash", &c)],
+            "tool_use",
+            1,
+            1,
+        )),
+        Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 1, 1)),
+    ]);
+    let out = run(rounds(&sb, &server).arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = sb.transcript();
+    let mut files = Vec::new();
+    for (round, i, tag) in [(1, 0, "first"), (1, 1, "second"), (2, 0, "third")] {
+        let content = lines[round]["results"][i]["content"].as_str().unwrap();
+        let path = content
+            .split("the whole output is in ")
+            .nth(1)
+            .and_then(|rest| rest.split(" ...]").next())
+            .unwrap_or_else(|| panic!("no file named: {content}"))
+            .to_owned();
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            saved.starts_with(&format!("{tag}\n")),
+            "{path} holds another call's output"
+        );
+        files.push(path);
+    }
+    files.sort();
+    files.dedup();
+    assert_eq!(files.len(), 3, "{files:?}");
+}
+
+#[test]
+fn without_a_transcript_the_saved_outputs_go_with_the_run() {
+    let sb = Sandbox::new();
+    let tmp = sb.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let server = script(&[("yes | head -c 100000; ls -d $TMPDIR/rounds-*", None)]);
+    let out = run(sb.anthropic(&server).env("TMPDIR", &tmp).args([
+        "-a",
+        "bash",
+        "--no-transcript",
+        "-o",
+        "stream-json",
+        "go",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The call saw its outputs directory under the temp dir...
+    let events = crate::common::parse_lines(&out.stdout);
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.contains(&format!("the whole output is in {}", tmp.display())),
+        "{content}"
+    );
+    // ...and nothing is left of it.
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
 fn binary_and_invalid_utf8_output_keeps_the_transcript_valid() {
     let sb = Sandbox::new();
     let server = script(&[("printf 'a\\x00b\\xff\\xfec'", None)]);

@@ -93,12 +93,12 @@ impl Tool for Bash {
             stdout: Limits {
                 head: KEEP,
                 tail: KEEP,
-                spill: Some(ctx.outputs.path(&ctx.call_id, "stdout")),
+                spill: Some(ctx.outputs.file(&ctx.call_id, "stdout")),
             },
             stderr: Limits {
                 head: KEEP,
                 tail: KEEP,
-                spill: Some(ctx.outputs.path(&ctx.call_id, "stderr")),
+                spill: Some(ctx.outputs.file(&ctx.call_id, "stderr")),
             },
             // bash follows --tool-network, which the run's sandbox already says.
             sandbox: &ctx.sandbox,
