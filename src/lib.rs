@@ -23,6 +23,7 @@ pub mod provider;
 pub mod records;
 pub mod render;
 pub mod store;
+pub mod terminal;
 pub mod tools;
 pub mod transcript;
 
@@ -106,9 +107,7 @@ fn init_logging(verbose: u8, quiet: bool) {
         .unwrap_or_else(|| Targets::new().with_target("rounds", level));
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+        .event_format(render::LogStyle);
     let _ = tracing_subscriber::registry()
         .with(layer.with_filter(filter))
         .try_init();

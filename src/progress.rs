@@ -12,6 +12,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::agent::Observer;
 use crate::conversation::{ToolResult, ToolUse};
+use crate::terminal;
 
 pub struct Progress {
     multi: MultiProgress,
@@ -62,18 +63,16 @@ fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
 
-/// One line naming a call: `read_file src/main.rs`, `bash cargo test`.
+/// One line naming a call: `read_file src/main.rs`, `bash cargo test`. Both come from the
+/// model, so control characters are shown escaped, never sent to the terminal.
 fn label(name: &str, subject: Option<&str>) -> String {
+    let name = terminal::line(name);
     match subject {
         Some(s) => {
-            let s: String = s
-                .chars()
-                .take(60)
-                .map(|c| if c == '\n' { ' ' } else { c })
-                .collect();
-            format!("{name} {s}")
+            let s: String = s.chars().take(60).collect();
+            format!("{name} {}", terminal::line(&s))
         }
-        None => name.to_owned(),
+        None => name.into_owned(),
     }
 }
 

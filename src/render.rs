@@ -2,7 +2,7 @@
 //! object); errors and the summary go to stderr. A closed stdout (`| head -1`) is not an error.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use serde::Serialize;
@@ -16,6 +16,7 @@ use crate::inventory::Inventory;
 use crate::outcome::{Outcome, Status};
 use crate::process::sandbox::Summary;
 use crate::progress::Progress;
+use crate::terminal;
 use crate::transcript::{End, RetryNote, Round, Start, VERSION};
 
 /// Who hears about a run as it happens: events on stdout in stream-json mode, and progress on
@@ -50,7 +51,15 @@ pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
             if outcome.final_text.is_empty() {
                 return;
             }
-            outcome.final_text.clone().into_bytes()
+            // A person reads a terminal, and the answer is the model's: it must not drive the
+            // terminal. Into a pipe it goes byte for byte.
+            if std::io::stdout().is_terminal() {
+                terminal::text(&outcome.final_text)
+                    .into_owned()
+                    .into_bytes()
+            } else {
+                outcome.final_text.clone().into_bytes()
+            }
         }
         OutputMode::Json => match serde_json::to_vec(outcome) {
             Ok(b) => b,
@@ -83,7 +92,7 @@ pub fn print_summary(outcome: &Outcome, quiet: bool) {
         } else {
             "error"
         };
-        eprintln!("rounds: {label}: {error}");
+        eprintln!("rounds: {label}: {}", terminal::text(error));
     }
     if quiet || outcome.status == Status::Usage {
         return;
@@ -107,7 +116,8 @@ pub fn print_summary(outcome: &Outcome, quiet: bool) {
         outcome.duration_ms as f64 / 1000.0
     ));
     if let Some(path) = &outcome.transcript {
-        line.push_str(&format!("; transcript {}", path.display()));
+        let path = path.display().to_string();
+        line.push_str(&format!("; transcript {}", terminal::line(&path)));
     }
     eprintln!("{line}");
 }
@@ -224,7 +234,7 @@ impl Observer for StreamJson {
 
 /// An error on stderr, labelled (`error`, `usage error`).
 pub fn print_error(label: &str, message: &str) {
-    eprintln!("rounds: {label}: {message}");
+    eprintln!("rounds: {label}: {}", terminal::text(message));
 }
 
 /// `rounds tools`: a table (name, class, offered, origin, then the description), or one JSON
@@ -247,11 +257,13 @@ pub fn print_tool_list(json: bool, inventory: &Inventory) {
                 Class::Mutating => "mutating",
             };
             let offered = if t.offered { "yes" } else { "no" };
+            // Names, origins and descriptions can come from an MCP server: shown, not obeyed.
             out.push_str(&format!(
                 "{:width$}  {class:8}  {offered:7}  {}\n",
-                t.name, t.origin
+                terminal::line(&t.name),
+                terminal::line(&t.origin)
             ));
-            let first = first_sentence(&t.description);
+            let first = terminal::line(first_sentence(&t.description));
             out.push_str(&format!("{:width$}  {first}\n", ""));
         }
         out.push_str(&sandbox_line(&inventory.sandbox));
@@ -294,4 +306,36 @@ fn first_sentence(text: &str) -> &str {
         .find(|(i, _)| line[i + 2..].starts_with(|c: char| c.is_uppercase()))
         .map_or(line.len(), |(i, _)| i);
     line[..end].trim_end_matches('.')
+}
+
+/// How log lines look on stderr: `rounds: warning: …`, like every other line rounds writes
+/// there, with control characters escaped (a warning may quote a tool server or a provider).
+pub struct LogStyle;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for LogStyle
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            tracing::Level::ERROR => "error",
+            tracing::Level::WARN => "warning",
+            tracing::Level::INFO => "info",
+            tracing::Level::DEBUG => "debug",
+            tracing::Level::TRACE => "trace",
+        };
+        use tracing_subscriber::fmt::FormatFields;
+        let mut message = String::new();
+        ctx.format_fields(
+            tracing_subscriber::fmt::format::Writer::new(&mut message),
+            event,
+        )?;
+        writeln!(writer, "rounds: {level}: {}", terminal::text(&message))
+    }
 }

@@ -11,6 +11,7 @@ mod sandbox;
 mod sandbox_run;
 mod shell_rules;
 mod store;
+mod terminal;
 mod tool_errors;
 mod tools_bash;
 mod tools_files;
