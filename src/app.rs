@@ -100,6 +100,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         tool_settings,
         sandbox_record,
         limits,
+        cache,
         transcript,
         store,
     } = config;
@@ -153,6 +154,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
             toolbox,
             system,
             limits,
+            cache,
             observer,
         },
         servers,

@@ -94,6 +94,15 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", default_value_t = crate::tools::DEFAULT_MAX_SPILL)]
     pub max_spill_bytes: u64,
 
+    /// Send no prompt-cache hints (Anthropic cache breakpoints, OpenAI's prompt_cache_key).
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// How long Anthropic keeps the cached prompt: 5m, or 1h (writes cost more, for runs whose
+    /// rounds are more than five minutes apart).
+    #[arg(long, value_enum, value_name = "5m|1h", default_value = "5m")]
+    pub cache_ttl: CacheTtl,
+
     /// Stop after N rounds (exit 3).
     #[arg(long, value_name = "N", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
@@ -277,6 +286,14 @@ pub struct ExportArgs {
     /// Write to FILE instead of stdout.
     #[arg(long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CacheTtl {
+    #[value(name = "5m")]
+    FiveMinutes,
+    #[value(name = "1h")]
+    OneHour,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -10,9 +10,9 @@ use crate::agent::{FailOn, LoopLimits, OnMaxRounds};
 use crate::cli::{self, Cli, ToolFlags};
 use crate::conversation::Message;
 use crate::process::{self, Sandbox, sandbox};
-use crate::provider::ProviderChoice;
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
+use crate::provider::{Cache, CacheTtl, ProviderChoice};
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
@@ -29,6 +29,8 @@ const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
 pub struct Resume {
     pub path: PathBuf,
     pub history: Vec<Message>,
+    /// The id of the chain's first run: the prompt-cache key stays the same across resumes.
+    pub origin_run_id: String,
     /// Every transcript of the chain, oldest first (`path` last).
     pub files: Vec<PathBuf>,
 }
@@ -60,6 +62,9 @@ pub struct Config {
     /// kernel enforces.
     pub sandbox_record: sandbox::Summary,
     pub limits: LoopLimits,
+    /// Prompt caching (`--no-cache`, `--cache-ttl`), keyed by the run (or the first run it
+    /// resumes).
+    pub cache: Option<Cache>,
     pub transcript: Option<PathBuf>,
     /// `--store`: the PostgreSQL URL every line is also written to.
     pub store: Option<String>,
@@ -298,7 +303,17 @@ impl Config {
             },
         };
 
+        let cache = (!cli.no_cache).then(|| Cache {
+            ttl: match cli.cache_ttl {
+                cli::CacheTtl::FiveMinutes => CacheTtl::FiveMinutes,
+                cli::CacheTtl::OneHour => CacheTtl::OneHour,
+            },
+            key: resume
+                .as_ref()
+                .map_or_else(|| run_id.clone(), |r| r.origin_run_id.clone()),
+        });
         Ok(Config {
+            cache,
             run_id,
             provider,
             model,
@@ -582,6 +597,10 @@ fn resume(
         );
     }
     Ok(Resume {
+        origin_run_id: chain
+            .first()
+            .map(|t| t.start.run_id.clone())
+            .unwrap_or_default(),
         history: transcript::conversation(&chain),
         files: chain
             .iter()

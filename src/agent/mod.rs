@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usage};
 use crate::outcome::{Outcome, Status};
 use crate::provider::retry::RetryPolicy;
-use crate::provider::{Provider, ProviderError, Request, StreamEvent, ToolChoice};
+use crate::provider::{Cache, Provider, ProviderError, Request, StreamEvent, ToolChoice};
 use crate::records::Records;
 use crate::tools::pipeline::Toolbox;
 use crate::transcript::{self, Line, RetryNote, Round};
@@ -75,6 +75,8 @@ pub struct Agent {
     pub toolbox: Arc<Toolbox>,
     pub system: String,
     pub limits: LoopLimits,
+    /// Prompt caching asked of the provider, or none (`--no-cache`).
+    pub cache: Option<Cache>,
     pub observer: Arc<dyn Observer>,
 }
 
@@ -142,6 +144,7 @@ impl Agent {
                 } else {
                     ToolChoice::Auto
                 },
+                cache: self.cache.as_ref(),
             };
             let (round, failure) = match self.round(number, &request, summary, cancel.token()).await
             {

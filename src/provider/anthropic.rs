@@ -14,11 +14,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::sse::SseEvent;
-use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
+use super::{
+    CacheTtl, EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+};
 use crate::conversation::{Block, CallDefect, Message, StopReason, ToolUse, Usage};
 
 const NAME: &str = "anthropic";
 const API_VERSION: &str = "2023-06-01";
+/// The beta that lets a breakpoint ask for the hour-long cache.
+const EXTENDED_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
 /// Anthropic requires `max_tokens`; this is used when the user did not set one.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
@@ -65,6 +69,12 @@ impl Provider for Anthropic {
         let mut headers = HeaderMap::new();
         headers.insert("x-api-key", http::secret_header(&self.key)?);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+        if request.cache.is_some_and(|c| c.ttl == CacheTtl::OneHour) {
+            headers.insert(
+                "anthropic-beta",
+                HeaderValue::from_static(EXTENDED_TTL_BETA),
+            );
+        }
         let response = http::post(&self.client, NAME, &self.url, headers, &wire, self.idle).await?;
         Ok(super::drive(
             Box::pin(response.bytes_stream()),
@@ -81,8 +91,8 @@ pub struct WireRequest<'a> {
     model: &'a str,
     max_tokens: u32,
     stream: bool,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    system: &'a str,
+    #[serde(skip_serializing_if = "System::is_empty")]
+    system: System<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,11 +100,27 @@ pub struct WireRequest<'a> {
     messages: Vec<WireMessage>,
 }
 
+/// The system prompt: a string, or one text block when it carries a cache breakpoint.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Text(&'a str),
+    Blocks([Value; 1]),
+}
+
+impl System<'_> {
+    fn is_empty(&self) -> bool {
+        matches!(self, System::Text(""))
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct WireTool<'a> {
     name: &'a str,
     description: &'a str,
     input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,16 +143,40 @@ enum WireContent {
 }
 
 /// The request body for `request`, as Anthropic expects it.
+///
+/// With caching, four breakpoints at most (the API's limit): the last tool definition and the
+/// system prompt (the prefix every round shares), the newest message's last block (this
+/// request's whole prompt, read back by the next round), and the last block of the previous
+/// request's newest message (what the previous round wrote, in case this round added more than
+/// the 20 blocks the API looks back from a breakpoint).
 pub fn build_request<'a>(model: &'a str, request: &Request<'a>) -> WireRequest<'a> {
-    let tools: Vec<WireTool> = request
+    let breakpoint = request.cache.map(|c| cache_control(c.ttl));
+    let mut tools: Vec<WireTool> = request
         .tools
         .iter()
         .map(|t| WireTool {
             name: &t.name,
             description: &t.description,
             input_schema: &t.input_schema,
+            cache_control: None,
         })
         .collect();
+    if let Some(last) = tools.last_mut() {
+        last.cache_control = breakpoint.clone();
+    }
+    let system = match &breakpoint {
+        Some(cc) if !request.system.is_empty() => System::Blocks([serde_json::json!({
+            "type": "text", "text": request.system, "cache_control": cc,
+        })]),
+        _ => System::Text(request.system),
+    };
+    let mut messages = wire_messages(request.messages);
+    if let Some(cc) = &breakpoint {
+        let n = messages.len();
+        for i in [n.checked_sub(1), n.checked_sub(3)].into_iter().flatten() {
+            mark(&mut messages[i], cc);
+        }
+    }
     let kind = match request.tool_choice {
         super::ToolChoice::Auto => "auto",
         super::ToolChoice::None => "none",
@@ -136,11 +186,33 @@ pub fn build_request<'a>(model: &'a str, request: &Request<'a>) -> WireRequest<'
         model,
         max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         stream: true,
-        system: request.system,
+        system,
         tools,
         tool_choice,
-        messages: wire_messages(request.messages),
+        messages,
     }
+}
+
+/// `{"type":"ephemeral"}`, with the documented `ttl` field for the hour-long cache.
+fn cache_control(ttl: CacheTtl) -> Value {
+    match ttl {
+        CacheTtl::FiveMinutes => serde_json::json!({"type": "ephemeral"}),
+        CacheTtl::OneHour => serde_json::json!({"type": "ephemeral", "ttl": "1h"}),
+    }
+}
+
+/// Puts a cache breakpoint on a message's last block. Thinking blocks cannot carry one; a
+/// message ending in one (never a user message) is left as it is.
+fn mark(message: &mut WireMessage, cc: &Value) {
+    let content = std::mem::replace(&mut message.content, WireContent::Blocks(vec![]));
+    let mut blocks = into_blocks(content);
+    if let Some(Value::Object(last)) = blocks.last_mut() {
+        let kind = last.get("type").and_then(Value::as_str).unwrap_or("");
+        if !matches!(kind, "thinking" | "redacted_thinking") {
+            last.insert("cache_control".into(), cc.clone());
+        }
+    }
+    message.content = WireContent::Blocks(blocks);
 }
 
 fn wire_messages(messages: &[Message]) -> Vec<WireMessage> {

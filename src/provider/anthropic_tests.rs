@@ -249,6 +249,7 @@ fn round_two(sample: &str) -> (Value, Value) {
         tools: &tools,
         max_tokens: Some(want["max_tokens"].as_u64().unwrap() as u32),
         tool_choice: crate::provider::ToolChoice::Auto,
+        cache: None,
     };
     let got =
         serde_json::to_value(build_request(want["model"].as_str().unwrap(), &request)).unwrap();
@@ -314,6 +315,7 @@ fn thinking_from_another_provider_is_not_sent_and_turns_merge() {
         tools: &[],
         max_tokens: None,
         tool_choice: crate::provider::ToolChoice::Auto,
+        cache: None,
     };
     let got = serde_json::to_value(build_request("m", &request)).unwrap();
     assert_eq!(

@@ -389,6 +389,7 @@ fn body_for(
         tools,
         max_tokens: max,
         tool_choice: crate::provider::ToolChoice::Auto,
+        cache: None,
     };
     serde_json::to_value(build_request(model, &request)).unwrap()
 }

@@ -40,6 +40,25 @@ pub struct Request<'a> {
     pub max_tokens: Option<u32>,
     /// Whether the model may call the offered tools in this response.
     pub tool_choice: ToolChoice,
+    /// Prompt caching for this request; `None` asks for none (`--no-cache`).
+    pub cache: Option<&'a Cache>,
+}
+
+/// How a run asks providers to cache the prompt it resends every round. Anthropic needs
+/// explicit breakpoints (with this lifetime); OpenAI routes requests with the same key to the
+/// same cache; Gemini caches implicitly and needs nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    pub ttl: CacheTtl,
+    /// Stable for the run, and across `--resume` of it: the first run's id.
+    pub key: String,
+}
+
+/// `--cache-ttl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheTtl {
+    FiveMinutes,
+    OneHour,
 }
 
 /// Whether a response may call tools. `None` still sends the tool definitions: providers

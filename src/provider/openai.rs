@@ -114,6 +114,9 @@ pub struct WireRequest<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    /// Requests with the same key share a cache on api.openai.com (the run's id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
     messages: Vec<Value>,
 }
 
@@ -182,6 +185,11 @@ pub fn build_request<'a>(model: &'a str, flavor: Flavor, request: &Request<'a>) 
         parallel_tool_calls,
         max_completion_tokens,
         max_tokens,
+        // Compatible servers cache by prefix on their own and may refuse unknown fields.
+        prompt_cache_key: match flavor {
+            Flavor::OpenAi => request.cache.map(|c| c.key.as_str()),
+            Flavor::Compatible => None,
+        },
         messages,
     }
 }

@@ -265,6 +265,7 @@ fn round_two_request_matches_the_reference_body() {
         tools: &tools,
         max_tokens: None,
         tool_choice: crate::provider::ToolChoice::Auto,
+        cache: None,
     };
     let got = serde_json::to_value(build_request("gpt-4.1", Flavor::OpenAi, &request)).unwrap();
     // The reference uses strict mode and an explicit tool_choice; rounds' schemas have optional
@@ -299,6 +300,7 @@ fn compatible_servers_get_system_role_and_max_tokens_and_errors_are_marked() {
         tools: &[],
         max_tokens: Some(100),
         tool_choice: crate::provider::ToolChoice::Auto,
+        cache: None,
     };
     let got = serde_json::to_value(build_request("qwen", Flavor::Compatible, &request)).unwrap();
     assert_eq!(got["messages"][0], json!({"role":"system","content":"sys"}));

@@ -1,3 +1,4 @@
+mod caching;
 mod exit_codes;
 mod hooks;
 mod manifest;

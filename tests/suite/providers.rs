@@ -147,16 +147,26 @@ fn anthropic_two_rounds_with_parallel_tool_calls() {
         .collect();
     assert_eq!(tools, ["read_file", "list_dir", "glob", "grep"]);
     assert!(first["tools"][0]["input_schema"]["properties"]["path"].is_object());
+    // Cache breakpoints: the last tool, the system prompt, the newest message, and the
+    // newest message of the previous request.
+    let cc = json!({"type": "ephemeral"});
     assert_eq!(
         first["messages"],
-        json!([{"role":"user","content":"read both files"}])
+        json!([{"role":"user","content":[
+            {"type":"text","text":"read both files","cache_control":cc}
+        ]}])
     );
+    assert_eq!(first["tools"][3]["cache_control"], cc);
+    assert!(first["tools"][0].get("cache_control").is_none());
+    assert_eq!(first["system"][0]["cache_control"], cc);
 
     let second = requests[1].json();
     assert_eq!(
         second["messages"],
         json!([
-            {"role":"user","content":"read both files"},
+            {"role":"user","content":[
+                {"type":"text","text":"read both files","cache_control":cc}
+            ]},
             {"role":"assistant","content":[
                 {"type":"text","text":"Reading both."},
                 {"type":"tool_use","id":"toolu_1","name":"read_file","input":{"path":"a.txt"}},
@@ -164,7 +174,8 @@ fn anthropic_two_rounds_with_parallel_tool_calls() {
             ]},
             {"role":"user","content":[
                 {"type":"tool_result","tool_use_id":"toolu_1","content":"     1\talpha\n"},
-                {"type":"tool_result","tool_use_id":"toolu_2","content":"     1\tbeta\n"},
+                {"type":"tool_result","tool_use_id":"toolu_2","content":"     1\tbeta\n",
+                 "cache_control":cc},
             ]},
         ])
     );

@@ -128,7 +128,7 @@ fn a_transcript_with_a_torn_last_line_resumes_with_a_warning() {
     let server = MockServer::start(vec![sse::answer("ok")]);
     let out = run(sb
         .anthropic(&server)
-        .args(["--no-transcript", "--resume"])
+        .args(["--no-transcript", "--no-cache", "--resume"])
         .arg(&first));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
@@ -166,9 +166,10 @@ fn resume_last_picks_the_newest_run_and_a_missing_file_is_a_usage_error() {
         std::thread::sleep(std::time::Duration::from_millis(1100));
     }
     let server = MockServer::start(vec![sse::answer("third")]);
-    let out = run(sb
-        .anthropic(&server)
-        .args(["--resume", "last", "-o", "json", "next"]));
+    let out =
+        run(sb
+            .anthropic(&server)
+            .args(["--resume", "last", "--no-cache", "-o", "json", "next"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let body = server.requests()[0].json();
     assert_eq!(body["messages"][0]["content"], "second");
