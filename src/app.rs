@@ -101,6 +101,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         sandbox_record,
         limits,
         cache,
+        model_info,
         transcript,
         store,
     } = config;
@@ -155,6 +156,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
             system,
             limits,
             cache,
+            price: model_info.price,
             observer,
         },
         servers,

@@ -125,6 +125,16 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
 
+    /// Stop before a request that would take the run's cost past USD (exit 4). Needs the
+    /// model's price (see --prices).
+    #[arg(long, value_name = "USD", value_parser = positive_usd)]
+    pub budget_usd: Option<f64>,
+
+    /// Prices and context windows of models (TOML, as data/prices.toml), taking precedence
+    /// over the compiled-in table.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+
     /// At --max-rounds: stop, or make one last call without tools so the model answers from
     /// what it has (the status is max_rounds either way).
     #[arg(long, value_enum, default_value_t = OnMaxRounds::Stop)]
@@ -343,6 +353,15 @@ fn nonnegative_secs(s: &str) -> Result<f64, String> {
         Ok(v) if (0.0..=MAX_SECS).contains(&v) => Ok(v),
         _ => Err(format!(
             "expected a number of seconds from 0 to {MAX_SECS}, got {s:?}"
+        )),
+    }
+}
+
+fn positive_usd(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "expected a positive amount of US dollars, got {s:?}"
         )),
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::agent::{FailOn, LoopLimits, OnMaxRounds};
 use crate::cli::{self, Cli, ToolFlags};
 use crate::conversation::Message;
+use crate::pricing::{Catalog, ModelInfo, PricesError};
 use crate::process::{self, Sandbox, sandbox};
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
@@ -65,6 +66,8 @@ pub struct Config {
     /// Prompt caching (`--no-cache`, `--cache-ttl`), keyed by the run (or the first run it
     /// resumes).
     pub cache: Option<Cache>,
+    /// The model's price and context window, from the compiled-in table and `--prices`.
+    pub model_info: ModelInfo,
     pub transcript: Option<PathBuf>,
     /// `--store`: the PostgreSQL URL every line is also written to.
     pub store: Option<String>,
@@ -123,6 +126,15 @@ pub enum ConfigError {
     SearchUrl(String),
     #[error("{0}")]
     Sandbox(String),
+    #[error(transparent)]
+    Prices(#[from] PricesError),
+    #[error(
+        "--budget-usd: the price of {provider}/{model} is not known; give it with --prices FILE"
+    )]
+    UnknownPrice {
+        provider: &'static str,
+        model: String,
+    },
     #[error("--tool-env {0}: provider keys are never passed to tools")]
     SecretToolEnv(String),
 }
@@ -289,6 +301,7 @@ impl Config {
             max_tokens: cli.max_tokens,
             max_parallel: usize::from(cli.max_parallel),
             budget_tokens: cli.budget_tokens,
+            budget_usd: cli.budget_usd,
             on_max_rounds: match cli.on_max_rounds {
                 cli::OnMaxRounds::Stop => OnMaxRounds::Stop,
                 cli::OnMaxRounds::Summarize => OnMaxRounds::Summarize,
@@ -312,8 +325,17 @@ impl Config {
                 .as_ref()
                 .map_or_else(|| run_id.clone(), |r| r.origin_run_id.clone()),
         });
+        let prices = cli.prices.as_ref().map(|p| inputs.cwd.join(p));
+        let model_info = Catalog::load(prices.as_deref())?.lookup(provider.name(), &model);
+        if cli.budget_usd.is_some() && model_info.price.is_none() {
+            return Err(ConfigError::UnknownPrice {
+                provider: provider.name(),
+                model,
+            });
+        }
         Ok(Config {
             cache,
+            model_info,
             run_id,
             provider,
             model,

@@ -17,6 +17,7 @@ pub mod files;
 pub mod inventory;
 pub mod net;
 pub mod outcome;
+pub mod pricing;
 pub mod process;
 pub mod progress;
 pub mod provider;

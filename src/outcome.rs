@@ -105,6 +105,8 @@ pub struct Outcome {
     pub final_text: String,
     pub rounds: u32,
     pub usage: Usage,
+    /// What the run cost, when the model's price is known.
+    pub cost_usd: Option<f64>,
     pub duration_ms: u64,
     pub error: Option<String>,
     pub transcript: Option<PathBuf>,
@@ -121,6 +123,7 @@ impl Outcome {
             final_text: String::new(),
             rounds: 0,
             usage: Usage::default(),
+            cost_usd: None,
             duration_ms: 0,
             error,
             transcript: None,
@@ -150,12 +153,15 @@ impl Outcome {
 /// `--output json`: the outcome with its exit code, which is derived, never stored.
 impl Serialize for Outcome {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Outcome", 11)?;
+        let mut s = serializer.serialize_struct("Outcome", 12)?;
         s.serialize_field("status", &self.status)?;
         s.serialize_field("exit_code", &self.exit_code())?;
         s.serialize_field("final_text", &self.final_text)?;
         s.serialize_field("rounds", &self.rounds)?;
         s.serialize_field("usage", &self.usage)?;
+        if self.cost_usd.is_some() {
+            s.serialize_field("cost_usd", &self.cost_usd)?;
+        }
         s.serialize_field("duration_ms", &self.duration_ms)?;
         s.serialize_field("error", &self.error)?;
         s.serialize_field("transcript", &self.transcript)?;

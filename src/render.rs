@@ -109,10 +109,19 @@ pub fn print_summary(outcome: &Outcome, quiet: bool) {
     if errors > 0 {
         line.push_str(&format!(" ({errors} failed)"));
     }
+    let cost = match outcome.cost_usd {
+        Some(usd) => format!(", ${usd:.4}"),
+        None => String::new(),
+    };
+    let u = &outcome.usage;
+    let cached = match (u.cache_read_tokens, u.cache_write_tokens) {
+        (0, 0) => String::new(),
+        (read, written) => format!(" ({read} read from the cache, {written} written to it)"),
+    };
     line.push_str(&format!(
-        ", {} in / {} out tokens, {:.1}s",
-        outcome.usage.input_total(),
-        outcome.usage.output_tokens,
+        ", {} in{cached} / {} out tokens{cost}, {:.1}s",
+        u.input_total(),
+        u.output_tokens,
         outcome.duration_ms as f64 / 1000.0
     ));
     if let Some(path) = &outcome.transcript {

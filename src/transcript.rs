@@ -58,6 +58,8 @@ pub struct Limits {
     pub max_rounds: u32,
     pub max_tokens: Option<u32>,
     pub budget_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
     pub timeout_secs: Option<f64>,
     pub tool_timeout_secs: f64,
     pub max_parallel: usize,
@@ -73,6 +75,9 @@ pub struct Round {
     pub results: Vec<ToolResult>,
     pub stop_reason: Option<StopReason>,
     pub usage: Usage,
+    /// What the round's request cost, when the model's price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     pub model_ms: u64,
     pub tools_ms: u64,
     /// Failed attempts at this round's request that were retried.
@@ -109,6 +114,9 @@ pub struct End {
     pub rounds: u32,
     pub final_text: String,
     pub usage: Usage,
+    /// What the run cost, when the model's price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     pub duration_ms: u64,
     pub error: Option<String>,
     /// How many tool calls were made, and how many failed, by kind.
@@ -126,6 +134,7 @@ impl From<&Outcome> for End {
             rounds: outcome.rounds,
             final_text: outcome.final_text.clone(),
             usage: outcome.usage,
+            cost_usd: outcome.cost_usd,
             duration_ms: outcome.duration_ms,
             error: outcome.error.clone(),
             tool_calls: outcome.tool_calls,
@@ -142,6 +151,8 @@ struct EndRecord {
     rounds: u32,
     final_text: String,
     usage: Usage,
+    #[serde(default)]
+    cost_usd: Option<f64>,
     duration_ms: u64,
     error: Option<String>,
     #[serde(default)]
@@ -162,6 +173,7 @@ impl TryFrom<EndRecord> for End {
             rounds: r.rounds,
             final_text: r.final_text,
             usage: r.usage,
+            cost_usd: r.cost_usd,
             duration_ms: r.duration_ms,
             error: r.error,
             tool_calls: r.tool_calls,
@@ -407,6 +419,7 @@ mod tests {
                 max_rounds: 25,
                 max_tokens: None,
                 budget_tokens: None,
+                budget_usd: None,
                 timeout_secs: None,
                 tool_timeout_secs: 30.0,
                 max_parallel: 8,
@@ -482,6 +495,7 @@ mod tests {
             retries: vec![],
             error: None,
             summary: false,
+            cost_usd: None,
         };
         let mut w = Writer::create(&first).unwrap();
         w.write(&Line::Start(sample_start())).unwrap();

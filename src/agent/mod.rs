@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usage};
 use crate::outcome::{Outcome, Status};
+use crate::pricing::Price;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Cache, Provider, ProviderError, Request, StreamEvent, ToolChoice};
 use crate::records::Records;
@@ -49,6 +50,8 @@ pub struct LoopLimits {
     pub max_tokens: Option<u32>,
     pub max_parallel: usize,
     pub budget_tokens: Option<u64>,
+    /// The most the run may cost (`--budget-usd`); needs the model's price.
+    pub budget_usd: Option<f64>,
     pub on_max_rounds: OnMaxRounds,
     pub fail_on: FailOn,
     pub retry: RetryPolicy,
@@ -62,6 +65,7 @@ impl LoopLimits {
             max_rounds: self.max_rounds,
             max_tokens: self.max_tokens,
             budget_tokens: self.budget_tokens,
+            budget_usd: self.budget_usd,
             timeout_secs: self.deadline.map(|t| t.as_secs_f64()),
             tool_timeout_secs: tool_timeout.as_secs_f64(),
             max_parallel: self.max_parallel,
@@ -77,6 +81,8 @@ pub struct Agent {
     pub limits: LoopLimits,
     /// Prompt caching asked of the provider, or none (`--no-cache`).
     pub cache: Option<Cache>,
+    /// The model's price, when known: each round's cost, and `--budget-usd`.
+    pub price: Option<Price>,
     pub observer: Arc<dyn Observer>,
 }
 
@@ -117,6 +123,9 @@ impl Agent {
             if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {
                 return done;
             }
+            if let Some(why) = self.over_budget_usd(&done, next_input) {
+                return done.end(Status::Budget, why);
+            }
             if let Some(budget) = self.limits.budget_tokens {
                 let used = done.usage.total();
                 if used.saturating_add(next_input) > budget {
@@ -156,8 +165,12 @@ impl Agent {
                 return finish_with(done, failure, cancel);
             };
             round.summary = summary;
+            round.cost_usd = self.cost(&round.usage);
             done.rounds = number;
             done.usage.add(&round.usage);
+            if let Some(cost) = round.cost_usd {
+                done.cost_usd = Some(done.cost_usd.unwrap_or(0.0) + cost);
+            }
             done.stop_reason = round.stop_reason;
             done.final_text = final_text(&round.blocks);
             for r in &round.results {
@@ -206,6 +219,29 @@ impl Agent {
                 return done;
             }
         }
+    }
+
+    /// What `usage` cost, when the price is known.
+    fn cost(&self, usage: &Usage) -> Option<f64> {
+        let hour_long = self
+            .cache
+            .as_ref()
+            .is_some_and(|c| c.ttl == crate::provider::CacheTtl::OneHour);
+        self.price.map(|p| p.cost(usage, hour_long))
+    }
+
+    /// Why the next request, of about `next_input` tokens, would take the run past
+    /// `--budget-usd`: priced as uncached input, the most it can cost before its answer.
+    fn over_budget_usd(&self, done: &Outcome, next_input: u64) -> Option<String> {
+        let (budget, price) = (self.limits.budget_usd?, self.price?);
+        let spent = done.cost_usd.unwrap_or(0.0);
+        let next = next_input as f64 * price.input / 1e6;
+        (spent + next > budget).then(|| {
+            format!(
+                "the budget of ${budget} would be exceeded: ${spent:.4} spent, the next request \
+                 costs about ${next:.4} more"
+            )
+        })
     }
 
     /// The `--fail-on` rule a round's results trip, if any.
@@ -276,6 +312,7 @@ impl Agent {
                 retries,
                 error: None,
                 summary: false,
+                cost_usd: None,
             };
             match outcome {
                 Ok(()) => {

@@ -25,7 +25,7 @@ use crate::transcript::{End, Line, Record, Round, Start, VERSION};
 /// `rounds_schema_migrations`; a released one is never edited, only followed by a new one.
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_runs.sql")),
-    (2, include_str!("migrations/0002_sandbox.sql")),
+    (2, include_str!("migrations/0002_v0_2.sql")),
 ];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new
@@ -205,7 +205,7 @@ impl PgStore {
             .execute(
                 "UPDATE runs SET ended_at = now(), status = $2, exit_code = $3, rounds = $4, \
                  final_text = $5, usage = $6, duration_ms = $7, error = $8, tool_calls = $9, \
-                 tool_errors = $10 WHERE run_id = $1",
+                 tool_errors = $10, cost_usd = $11 WHERE run_id = $1",
                 &[
                     &run_id,
                     &end.status.as_str(),
@@ -217,6 +217,7 @@ impl PgStore {
                     &end.error.as_deref().map(escape),
                     &to_int(end.tool_calls, "tool_calls")?,
                     &escape_value(to_json(&end.tool_errors)?),
+                    &end.cost_usd,
                 ],
             )
             .await
@@ -274,7 +275,8 @@ pub async fn export(url: &str, run_id: &str) -> Result<String, StoreError> {
             // so a version 1 database is read through to_jsonb, where it is simply absent.
             "SELECT start_time, provider, model, workspace, prompt, system, tools, limits, \
              resumed_from, status, exit_code, rounds, final_text, usage, duration_ms, error, \
-             tool_calls, tool_errors, to_jsonb(r) -> 'sandbox' AS sandbox \
+             tool_calls, tool_errors, to_jsonb(r) -> 'sandbox' AS sandbox, \
+             to_jsonb(r) -> 'cost_usd' AS cost_usd \
              FROM runs r WHERE run_id = $1",
             &[&key],
         )
@@ -384,6 +386,7 @@ fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Ve
             rounds: count("rounds")?,
             final_text: text(run, "final_text")?,
             usage: decode(run, "usage")?,
+            cost_usd: get::<Option<Value>>(run, "cost_usd")?.and_then(|v| v.as_f64()),
             duration_ms,
             error: get::<Option<String>>(run, "error")?.map(|s| unescape(&s).into_owned()),
             tool_calls: count("tool_calls")?,

@@ -525,8 +525,89 @@ fn usage_is_counted_per_round_and_in_total_with_cache_tokens() {
     );
     assert_eq!(json_out(&out)["usage"], end["usage"]);
     assert!(
-        out.stderr.contains("1200 in / 50 out tokens"),
+        out.stderr.contains(
+            "1200 in (900 read from the cache, 50 written to it) / 50 out tokens, $0.0020"
+        ),
         "{}",
         out.stderr
     );
+    // claude-sonnet-4-5 at $3 in, $15 out, $0.30 cache reads, $3.75 cache writes per MTok.
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-12;
+    let round1 = (100.0 * 3.0 + 900.0 * 0.3 + 50.0 * 3.75 + 20.0 * 15.0) / 1e6;
+    let round2 = (150.0 * 3.0 + 30.0 * 15.0) / 1e6;
+    assert!(close(&lines[1]["cost_usd"], round1), "{}", lines[1]);
+    assert!(close(&lines[2]["cost_usd"], round2), "{}", lines[2]);
+    assert!(close(&end["cost_usd"], round1 + round2), "{end}");
+    assert_eq!(json_out(&out)["cost_usd"], end["cost_usd"]);
+}
+
+#[test]
+fn the_usd_budget_stops_before_a_request_that_would_pass_it_and_needs_a_price() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    // Round 1 costs 1M input tokens at $3: $3.
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[B::Tool("t1", "read_file", r#"{"path":"a.txt"}"#)],
+            "tool_use",
+            1_000_000,
+            0,
+        )),
+        answer("never asked"),
+    ]);
+    let out = run(rounds(&sb, &server).args(["--budget-usd", "3.5", "go"]));
+    let end = ended(&sb, &out, "budget", 4);
+    assert_eq!(server.requests().len(), 1);
+    assert!(
+        end["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the budget of $3.5 would be exceeded: $3.0000 spent"),
+        "{end}"
+    );
+    // The control: a larger budget lets the second request through.
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[B::Tool("t1", "read_file", r#"{"path":"a.txt"}"#)],
+            "tool_use",
+            1_000_000,
+            0,
+        )),
+        answer("done"),
+    ]);
+    let out = run(rounds(&sb, &server).args(["--budget-usd", "10", "go"]));
+    ended(&sb, &out, "completed", 0);
+
+    // A model without a known price cannot have a USD budget; --prices gives it one.
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![answer("ok")]);
+    let out = run(rounds(&sb, &server).args([
+        "-m",
+        "anthropic/claude-unknown",
+        "--budget-usd",
+        "1",
+        "go",
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--prices"), "{}", out.stderr);
+    std::fs::write(
+        sb.path("prices.toml"),
+        "[[model]]\nmatch = \"claude-unknown\"\ninput = 1.0\noutput = 2.0\n",
+    )
+    .unwrap();
+    let prices = sb.path("prices.toml");
+    let out = run(rounds(&sb, &server)
+        .args([
+            "-m",
+            "anthropic/claude-unknown",
+            "--budget-usd",
+            "1",
+            "--prices",
+        ])
+        .arg(&prices)
+        .arg("go"));
+    let end = ended(&sb, &out, "completed", 0);
+    assert!(end["cost_usd"].as_f64().unwrap() > 0.0, "{end}");
 }

@@ -355,6 +355,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             max_rounds: 3,
             max_tokens: Some(100),
             budget_tokens: Some(10_000),
+            budget_usd: Some(2.5),
             timeout_secs: Some(1.5),
             tool_timeout_secs: 30.0,
             max_parallel: 2,
@@ -411,6 +412,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             }],
             error: Some("stream broke \u{0} off".into()),
             summary: false,
+            cost_usd: Some(0.0123),
         }),
         // A round with no blocks at all still exists.
         Line::Round(Round {
@@ -425,6 +427,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             retries: vec![],
             error: None,
             summary: true,
+            cost_usd: None,
         }),
         Line::End(End {
             status: Status::MaxRounds,
@@ -437,6 +440,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
                 cache_read_tokens: 30,
                 cache_write_tokens: 40,
             },
+            cost_usd: Some(0.0123),
             duration_ms: 9_000_000_000,
             error: Some("the round limit".into()),
             tool_calls: 3,
@@ -653,6 +657,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
             max_rounds: 1,
             max_tokens: None,
             budget_tokens: None,
+            budget_usd: None,
             timeout_secs: None,
             tool_timeout_secs: 1.0,
             max_parallel: 1,
@@ -672,6 +677,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         retries: vec![],
         error: None,
         summary: false,
+        cost_usd: None,
     };
     let exported = block_on(async {
         let mut store = rounds::store::connect(&url).await.unwrap();
