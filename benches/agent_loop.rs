@@ -9,9 +9,14 @@
 //!     the round's tool time, is what rounds itself spent (stream tail, transcript, scheduling,
 //!     building the next request).
 //! (c) peak RSS of that run, from `VmHWM` in /proc, sampled every millisecond.
+//! (d) prompt caching: a 20-round run against a loopback server that simulates Anthropic's
+//!     cache rules (`tests/common/cache_sim.rs`), billed as the API would bill it (writes
+//!     ×1.25, reads ×0.1), relative to the same input sent uncached.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+#[path = "../tests/common/cache_sim.rs"]
+mod cache_sim;
 #[path = "../tests/common/mock.rs"]
 mod mock;
 #[path = "../tests/common/sse.rs"]
@@ -28,6 +33,10 @@ use sse::B;
 const REPEATS: usize = 5;
 
 fn rounds(dir: &Path, server: &MockServer, args: &[&str]) -> Command {
+    asking(dir, server, args, "bench")
+}
+
+fn asking(dir: &Path, server: &MockServer, args: &[&str], prompt: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rounds"));
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -42,7 +51,7 @@ fn rounds(dir: &Path, server: &MockServer, args: &[&str]) -> Command {
         .arg("--transcript")
         .arg(dir.join("t.jsonl"))
         .args(args)
-        .arg("bench");
+        .arg(prompt);
     cmd
 }
 
@@ -185,6 +194,23 @@ fn fifty_rounds() -> (f64, f64, f64, f64, f64) {
     )
 }
 
+/// (d): the share of its uncached input a 20-round run is billed, with the given extra flags.
+fn cache_bill(system_bytes: usize) -> f64 {
+    let dir = sandbox();
+    let mut args = vec!["--max-rounds".to_owned(), "30".to_owned()];
+    if system_bytes > 0 {
+        let rules = "- Check every changed function for a test that would fail without it.\n";
+        let path = dir.path().join("system.md");
+        std::fs::write(&path, rules.repeat(system_bytes / rules.len())).unwrap();
+        args.extend(["--system-file".to_owned(), path.display().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cache_sim::twenty_rounds(&dir.path().join("ws"), 1024, |server| {
+        let (code, _) = run_measured(asking(dir.path(), server, &args, cache_sim::PROMPT));
+        assert_eq!(code, 0);
+    })
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing useful either.
     if std::env::args().any(|a| a == "--list") {
@@ -193,6 +219,7 @@ fn main() {
     let par = parallel("8");
     let seq = parallel("1");
     let (overhead, p90, rss, rss_max, wall) = fifty_rounds();
+    let (cached_lean, cached_rules) = (cache_bill(0), cache_bill(16 * 1024));
     println!("| measure | result | target |");
     println!("|---|---|---|");
     println!("| (a) 8 safe calls × 200 ms, wall ÷ 200 ms (--max-parallel 8) | {par:.2} | ≈ 1.0 |");
@@ -203,5 +230,11 @@ fn main() {
     println!("| (b) whole 50-round run, wall | {wall:.0} ms | — |");
     println!(
         "| (c) peak RSS of the 50-round run, median (max) of {REPEATS} | {rss:.1} MiB ({rss_max:.1} MiB) | ≤ 10 MiB |"
+    );
+    println!(
+        "| (d) input billed ÷ uncached input, 20 rounds × 1 KiB read, 16 KiB system prompt | {cached_rules:.3} | ≤ 0.2 |"
+    );
+    println!(
+        "| (d) the same with the built-in system prompt (floor for its growth: 0.205) | {cached_lean:.3} | — |"
     );
 }

@@ -109,14 +109,44 @@ pub struct MockServer {
     connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
+/// Where replies come from: a script in order, or a function of the request (a simulator).
+enum Source {
+    Script(std::vec::IntoIter<Reply>),
+    Respond(Box<dyn FnMut(&Recorded) -> Reply + Send>),
+}
+
+impl Source {
+    fn reply(&mut self, request: &Recorded) -> Reply {
+        let scripted = match self {
+            Source::Script(replies) => replies.next(),
+            Source::Respond(respond) => Some(respond(request)),
+        };
+        scripted.unwrap_or_else(|| {
+            Reply::error(
+                599,
+                r#"{"error":{"message":"the mock has no more scripted replies"}}"#,
+            )
+        })
+    }
+}
+
 impl MockServer {
     /// Starts serving `replies` in order; requests beyond the script get a 599 saying so.
     pub fn start(replies: Vec<Reply>) -> MockServer {
+        MockServer::serve(Source::Script(replies.into_iter()))
+    }
+
+    /// Starts answering each request with `respond(request)`.
+    pub fn respond(respond: impl FnMut(&Recorded) -> Reply + Send + 'static) -> MockServer {
+        MockServer::serve(Source::Respond(Box::new(respond)))
+    }
+
+    fn serve(source: Source) -> MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let waits = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(replies.into_iter()));
+        let script = Arc::new(Mutex::new(source));
         let (recorded, waited) = (requests.clone(), waits.clone());
         let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let accepted = connections.clone();
@@ -160,7 +190,7 @@ fn serve(
     stream: TcpStream,
     recorded: &Mutex<Vec<Recorded>>,
     waited: &Mutex<Vec<bool>>,
-    script: &Mutex<std::vec::IntoIter<Reply>>,
+    script: &Mutex<Source>,
 ) {
     let _ = stream.set_nodelay(true);
     let mut reader = BufReader::new(match stream.try_clone() {
@@ -172,17 +202,12 @@ fn serve(
         let Some(request) = read_request(&mut reader) else {
             return;
         };
+        let reply = script.lock().unwrap().reply(&request);
         let index = {
             let mut all = recorded.lock().unwrap();
             all.push(request);
             all.len() - 1
         };
-        let reply = script.lock().unwrap().next().unwrap_or_else(|| {
-            Reply::error(
-                599,
-                r#"{"error":{"message":"the mock has no more scripted replies"}}"#,
-            )
-        });
         let (body_sent, finished) = write_reply(&mut writer, &reply, waited);
         recorded.lock().unwrap()[index].replied = body_sent;
         if finished.is_err() {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod cache_sim;
 pub mod mock;
 pub mod pg;
 pub mod sse;

@@ -32,11 +32,22 @@ fn halves(s: &str) -> (&str, &str) {
 
 /// A complete Anthropic Messages stream.
 pub fn anthropic(blocks: &[B], stop: &str, input_tokens: u64, output_tokens: u64) -> Vec<String> {
+    let usage = json!({"input_tokens":input_tokens,"output_tokens":1});
+    anthropic_with_usage(blocks, stop, usage, output_tokens)
+}
+
+/// An Anthropic stream whose `message_start` reports `usage` (with cache fields, say).
+pub fn anthropic_with_usage(
+    blocks: &[B],
+    stop: &str,
+    usage: Value,
+    output_tokens: u64,
+) -> Vec<String> {
     let mut out = vec![event(
         "message_start",
         json!({"type":"message_start","message":{"id":"msg_test","type":"message","role":"assistant",
             "model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,
-            "usage":{"input_tokens":input_tokens,"output_tokens":1}}}),
+            "usage":usage}}),
     )];
     out.extend(anthropic_blocks(blocks, 0));
     out.push(event(
