@@ -94,6 +94,12 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", default_value_t = crate::tools::DEFAULT_MAX_SPILL)]
     pub max_spill_bytes: u64,
 
+    /// The model's context window in tokens: before a request would pass 85% of it, the
+    /// oldest tool results are elided from the conversation (never from the transcript).
+    /// [default: the model's, from the price table; else 200000]
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
+    pub context_window: Option<u64>,
+
     /// Send no prompt-cache hints (Anthropic cache breakpoints, OpenAI's prompt_cache_key).
     #[arg(long)]
     pub no_cache: bool,

@@ -22,6 +22,8 @@ use crate::tools::{Outputs, Workspace, builtin};
 use crate::transcript::{self, ReadError};
 
 const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
+/// The context window of a model the price table does not know.
+const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
 /// Larger input would not fit any model's context; refusing is clearer than truncating.
 const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
@@ -295,8 +297,20 @@ impl Config {
             },
             sandbox,
         };
+        let prices = cli.prices.as_ref().map(|p| inputs.cwd.join(p));
+        let model_info = Catalog::load(prices.as_deref())?.lookup(provider.name(), &model);
+        if cli.budget_usd.is_some() && model_info.price.is_none() {
+            return Err(ConfigError::UnknownPrice {
+                provider: provider.name(),
+                model,
+            });
+        }
         let limits = LoopLimits {
             max_rounds: cli.max_rounds,
+            context_window: cli
+                .context_window
+                .or(model_info.context_window)
+                .unwrap_or(DEFAULT_CONTEXT_WINDOW),
             deadline: cli.timeout.map(Duration::from_secs_f64),
             max_tokens: cli.max_tokens,
             max_parallel: usize::from(cli.max_parallel),
@@ -325,14 +339,6 @@ impl Config {
                 .as_ref()
                 .map_or_else(|| run_id.clone(), |r| r.origin_run_id.clone()),
         });
-        let prices = cli.prices.as_ref().map(|p| inputs.cwd.join(p));
-        let model_info = Catalog::load(prices.as_deref())?.lookup(provider.name(), &model);
-        if cli.budget_usd.is_some() && model_info.price.is_none() {
-            return Err(ConfigError::UnknownPrice {
-                provider: provider.name(),
-                model,
-            });
-        }
         Ok(Config {
             cache,
             model_info,

@@ -173,7 +173,33 @@ pub struct ToolResult {
     pub full_output: Option<String>,
 }
 
+/// How an elided result's stub starts (so eliding it again changes nothing).
+const ELIDED: &str = "[result elided";
+
 impl ToolResult {
+    /// Replaces the content with a one-line stub (to keep requests inside the context window;
+    /// the transcript keeps the whole). Returns whether anything changed: a stub, or a result
+    /// no longer than its stub would be, is left as it is.
+    pub fn elide(&mut self) -> bool {
+        if self.content.starts_with(ELIDED) {
+            return false;
+        }
+        let mut stub = format!(
+            "{ELIDED} to keep the conversation within the context window: {} returned {} \
+             bytes",
+            self.name, self.bytes
+        );
+        if let Some(path) = &self.full_output {
+            stub.push_str(&format!(", saved whole in {path}"));
+        }
+        stub.push_str(". Call the tool again if you need it.]");
+        if stub.len() >= self.content.len() {
+            return false;
+        }
+        self.content = stub;
+        true
+    }
+
     /// An error result that never reached execution (or failed in it).
     pub fn error(call: &ToolUse, kind: ErrorKind, message: impl Into<String>) -> ToolResult {
         let content = message.into();

@@ -60,6 +60,8 @@ pub struct Limits {
     pub budget_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
     pub timeout_secs: Option<f64>,
     pub tool_timeout_secs: f64,
     pub max_parallel: usize,
@@ -90,6 +92,10 @@ pub struct Round {
     /// The final call made without tools at the round limit (`--on-max-rounds summarize`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub summary: bool,
+    /// Tool results (by call id) elided from this round's request on, to keep it inside the
+    /// context window; the rounds that produced them keep them whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elided: Vec<String>,
 }
 
 /// One failed attempt that was retried.
@@ -385,6 +391,12 @@ pub fn read_chain(path: &Path) -> Result<Vec<Transcript>, ReadError> {
 pub fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Message> {
     use crate::conversation::Message;
     let mut history = Vec::new();
+    // The view the requests had: results elided then are elided again.
+    let elided: std::collections::HashSet<&str> = chain
+        .iter()
+        .flat_map(|t| &t.rounds)
+        .flat_map(|r| r.elided.iter().map(String::as_str))
+        .collect();
     for t in chain {
         history.push(Message::User(t.start.prompt.clone()));
         for round in &t.rounds {
@@ -393,7 +405,13 @@ pub fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Message> {
                 provider: t.start.provider.clone(),
             });
             if !round.results.is_empty() {
-                history.push(Message::ToolResults(round.results.clone()));
+                let mut results = round.results.clone();
+                for r in &mut results {
+                    if elided.contains(r.tool_use_id.as_str()) {
+                        r.elide();
+                    }
+                }
+                history.push(Message::ToolResults(results));
             }
         }
     }
@@ -420,6 +438,7 @@ mod tests {
                 max_tokens: None,
                 budget_tokens: None,
                 budget_usd: None,
+                context_window: None,
                 timeout_secs: None,
                 tool_timeout_secs: 30.0,
                 max_parallel: 8,
@@ -495,6 +514,7 @@ mod tests {
             retries: vec![],
             error: None,
             summary: false,
+            elided: vec![],
             cost_usd: None,
         };
         let mut w = Writer::create(&first).unwrap();

@@ -18,6 +18,7 @@ use crate::tools::pipeline::Toolbox;
 use crate::transcript::{self, Line, RetryNote, Round};
 
 mod cancel;
+mod context;
 mod observer;
 pub mod scheduler;
 
@@ -47,6 +48,9 @@ pub struct LoopLimits {
     pub max_rounds: u32,
     /// The whole run's deadline (`--timeout`), counted from the loop's start.
     pub deadline: Option<Duration>,
+    /// The model's context window in tokens: requests are kept inside it by eliding the
+    /// oldest tool results.
+    pub context_window: u64,
     pub max_tokens: Option<u32>,
     pub max_parallel: usize,
     pub budget_tokens: Option<u64>,
@@ -66,6 +70,7 @@ impl LoopLimits {
             max_tokens: self.max_tokens,
             budget_tokens: self.budget_tokens,
             budget_usd: self.budget_usd,
+            context_window: Some(self.context_window),
             timeout_secs: self.deadline.map(|t| t.as_secs_f64()),
             tool_timeout_secs: tool_timeout.as_secs_f64(),
             max_parallel: self.max_parallel,
@@ -116,6 +121,12 @@ impl Agent {
             .map(|after| deadline(after, cancel.clone()));
         let mut done = Outcome::new(Status::MaxRounds, None);
         let offered = self.toolbox.offered();
+        let fixed = self.system.len()
+            + offered
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
+                .sum::<usize>();
+        let mut context = context::Context::new(self.limits.context_window, fixed as u64);
         let mut next_input = estimate_tokens(history) + (self.system.len() / 4) as u64;
         let mut number = 0;
         loop {
@@ -143,20 +154,10 @@ impl Agent {
             }
             number += 1;
             self.observer.round_started(number);
-            let request = Request {
-                system: &self.system,
-                messages: history,
-                tools: &offered,
-                max_tokens: self.limits.max_tokens,
-                tool_choice: if summary {
-                    ToolChoice::None
-                } else {
-                    ToolChoice::Auto
-                },
-                cache: self.cache.as_ref(),
-            };
-            let (round, failure) = match self.round(number, &request, summary, cancel.token()).await
-            {
+            let (end, elided) = self
+                .fitted_round(number, history, &offered, summary, &mut context, cancel)
+                .await;
+            let (round, failure) = match end {
                 RoundEnd::Complete(round) => (Some(round), None),
                 RoundEnd::Failed(partial, e) => (partial, Some(Err(e))),
                 RoundEnd::Cancelled(partial) => (partial, Some(Ok(()))),
@@ -165,6 +166,8 @@ impl Agent {
                 return finish_with(done, failure, cancel);
             };
             round.summary = summary;
+            round.elided = elided;
+            context.calibrate(history, round.usage.input_total());
             round.cost_usd = self.cost(&round.usage);
             done.rounds = number;
             done.usage.add(&round.usage);
@@ -217,6 +220,52 @@ impl Agent {
             if !has_calls && stop_reason != Some(StopReason::PauseTurn) {
                 done.status = Status::Completed;
                 return done;
+            }
+        }
+    }
+
+    /// One round over `history` kept inside the context window: the oldest results are elided
+    /// first when the request would not fit, and once more, harder, when the provider still
+    /// refuses it as too long. Returns how the round ended and the ids elided for it.
+    async fn fitted_round(
+        &self,
+        number: u32,
+        history: &mut [Message],
+        offered: &[&crate::conversation::ToolSpec],
+        summary: bool,
+        context: &mut context::Context,
+        cancel: &Cancel,
+    ) -> (RoundEnd, Vec<String>) {
+        let mut elided = context.fit(history);
+        let mut squeezed = false;
+        loop {
+            let request = Request {
+                system: &self.system,
+                messages: history,
+                tools: offered,
+                max_tokens: self.limits.max_tokens,
+                tool_choice: if summary {
+                    ToolChoice::None
+                } else {
+                    ToolChoice::Auto
+                },
+                cache: self.cache.as_ref(),
+            };
+            let end = self.round(number, &request, summary, cancel.token()).await;
+            match end {
+                RoundEnd::Failed(None, e) if e.is_context_overflow() && !squeezed => {
+                    squeezed = true;
+                    let more = context.fit_harder(history);
+                    if more.is_empty() {
+                        return (RoundEnd::Failed(None, e), elided);
+                    }
+                    tracing::warn!(
+                        "{e}; retrying with {} more old tool results elided",
+                        more.len()
+                    );
+                    elided.extend(more);
+                }
+                end => return (end, elided),
             }
         }
     }
@@ -312,6 +361,7 @@ impl Agent {
                 retries,
                 error: None,
                 summary: false,
+                elided: vec![],
                 cost_usd: None,
             };
             match outcome {

@@ -139,6 +139,31 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// Whether the provider refused the request as longer than the model's context window (each
+    /// provider says so in its own words; a smaller request may succeed).
+    pub fn is_context_overflow(&self) -> bool {
+        let ProviderError::Http {
+            status: 400 | 413,
+            message,
+            ..
+        } = self
+        else {
+            return false;
+        };
+        let m = message.to_ascii_lowercase();
+        [
+            "prompt is too long",
+            "context_length_exceeded",
+            "maximum context length",
+            "exceeds the maximum number of tokens",
+            "exceeds the available context size",
+            "exceed_context_size",
+            "context window",
+        ]
+        .iter()
+        .any(|phrase| m.contains(phrase))
+    }
+
     /// Whether trying the same request again may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -1,4 +1,5 @@
 mod caching;
+mod context;
 mod exit_codes;
 mod hooks;
 mod manifest;

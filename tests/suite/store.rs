@@ -356,6 +356,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             max_tokens: Some(100),
             budget_tokens: Some(10_000),
             budget_usd: Some(2.5),
+            context_window: Some(200_000),
             timeout_secs: Some(1.5),
             tool_timeout_secs: 30.0,
             max_parallel: 2,
@@ -412,6 +413,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             }],
             error: Some("stream broke \u{0} off".into()),
             summary: false,
+            elided: vec!["earlier_1".into()],
             cost_usd: Some(0.0123),
         }),
         // A round with no blocks at all still exists.
@@ -427,6 +429,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             retries: vec![],
             error: None,
             summary: true,
+            elided: vec![],
             cost_usd: None,
         }),
         Line::End(End {
@@ -658,6 +661,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
             max_tokens: None,
             budget_tokens: None,
             budget_usd: None,
+            context_window: None,
             timeout_secs: None,
             tool_timeout_secs: 1.0,
             max_parallel: 1,
@@ -677,6 +681,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         retries: vec![],
         error: None,
         summary: false,
+        elided: vec![],
         cost_usd: None,
     };
     let exported = block_on(async {
