@@ -1,3 +1,4 @@
+mod call_ids;
 mod exit_codes;
 mod hooks;
 mod manifest;
