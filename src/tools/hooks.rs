@@ -91,7 +91,10 @@ impl Hooks {
                 result: None,
             };
             let failed = |why: String| {
-                tracing::warn!("pre-tool hook {hook:?} {}; the call was vetoed", shown(&why));
+                tracing::warn!(
+                    "pre-tool hook {hook:?} {}; the call was vetoed",
+                    shown(&why)
+                );
                 Verdict::Veto(format!(
                     "the pre-tool hook {hook:?} {why}; the call was not run (a hook that fails \
                      vetoes the call)"

@@ -26,10 +26,19 @@ fn only_nothing_or_a_whole_json_object_is_a_reply() {
     // What a broken or hostile hook prints: each is refused, saying why.
     let refused: [(&[u8], &str); 8] = [
         (b"ok\n", "not a complete JSON object"),
-        (b"{\"input\": {\"path\": \"b.txt\"", "not a complete JSON object"),
+        (
+            b"{\"input\": {\"path\": \"b.txt\"",
+            "not a complete JSON object",
+        ),
         (b"{\"input\": {}} and more", "not a complete JSON object"),
-        (b"{\"input\": {}}\n{\"input\": {}}", "not a complete JSON object"),
-        (b"{\"input\": {\"path\": \"\xff\"}}", "not a complete JSON object"),
+        (
+            b"{\"input\": {}}\n{\"input\": {}}",
+            "not a complete JSON object",
+        ),
+        (
+            b"{\"input\": {\"path\": \"\xff\"}}",
+            "not a complete JSON object",
+        ),
         (b"[{\"input\": {}}]", "printed an array on stdout"),
         (b"\"input\"", "printed a string on stdout"),
         (b"null", "printed null on stdout"),

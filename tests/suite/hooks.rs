@@ -131,10 +131,22 @@ fn a_pre_hook_that_fails_in_any_way_vetoes_the_call() {
     // (call id, what the hook does for that call, what the model must be told). The hook is
     // a guard: whatever way it fails, the call must not run.
     let hostile = [
-        ("exit1", "echo broken >&2; exit 1", "failed (exit 1): broken"),
+        (
+            "exit1",
+            "echo broken >&2; exit 1",
+            "failed (exit 1): broken",
+        ),
         ("signal", "kill -9 $$", "was killed by signal 9"),
-        ("timeout", "echo $$ > hook.pid; exec sleep 300", "timed out after 1.0s"),
-        ("prose", "echo 'looks fine to me'", "not a complete JSON object"),
+        (
+            "timeout",
+            "echo $$ > hook.pid; exec sleep 300",
+            "timed out after 1.0s",
+        ),
+        (
+            "prose",
+            "echo 'looks fine to me'",
+            "not a complete JSON object",
+        ),
         (
             "cut",
             r#"printf '{"input": {"path": "other.txt", "content": "'"#,
@@ -208,7 +220,10 @@ fn a_pre_hook_that_fails_in_any_way_vetoes_the_call() {
     assert_eq!(r[n]["is_error"], false, "{}", r[n]);
     assert!(sb.ws().join("ran-quiet.txt").exists());
     assert_eq!(r[n + 1]["is_error"], false, "{}", r[n + 1]);
-    assert!(!sb.ws().join("ran-rewrite.txt").exists(), "the original ran");
+    assert!(
+        !sb.ws().join("ran-rewrite.txt").exists(),
+        "the original ran"
+    );
     assert_eq!(
         std::fs::read_to_string(sb.ws().join("rewritten.txt")).unwrap(),
         "y".repeat(200_000),
@@ -269,7 +284,13 @@ fn a_call_id_no_hook_can_be_given_vetoes_the_call() {
             .rounds()
             .arg("-m")
             .arg(format!("replay:{}", sb.path(name).display()))
-            .args(["-a", "write_file", "--pre-tool-hook", "exit 0", "--transcript"])
+            .args([
+                "-a",
+                "write_file",
+                "--pre-tool-hook",
+                "exit 0",
+                "--transcript",
+            ])
             .arg(sb.transcript_path())
             .arg("go"));
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);
@@ -284,7 +305,10 @@ fn a_call_id_no_hook_can_be_given_vetoes_the_call() {
                 r["content"].as_str().unwrap().contains("could not start"),
                 "{r}"
             );
-            assert!(!sb.ws().join("ran-t1.txt").exists(), "the call ran unguarded");
+            assert!(
+                !sb.ws().join("ran-t1.txt").exists(),
+                "the call ran unguarded"
+            );
         }
     }
 }
