@@ -3,6 +3,7 @@ mod exit_codes;
 mod hooks;
 mod manifest;
 mod mcp;
+mod mcp_limits;
 mod outputs;
 mod providers;
 mod resume;
