@@ -224,9 +224,10 @@ async fn invoke(
         stdin: Some(stdin),
         timeout: run.timeout,
         cancel: run.cancel.clone(),
-        // The whole reply, or enough to know it was too long.
+        // A pre hook's whole reply, or enough to know it was too long; a post hook's stdout
+        // is not read as anything, so none of it is kept.
         stdout: Limits {
-            head: MAX_REPLY,
+            head: if kind == "pre_tool_use" { MAX_REPLY } else { 0 },
             tail: 0,
             spill: None,
         },
