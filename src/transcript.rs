@@ -562,20 +562,12 @@ mod tests {
         let call = |id: &str| ToolUse::from_raw(id.into(), "t".into(), "{}");
         let (a, b) = (call("a"), call("b"));
         let answer = |c: &ToolUse| ToolResult::error(c, ErrorKind::Failed, "ran");
-        let mut round = Round {
-            round: 1,
-            time: "t".into(),
-            blocks: vec![Block::ToolUse(a.clone()), Block::ToolUse(b.clone())],
-            // b's result, then one for a call that is not there; none for a.
-            results: vec![answer(&b), answer(&call("ghost"))],
-            stop_reason: None,
-            usage: Usage::default(),
-            model_ms: 0,
-            tools_ms: 0,
-            retries: vec![],
-            error: None,
-            summary: false,
-        };
+        // b's result, then one for a call that is not there; none for a.
+        let blocks = [a.clone(), b.clone()].map(Block::ToolUse);
+        let line = serde_json::json!({"round": 1, "time": "t", "blocks": blocks,
+            "results": [answer(&b), answer(&call("ghost"))], "stop_reason": null,
+            "usage": Usage::default(), "model_ms": 0, "tools_ms": 0});
+        let mut round: Round = serde_json::from_value(line).unwrap();
         let mut t = Transcript {
             start: sample_start(),
             rounds: vec![round.clone()],
