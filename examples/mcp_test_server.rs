@@ -11,6 +11,12 @@
 //! `--log FILE` (appends `cancelled slow` when that call is cancelled, and `stdin closed` when
 //! the client closed the connection); other arguments are ignored.
 //!
+//! Flags that test what a client accepts: `--huge` adds `big {bytes}` (a valid text result of
+//! that size, on one line as JSON-RPC has it) and `endless {bytes}` (starts its answer, writes
+//! that many bytes and never ends the line); `--many-tools N` adds N tools `gen_I` with 1 KB
+//! descriptions; `--long-description N` makes `echo`'s description N bytes; `--big-schema N`
+//! adds `wide`, whose input schema is about N bytes.
+//!
 //! Run: `cargo run --example mcp_test_server` (it then waits for JSON-RPC on stdin).
 
 use std::io::{BufRead, Write};
@@ -31,6 +37,7 @@ const PAGE: usize = 3;
 struct TestServer {
     log: Option<PathBuf>,
     hang_list: bool,
+    tools: Vec<Tool>,
 }
 
 fn schema(value: Value) -> Map<String, Value> {
@@ -38,6 +45,54 @@ fn schema(value: Value) -> Map<String, Value> {
         Value::Object(map) => map,
         _ => Map::new(),
     }
+}
+
+/// The tools `args` ask for: the usual ones, and those of the limit-testing flags.
+fn tools_for(args: &[String]) -> Vec<Tool> {
+    let number = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|n| n.parse::<usize>().ok())
+    };
+    let mut all = tools();
+    let bytes = || {
+        schema(json!({
+            "type": "object",
+            "properties": {"bytes": {"type": "integer"}},
+            "required": ["bytes"]
+        }))
+    };
+    if args.iter().any(|a| a == "--huge") {
+        all.push(Tool::new(
+            "big",
+            "A text result of that many bytes.",
+            bytes(),
+        ));
+        all.push(Tool::new(
+            "endless",
+            "An answer whose line never ends.",
+            bytes(),
+        ));
+    }
+    if let Some(n) = number("--long-description") {
+        all[0].description = Some("d".repeat(n).into());
+    }
+    if let Some(n) = number("--big-schema") {
+        let wide = json!({"type": "object", "description": "w".repeat(n)});
+        all.push(Tool::new("wide", "A huge schema.", schema(wide)));
+    }
+    if let Some(n) = number("--many-tools") {
+        let empty = schema(json!({"type": "object"}));
+        for i in 0..n {
+            all.push(Tool::new(
+                format!("gen_{i}"),
+                "g".repeat(1000),
+                empty.clone(),
+            ));
+        }
+    }
+    all
 }
 
 fn tools() -> Vec<Tool> {
@@ -109,7 +164,7 @@ impl ServerHandler for TestServer {
             .and_then(|r| r.cursor)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
-        let all = tools();
+        let all = &self.tools;
         let end = (start + PAGE).min(all.len());
         let mut page = ListToolsResult::with_all_items(all[start.min(end)..end].to_vec());
         if end < all.len() {
@@ -163,9 +218,39 @@ impl ServerHandler for TestServer {
                 ContentBlock::resource_link(Resource::new("file:///notes.md", "notes")),
             ])),
             "dotted.name" => text("dotted".into()),
+            "big" => {
+                let n = arg(&params, "bytes").and_then(Value::as_u64).unwrap_or(0);
+                text("b".repeat(n as usize))
+            }
+            "endless" => {
+                let n = arg(&params, "bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+                let id = serde_json::to_string(&context.id).unwrap_or_default();
+                if let Err(e) = endless_line(&id, n) {
+                    eprintln!("mcp_test_server: endless: {e}");
+                }
+                std::future::pending::<Result<CallToolResult, ErrorData>>().await
+            }
             other => Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         }
     }
+}
+
+/// Bypasses rmcp: writes the start of a real answer to request `id`, then `n` bytes of a line
+/// that never ends.
+fn endless_line(id: &str, n: usize) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    write!(
+        out,
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#
+    )?;
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut sent = 0;
+    while sent < n {
+        let part = &chunk[..chunk.len().min(n - sent)];
+        out.write_all(part)?;
+        sent += part.len();
+    }
+    out.flush()
 }
 
 /// Reads stdin line by line, answering each with `reply` (or nothing), until EOF.
@@ -207,7 +292,12 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|i| args.get(i + 1))
         .map(PathBuf::from);
     let hang_list = has("--hang-list");
-    let server = TestServer { log, hang_list };
+    let tools = tools_for(&args);
+    let server = TestServer {
+        log,
+        hang_list,
+        tools,
+    };
     let service = server.clone().serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     server.note("stdin closed");

@@ -6,6 +6,8 @@
 //! `round` lines serialize blocks and results exactly as they are defined here). Keeping one
 //! definition is what makes `--resume` and `replay:` lossless.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -113,6 +115,69 @@ impl ToolUse {
             Some(raw) => raw.clone(),
             None => self.input.to_string(),
         }
+    }
+}
+
+/// The longest tool-call id taken from a provider as it is.
+pub const MAX_CALL_ID: usize = 128;
+
+/// The tool-call ids of one model response. An id comes unchanged from the provider (or a
+/// proxy, or a local server), and it travels far: into hook environments, file names, the
+/// transcript, the next request. So one that is missing, longer than [`MAX_CALL_ID`], holds
+/// anything but printable ASCII (a NUL, a newline, an escape sequence), or repeats an earlier
+/// id of the same response is replaced, at the mapper, by a generated one; everything after
+/// (results, transcript, later requests) sees only the replacement.
+///
+/// Generated ids are `PREFIX{turn}_{n}`: `turn` counts the assistant turns of the conversation
+/// this response continues, so ids stay unique across the rounds of a run and across the runs
+/// of a `--resume` chain.
+#[derive(Debug, Default)]
+pub struct CallIds {
+    earlier_turns: usize,
+    generated: u32,
+    seen: HashSet<String>,
+}
+
+impl CallIds {
+    /// The ids of the response that follows `history`.
+    pub fn after(history: &[Message]) -> CallIds {
+        CallIds {
+            earlier_turns: history
+                .iter()
+                .filter(|m| matches!(m, Message::Assistant { .. }))
+                .count(),
+            ..CallIds::default()
+        }
+    }
+
+    /// The id to use for a call the provider gave `id` (empty when it gave none).
+    pub fn accept(&mut self, id: String, prefix: &str) -> String {
+        let usable = !id.is_empty()
+            && id.len() <= MAX_CALL_ID
+            && id.bytes().all(|b| b.is_ascii_graphic())
+            && !self.seen.contains(&id);
+        let id = if usable {
+            id
+        } else {
+            let fresh = loop {
+                self.generated += 1;
+                let fresh = format!("{prefix}{}_{}", self.earlier_turns + 1, self.generated);
+                if !self.seen.contains(&fresh) {
+                    break fresh;
+                }
+            };
+            if !id.is_empty() {
+                let shown: String = id.chars().take(40).flat_map(char::escape_default).collect();
+                tracing::warn!(
+                    "the provider gave a tool call the id \"{shown}\"{}, which is not usable \
+                     (too long, a repeat, or not printable ASCII); it is {fresh} instead",
+                    if id.chars().count() > 40 { "…" } else { "" }
+                );
+            }
+            fresh
+        };
+        self.seen.insert(id.clone());
+        id
     }
 }
 
@@ -308,4 +373,60 @@ pub struct ToolSpec {
     pub description: String,
     pub input_schema: Value,
     pub class: Class,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn unusable_call_ids_are_replaced_and_good_ones_kept() {
+        let mut ids = CallIds::default();
+        // The controls: ids real providers send pass unchanged.
+        for good in [
+            "toolu_01A09q90qw90lq917835lq9",
+            "call_abc123",
+            "functions.get_weather:0",
+            &"x".repeat(MAX_CALL_ID),
+        ] {
+            assert_eq!(ids.accept(good.to_owned(), "p_"), good);
+        }
+        let hostile = [
+            String::new(),
+            "t\0x".to_owned(),
+            "a\nb".to_owned(),
+            "\u{1b}[2J".to_owned(),
+            "tab\there".to_owned(),
+            "with space".to_owned(),
+            "ünï".to_owned(),
+            "\u{202e}rtl".to_owned(),
+            "x".repeat(MAX_CALL_ID + 1),
+            "call_abc123".to_owned(),
+        ];
+        let got: Vec<String> = hostile.into_iter().map(|id| ids.accept(id, "p_")).collect();
+        let want: Vec<String> = (1..=10).map(|n| format!("p_1_{n}")).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn generated_ids_differ_from_turn_to_turn_and_from_given_ids() {
+        let turn = |earlier: usize| {
+            let mut history = vec![Message::User("go".into())];
+            for _ in 0..earlier {
+                history.push(Message::Assistant {
+                    blocks: vec![],
+                    provider: "p".into(),
+                });
+                history.push(Message::ToolResults(vec![]));
+            }
+            CallIds::after(&history)
+        };
+        assert_eq!(turn(0).accept(String::new(), "p_"), "p_1_1");
+        assert_eq!(turn(2).accept(String::new(), "p_"), "p_3_1");
+        // A provider that sends what rounds would generate next does not get a duplicate.
+        let mut ids = turn(0);
+        assert_eq!(ids.accept("p_1_1".into(), "p_"), "p_1_1");
+        assert_eq!(ids.accept(String::new(), "p_"), "p_1_2");
+    }
 }

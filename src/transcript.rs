@@ -404,19 +404,55 @@ pub fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Message> {
                 blocks: round.blocks.clone(),
                 provider: t.start.provider.clone(),
             });
-            if !round.results.is_empty() {
-                let mut results = round.results.clone();
-                for r in &mut results {
-                    if elided.contains(r.tool_use_id.as_str()) {
-                        r.elide();
-                    }
+            let mut results = answers(round);
+            for r in &mut results {
+                if elided.contains(r.tool_use_id.as_str()) {
+                    r.elide();
                 }
+            }
+            if !results.is_empty() {
                 history.push(Message::ToolResults(results));
             }
         }
     }
     history
 }
+
+/// One result per tool call of `round`, in call order, as every provider requires: the
+/// recorded one, or, for a call without one (a killed run, an edited file), an error result
+/// saying so. Results that answer no call are left out.
+fn answers(round: &Round) -> Vec<ToolResult> {
+    let mut recorded: Vec<Option<&ToolResult>> = round.results.iter().map(Some).collect();
+    let calls = round.blocks.iter().filter_map(|b| match b {
+        Block::ToolUse(call) => Some(call),
+        _ => None,
+    });
+    let results: Vec<ToolResult> = calls
+        .map(|call| {
+            let mine = recorded
+                .iter_mut()
+                .find(|r| r.is_some_and(|r| r.tool_use_id == call.id));
+            match mine.and_then(Option::take) {
+                Some(result) => result.clone(),
+                None => ToolResult::error(call, ErrorKind::Cancelled, NO_RESULT),
+            }
+        })
+        .collect();
+    if results.len() != round.results.len() || recorded.iter().any(Option::is_some) {
+        tracing::warn!(
+            "round {} of the resumed transcript has {} tool calls and {} results; calls \
+             without a result are closed with an error result, results without a call left out",
+            round.round,
+            results.len(),
+            round.results.len()
+        );
+    }
+    results
+}
+
+/// The error result a resumed call without a recorded result gets.
+pub const NO_RESULT: &str = "no result was recorded for this call (the run stopped before it \
+                             finished, or the transcript was edited); it may or may not have run";
 
 #[cfg(test)]
 mod tests {
@@ -551,6 +587,34 @@ mod tests {
         );
         std::fs::remove_file(&first).unwrap();
         assert!(matches!(read_chain(&second), Err(ReadError::Io { .. })));
+    }
+
+    #[test]
+    fn calls_without_results_are_closed_and_stray_results_left_out() {
+        use crate::conversation::{Message, ToolUse};
+        let call = |id: &str| ToolUse::from_raw(id.into(), "t".into(), "{}");
+        let (a, b) = (call("a"), call("b"));
+        let answer = |c: &ToolUse| ToolResult::error(c, ErrorKind::Failed, "ran");
+        // b's result, then one for a call that is not there; none for a.
+        let blocks = [a.clone(), b.clone()].map(Block::ToolUse);
+        let line = serde_json::json!({"round": 1, "time": "t", "blocks": blocks,
+            "results": [answer(&b), answer(&call("ghost"))], "stop_reason": null,
+            "usage": Usage::default(), "model_ms": 0, "tools_ms": 0});
+        let mut round: Round = serde_json::from_value(line).unwrap();
+        let mut t = Transcript {
+            start: sample_start(),
+            rounds: vec![round.clone()],
+            end: None,
+            torn_tail: false,
+        };
+        let closed = ToolResult::error(&a, ErrorKind::Cancelled, NO_RESULT);
+        let got = conversation(std::slice::from_ref(&t));
+        assert_eq!(got[2], Message::ToolResults(vec![closed, answer(&b)]));
+        // The control: a complete round is kept as recorded.
+        round.results = vec![answer(&a), answer(&b)];
+        t.rounds = vec![round];
+        let got = conversation(&[t]);
+        assert_eq!(got[2], Message::ToolResults(vec![answer(&a), answer(&b)]));
     }
 
     #[test]

@@ -17,9 +17,11 @@ use super::sse::SseEvent;
 use super::{
     CacheTtl, EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json,
 };
-use crate::conversation::{Block, CallDefect, Message, StopReason, ToolUse, Usage};
+use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
 const NAME: &str = "anthropic";
+/// Ids rounds gives calls whose own id is missing or unusable (see `CallIds`).
+pub const GENERATED_ID_PREFIX: &str = "toolu_rounds_";
 const API_VERSION: &str = "2023-06-01";
 /// The beta that lets a breakpoint ask for the hour-long cache.
 const EXTENDED_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
@@ -78,7 +80,7 @@ impl Provider for Anthropic {
         let response = http::post(&self.client, NAME, &self.url, headers, &wire, self.idle).await?;
         Ok(super::drive(
             Box::pin(response.bytes_stream()),
-            AnthropicMapper::default(),
+            AnthropicMapper::after(request.messages),
             self.idle,
         ))
     }
@@ -355,6 +357,8 @@ enum ContentBlock {
         data: String,
     },
     ToolUse {
+        /// Missing or unusable ids are replaced (`CallIds`).
+        #[serde(default)]
         id: String,
         name: String,
         #[serde(default)]
@@ -435,6 +439,7 @@ pub struct AnthropicMapper {
     usage: Usage,
     stop: Option<StopReason>,
     done: bool,
+    ids: CallIds,
 }
 
 impl Mapper for AnthropicMapper {
@@ -471,7 +476,7 @@ impl Mapper for AnthropicMapper {
                     },
                     ContentBlock::RedactedThinking { data } => Partial::Redacted(data),
                     ContentBlock::ToolUse { id, name, input } => Partial::ToolUse {
-                        id,
+                        id: self.ids.accept(id, GENERATED_ID_PREFIX),
                         name,
                         json: String::new(),
                         start: input,
@@ -563,6 +568,14 @@ impl Mapper for AnthropicMapper {
 }
 
 impl AnthropicMapper {
+    /// The mapper of the response that follows `history`.
+    pub fn after(history: &[Message]) -> AnthropicMapper {
+        AnthropicMapper {
+            ids: CallIds::after(history),
+            ..AnthropicMapper::default()
+        }
+    }
+
     fn merge_usage(&mut self, u: &WireUsage) {
         // `message_delta` counts are cumulative: each present field replaces the earlier value.
         if let Some(n) = u.input_tokens {

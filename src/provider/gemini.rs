@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::sse::SseEvent;
 use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
-use crate::conversation::{Block, StopReason, ToolUse, Usage};
+use crate::conversation::{Block, CallIds, Message, StopReason, ToolUse, Usage};
 
 const NAME: &str = "gemini";
 /// Ids of calls Gemini sent without one. The prefix is how the request builder knows not to send
@@ -74,7 +74,7 @@ impl Provider for Gemini {
         let response = http::post(&self.client, NAME, &self.url, headers, &wire, self.idle).await?;
         Ok(super::drive(
             Box::pin(response.bytes_stream()),
-            GeminiMapper::default(),
+            GeminiMapper::after(request.messages),
             self.idle,
         ))
     }
@@ -185,7 +185,7 @@ type Pending = (bool, String);
 #[derive(Debug, Default)]
 pub struct GeminiMapper {
     pending: Option<Pending>,
-    generated_ids: u32,
+    ids: CallIds,
     emitted_calls: bool,
     finish: Option<StopReason>,
     usage: Option<Usage>,
@@ -195,6 +195,14 @@ pub struct GeminiMapper {
 }
 
 impl GeminiMapper {
+    /// The mapper of the response that follows `history`.
+    pub fn after(history: &[Message]) -> GeminiMapper {
+        GeminiMapper {
+            ids: CallIds::after(history),
+            ..GeminiMapper::default()
+        }
+    }
+
     fn stream_error(&self, message: String) -> ProviderError {
         ProviderError::Stream {
             provider: NAME.into(),
@@ -255,13 +263,9 @@ impl GeminiMapper {
         let signature = part.thought_signature;
         if let Some(call) = part.function_call {
             self.flush(out);
-            let id = match call.id.filter(|id| !id.is_empty()) {
-                Some(id) => id,
-                None => {
-                    self.generated_ids += 1;
-                    format!("{GENERATED_ID_PREFIX}{}", self.generated_ids)
-                }
-            };
+            let id = self
+                .ids
+                .accept(call.id.unwrap_or_default(), GENERATED_ID_PREFIX);
             let mut tool_use = match call.args {
                 Value::Null => ToolUse::from_raw(id, call.name, ""),
                 Value::Object(args) => {

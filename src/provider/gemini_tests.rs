@@ -39,7 +39,7 @@ fn expected_round1() -> Vec<Block> {
         .enumerate()
     {
         blocks.push(call(
-            &format!("{GENERATED_ID_PREFIX}{}", n + 1),
+            &format!("{GENERATED_ID_PREFIX}1_{}", n + 1),
             c["name"].as_str().unwrap(),
             c["args"].clone(),
             c["thoughtSignature"].as_str(),
@@ -153,7 +153,7 @@ fn recorded_googleai_fixtures_map() {
         assert_eq!(signature, &None);
         assert_eq!(
             (now.id.as_str(), now.name.as_str(), &now.input),
-            ("gemini_call_1", "now", &json!({}))
+            ("gemini_call_1_1", "now", &json!({}))
         );
         let sig = now.signature.as_deref().unwrap();
         assert!(sig.starts_with("CiIBVKhc7vB+vaaq6rA/KC79") && sig.ends_with("XMlLleEs0"));
@@ -297,7 +297,7 @@ fn signed_parts_stay_separate_blocks_in_order() {
         {\"functionCall\": {\"name\": \"g\", \"args\": \"oops\"}},\
         {\"text\": \"\", \"thoughtSignature\": \"S2\"}]}, \"finishReason\": \"MAX_TOKENS\"}]}\n\n";
     let s = summarize(&mapped_str(stream).unwrap());
-    let mut bad = ToolUse::from_raw("gemini_call_1".into(), "g".into(), "\"oops\"");
+    let mut bad = ToolUse::from_raw("gemini_call_1_1".into(), "g".into(), "\"oops\"");
     assert!(matches!(bad.defect, Some(CallDefect::InvalidJson(_))));
     bad.signature = None;
     assert_eq!(

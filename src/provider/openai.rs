@@ -15,7 +15,10 @@ use serde_json::Value;
 
 use super::sse::SseEvent;
 use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
-use crate::conversation::{Block, CallDefect, Message, StopReason, ToolUse, Usage};
+use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
+
+/// Ids rounds gives calls whose own id is missing or unusable (see `CallIds`).
+pub const GENERATED_ID_PREFIX: &str = "call_rounds_";
 
 /// Which dialect of the API a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +91,7 @@ impl Provider for OpenAi {
             self.idle,
         )
         .await?;
-        let mapper = OpenAiMapper::new(self.name);
+        let mapper = OpenAiMapper::new(self.name).after(request.messages);
         Ok(super::drive(
             Box::pin(response.bytes_stream()),
             mapper,
@@ -335,7 +338,7 @@ pub struct OpenAiMapper {
     calls: BTreeMap<u32, PartialCall>,
     /// Calls below this index have been emitted.
     next_emit: u32,
-    generated_ids: u32,
+    ids: CallIds,
     finish: Option<StopReason>,
     usage: Option<Usage>,
     done: bool,
@@ -349,11 +352,17 @@ impl OpenAiMapper {
             reasoning: String::new(),
             calls: BTreeMap::new(),
             next_emit: 0,
-            generated_ids: 0,
+            ids: CallIds::default(),
             finish: None,
             usage: None,
             done: false,
         }
+    }
+
+    /// For the response that follows `history`: generated ids are unique in the conversation.
+    pub fn after(mut self, history: &[Message]) -> OpenAiMapper {
+        self.ids = CallIds::after(history);
+        self
     }
 
     fn stream_error(&self, message: String) -> ProviderError {
@@ -396,13 +405,8 @@ impl OpenAiMapper {
                 break;
             };
             self.next_emit += 1;
-            let id = if call.id.is_empty() {
-                // Some compatible servers omit ids; results must still refer to something unique.
-                self.generated_ids += 1;
-                format!("call_rounds_{}", self.generated_ids)
-            } else {
-                call.id
-            };
+            // Some compatible servers omit ids; results must still refer to something unique.
+            let id = self.ids.accept(call.id, GENERATED_ID_PREFIX);
             let mut tool_use = ToolUse::from_raw(id, call.name, &call.args).keep_raw(&call.args);
             if truncated && tool_use.defect.is_some() {
                 tool_use.defect = Some(CallDefect::Truncated);

@@ -160,7 +160,7 @@ fn missing_ids_are_generated_and_object_arguments_accepted() {
                   data: [DONE]\n\n";
     let s = summarize(&run(OpenAiMapper::new("vllm"), stream.as_bytes(), 1).unwrap());
     let got = calls(&s.blocks);
-    assert_eq!(got[0].id, "call_rounds_1");
+    assert_eq!(got[0].id, "call_rounds_1_1");
     assert_eq!(got[0].input, json!({"pattern":"*.rs"}));
     assert_eq!(
         s.stop,

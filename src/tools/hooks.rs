@@ -1,8 +1,14 @@
 //! User hooks around every tool call (`--pre-tool-hook`, `--post-tool-hook`): shell commands
-//! that receive the call as JSON on stdin. Exit 0 lets the call go on (a pre hook may print
-//! `{"input": …}` to replace the input); exit 2 vetoes it, and the hook's stderr is what the
-//! model reads; any other failure is a warning and the call goes on. Hooks run under the same
-//! supervisor, environment scrubbing and timeout as tools.
+//! that receive the call as JSON on stdin. Hooks run under the same supervisor, environment
+//! scrubbing and timeout as tools.
+//!
+//! A hook is a guard, so it fails closed. A pre hook lets the call go on only when it exits 0
+//! and prints nothing, or one complete JSON object (whose `input`, if present, replaces the
+//! call's input); exit 2 vetoes with the hook's stderr as the error the model reads; and
+//! anything else — the hook cannot start, times out, crashes, exits with another code, prints
+//! something that is not a JSON object or more than `MAX_REPLY` bytes — vetoes too, with an
+//! error that says why. A post hook that exits 0 keeps the result (its stdout is ignored); exit 2
+//! or any failure withholds the result and the model reads an error instead.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -12,11 +18,19 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::conversation::{ToolResult, ToolUse};
-use crate::process::{self, Exit, Limits, Sandbox};
+use crate::conversation::{ToolResult, ToolUse, json_kind};
+use crate::process::{self, Captured, Exit, Limits, Sandbox};
 
 /// Exit code with which a hook vetoes a call.
 pub const VETO: i32 = 2;
+
+/// The most a hook may print on stdout. A pre hook's reply is read whole up to this; a hook
+/// that prints more is not giving a reply rounds could read, so the call is vetoed.
+pub const MAX_REPLY: usize = 16 * 1024 * 1024;
+
+/// Bytes of a hook's stderr kept from its start and from its end (a veto's message).
+const STDERR_HEAD: usize = 64 * 1024;
+const STDERR_TAIL: usize = 4 * 1024;
 
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
@@ -31,6 +45,8 @@ pub enum Verdict {
     Proceed(Option<Value>),
     /// Stop: the message is the error result the model reads.
     Veto(String),
+    /// The call was cancelled while a hook ran.
+    Cancelled,
 }
 
 #[derive(Serialize)]
@@ -61,7 +77,8 @@ pub struct HookRun<'a> {
 }
 
 impl Hooks {
-    /// Runs the pre hooks in order; each sees the input as the previous one left it.
+    /// Runs the pre hooks in order; each sees the input as the previous one left it. The first
+    /// that vetoes or fails stops the call.
     pub async fn before(&self, call: &ToolUse, input: &Value, run: &HookRun<'_>) -> Verdict {
         let mut input = input.clone();
         let mut replaced = false;
@@ -73,24 +90,35 @@ impl Hooks {
                 input: &input,
                 result: None,
             };
+            let failed = |why: String| {
+                tracing::warn!(
+                    "pre-tool hook {hook:?} {}; the call was vetoed",
+                    shown(&why)
+                );
+                Verdict::Veto(format!(
+                    "the pre-tool hook {hook:?} {why}; the call was not run (a hook that fails \
+                     vetoes the call)"
+                ))
+            };
             match invoke(hook, "pre_tool_use", call, &event, run).await {
-                Outcome::Ok(stdout) => {
-                    let replacement = serde_json::from_str::<Value>(stdout.trim())
-                        .ok()
-                        .and_then(|v| v.get("input").cloned());
-                    if let Some(new) = replacement {
+                Outcome::Ok(stdout) => match reply(&stdout) {
+                    Ok(Some(new)) => {
                         input = new;
                         replaced = true;
                     }
-                }
+                    Ok(None) => {}
+                    Err(why) => return failed(why),
+                },
                 Outcome::Veto(message) => return Verdict::Veto(message),
-                Outcome::Warned => {}
+                Outcome::Failed(why) => return failed(why),
+                Outcome::Cancelled => return Verdict::Cancelled,
             }
         }
         Verdict::Proceed(replaced.then_some(input))
     }
 
-    /// Runs the post hooks in order on a finished result.
+    /// Runs the post hooks in order on a finished result. One that vetoes or fails withholds
+    /// the result.
     pub async fn after(
         &self,
         call: &ToolUse,
@@ -111,18 +139,61 @@ impl Hooks {
                 input,
                 result: Some(view),
             };
-            if let Outcome::Veto(message) = invoke(hook, "post_tool_use", call, &event, run).await {
-                return Verdict::Veto(message);
+            match invoke(hook, "post_tool_use", call, &event, run).await {
+                Outcome::Ok(_) => {}
+                Outcome::Veto(message) => return Verdict::Veto(message),
+                Outcome::Failed(why) => {
+                    tracing::warn!(
+                        "post-tool hook {hook:?} {}; the result was withheld",
+                        shown(&why)
+                    );
+                    return Verdict::Veto(format!(
+                        "the post-tool hook {hook:?} {why}; the call ran but its result was \
+                         withheld (a hook that fails withholds the result)"
+                    ));
+                }
+                Outcome::Cancelled => return Verdict::Cancelled,
             }
         }
         Verdict::Proceed(None)
     }
 }
 
+/// How one hook process ended.
 enum Outcome {
-    Ok(String),
+    /// Exit 0, with what it printed on stdout.
+    Ok(Captured),
+    /// Exit 2: the message the model reads.
     Veto(String),
-    Warned,
+    /// Anything else but a cancellation: why, as "failed (exit 1): …", "timed out …".
+    Failed(String),
+    Cancelled,
+}
+
+/// What a pre hook that exited 0 printed: nothing (go on as is), or one JSON object whose
+/// `input`, if it has one, replaces the call's input. Anything else is not a reply.
+fn reply(stdout: &Captured) -> Result<Option<Value>, String> {
+    if stdout.overflowed {
+        return Err(format!(
+            "printed {} bytes on stdout, more than the {} MiB a reply may have",
+            stdout.total,
+            MAX_REPLY >> 20
+        ));
+    }
+    let text = stdout.head.trim_ascii();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_slice::<Value>(text) {
+        Ok(Value::Object(mut reply)) => Ok(reply.remove("input")),
+        Ok(other) => Err(format!(
+            "printed {} on stdout where a JSON object (or nothing) was expected",
+            json_kind(&other)
+        )),
+        Err(e) => Err(format!(
+            "printed something on stdout that is not a complete JSON object ({e})"
+        )),
+    }
 }
 
 async fn invoke(
@@ -134,10 +205,7 @@ async fn invoke(
 ) -> Outcome {
     let stdin = match serde_json::to_vec(event) {
         Ok(bytes) => bytes,
-        Err(e) => {
-            tracing::warn!("{kind} hook {hook:?}: cannot encode the call: {e}");
-            return Outcome::Warned;
-        }
+        Err(e) => return Outcome::Failed(format!("could not be given the call: {e}")),
     };
     let mut env = run.env.to_vec();
     env.extend([
@@ -149,11 +217,6 @@ async fn invoke(
             run.workspace.as_os_str().to_owned(),
         ),
     ]);
-    let limits = || Limits {
-        head: 64 * 1024,
-        tail: 4 * 1024,
-        spill: None,
-    };
     let spec = process::Spec {
         argv: vec!["sh".into(), "-c".into(), hook.into()],
         cwd: run.workspace,
@@ -161,42 +224,65 @@ async fn invoke(
         stdin: Some(stdin),
         timeout: run.timeout,
         cancel: run.cancel.clone(),
-        stdout: limits(),
-        stderr: limits(),
+        // A pre hook's whole reply, or enough to know it was too long; a post hook's stdout
+        // is not read as anything, so none of it is kept.
+        stdout: Limits {
+            head: if kind == "pre_tool_use" { MAX_REPLY } else { 0 },
+            tail: 0,
+            spill: None,
+        },
+        stderr: Limits {
+            head: STDERR_HEAD,
+            tail: STDERR_TAIL,
+            spill: None,
+        },
         sandbox: run.sandbox,
     };
     let done = match process::run(spec).await {
         Ok(done) => done,
-        Err(e) => {
-            tracing::warn!("{kind} hook {hook:?} could not start: {e}");
-            return Outcome::Warned;
-        }
+        Err(e) => return Outcome::Failed(format!("could not start: {e}")),
     };
     let stderr = done.stderr.render();
+    let stderr = stderr.trim();
     match done.exit {
-        Exit::Code(0) => Outcome::Ok(done.stdout.render()),
-        Exit::Code(VETO) => {
-            let why = stderr.trim();
-            Outcome::Veto(if why.is_empty() {
-                format!("vetoed by the {kind} hook {hook:?}")
+        Exit::Code(0) => Outcome::Ok(done.stdout),
+        Exit::Code(VETO) => Outcome::Veto(if stderr.is_empty() {
+            format!("vetoed by the {kind} hook {hook:?}")
+        } else {
+            stderr.to_owned()
+        }),
+        Exit::Code(code) => {
+            let how = match code {
+                129..=192 => format!("was killed by signal {} (exit {code})", code - 128),
+                _ => format!("failed (exit {code})"),
+            };
+            Outcome::Failed(if stderr.is_empty() {
+                how
             } else {
-                why.to_owned()
+                format!("{how}: {stderr}")
             })
         }
-        Exit::Code(code) => {
-            tracing::warn!(
-                "{kind} hook {hook:?} failed (exit {code}): {}",
-                stderr.trim()
-            );
-            Outcome::Warned
-        }
-        Exit::TimedOut => {
-            tracing::warn!(
-                "{kind} hook {hook:?} timed out after {:.1}s and was killed",
-                run.timeout.as_secs_f64()
-            );
-            Outcome::Warned
-        }
-        Exit::Cancelled => Outcome::Warned,
+        Exit::TimedOut => Outcome::Failed(format!(
+            "timed out after {:.1}s and was killed",
+            run.timeout.as_secs_f64()
+        )),
+        Exit::Cancelled => Outcome::Cancelled,
     }
 }
+
+/// Text for the terminal: control characters (a hook's stderr may carry anything) escaped.
+fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "hooks_tests.rs"]
+mod tests;

@@ -35,10 +35,13 @@ use serde_json::Value;
 
 use super::policy::Subject;
 use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace};
-use crate::process::{self, Exit, Limits};
+use crate::process::{self, Captured, Exit, Limits};
 
 /// Bytes of each output stream kept from its start and from its end.
 const KEEP: usize = 8 * 1024;
+/// The largest stdout read whole to see whether it is a structured answer. Output that was cut
+/// is parsed from its spill file, so a long structured error is still an error.
+const MAX_STRUCTURED: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
@@ -273,14 +276,12 @@ impl Tool for CommandTool {
         let done = process::run(spec)
             .await
             .map_err(|e| ToolError::failed(format!("cannot start {name}: {e}")))?;
-        let stdout = done.stdout.render();
-        let stderr = done.stderr.render();
         match done.exit {
-            Exit::Code(0) => structured(&stdout).unwrap_or(Ok(stdout)),
+            Exit::Code(0) => answer(name, &done.stdout, MAX_STRUCTURED).await,
             Exit::Code(code) => Err(ToolError::failed(format!(
                 "{name} exited with code {code}\nstderr:\n{}\nstdout:\n{}",
-                stderr.trim_end(),
-                stdout.trim_end()
+                done.stderr.render().trim_end(),
+                done.stdout.render().trim_end()
             ))),
             Exit::TimedOut => Err(ToolError::TimedOut(format!(
                 "{name} timed out after {:.1}s; it and every process it started were killed",
@@ -288,6 +289,50 @@ impl Tool for CommandTool {
             ))),
             Exit::Cancelled => Err(ToolError::failed(format!("{name} was cancelled"))),
         }
+    }
+}
+
+/// What a command that exited 0 answered: a structured answer when its whole stdout is one,
+/// else its stdout as text. Output too long to keep whole is parsed from the spill file (up to
+/// `max` bytes), never from the cut text: a cut structured error would not parse and would
+/// come back as a success. Output that starts like a JSON object but cannot be read whole is
+/// an error, for the same reason.
+async fn answer(name: &str, stdout: &Captured, max: u64) -> Result<String, ToolError> {
+    let text = stdout.render();
+    if !stdout.overflowed {
+        return structured(&text).unwrap_or(Ok(text));
+    }
+    if !stdout.head.trim_ascii_start().starts_with(b"{") {
+        return Ok(text);
+    }
+    let unreadable = |why: String| {
+        Err(ToolError::Failed(format!(
+            "{name} printed {} bytes that start like a structured answer, but {why}, so it \
+             cannot be told whether they report an error",
+            stdout.total
+        )))
+    };
+    let Some(path) = &stdout.spilled else {
+        let why = stdout
+            .spill_error
+            .as_deref()
+            .unwrap_or("they were not saved");
+        return unreadable(format!("saving them failed ({why})"));
+    };
+    if stdout.total > max {
+        let max = if max % (1 << 20) == 0 {
+            format!("{} MiB", max >> 20)
+        } else {
+            format!("{max} bytes")
+        };
+        return unreadable(format!(
+            "that is more than the {max} read whole; they are in {}",
+            path.display()
+        ));
+    }
+    match tokio::fs::read(path).await {
+        Ok(whole) => structured(&String::from_utf8_lossy(&whole)).unwrap_or(Ok(text)),
+        Err(e) => unreadable(format!("{} cannot be read back ({e})", path.display())),
     }
 }
 

@@ -147,3 +147,52 @@ fn the_shipped_example_manifest_loads() {
     assert_eq!(names, ["git_log", "line_count"]);
     assert!(tools.iter().all(|t| t.spec().class == Class::Safe));
 }
+
+/// What a command printing `text` left: kept whole up to 2 × 1 KiB, else spilled to `dir`.
+fn captured(dir: &Path, text: &str) -> Captured {
+    let mut capture = process::capture::Capture::new(Limits {
+        head: 1024,
+        tail: 1024,
+        spill: Some(process::capture::SpillFile {
+            path: dir.join("out.stdout"),
+            max: u64::MAX,
+        }),
+    });
+    capture.push(text.as_bytes());
+    capture.finish()
+}
+
+#[tokio::test]
+async fn a_long_structured_answer_is_parsed_whole_not_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "why ".repeat(5000);
+    let error = serde_json::json!({"content": long, "is_error": true}).to_string();
+    let got = answer("t", &captured(dir.path(), &error), 1 << 20).await;
+    assert_eq!(got.unwrap_err().to_string(), long, "an error, all of it");
+    // The controls: a long structured success, and long plain output, which stays cut.
+    let fine = serde_json::json!({"content": long}).to_string();
+    assert_eq!(
+        answer("t", &captured(dir.path(), &fine), 1 << 20)
+            .await
+            .unwrap(),
+        long
+    );
+    let plain = answer("t", &captured(dir.path(), &long), 1 << 20)
+        .await
+        .unwrap();
+    assert!(plain.len() < 3000 && plain.contains("cut from the middle"));
+    // Too long to read whole, or not saved: it cannot be told, so it is not a success.
+    let over = answer("t", &captured(dir.path(), &error), 10_000).await;
+    let over = over.unwrap_err().to_string();
+    assert!(
+        over.contains("more than the 10000 bytes read whole"),
+        "{over}"
+    );
+    let mut unsaved = captured(dir.path(), &error);
+    unsaved.spilled = None;
+    let unsaved = answer("t", &unsaved, 1 << 20)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(unsaved.contains("cannot be told whether"), "{unsaved}");
+}

@@ -131,6 +131,7 @@ impl Toolbox {
         let mut input = call.input.clone();
         match self.hooks.before(call, &input, &run).await {
             Verdict::Veto(why) => return ToolResult::error(call, ErrorKind::Vetoed, why),
+            Verdict::Cancelled => return cancelled(call),
             Verdict::Proceed(Some(replaced)) => {
                 // A hook may rewrite the input, not get around the schema or the allowlist.
                 if let Err(mut result) = self.checked(call, &replaced) {
@@ -149,6 +150,10 @@ impl Toolbox {
             Verdict::Veto(why) => ToolResult {
                 duration_ms: result.duration_ms,
                 ..ToolResult::error(call, ErrorKind::Vetoed, why)
+            },
+            Verdict::Cancelled => ToolResult {
+                duration_ms: result.duration_ms,
+                ..cancelled(call)
             },
             Verdict::Proceed(_) => result,
         }
@@ -254,7 +259,7 @@ impl Toolbox {
             biased;
             () = cancel.cancelled() => {
                 ctx.cancel.cancel();
-                return ToolResult::error(call, ErrorKind::Cancelled, "the call was cancelled");
+                return cancelled(call);
             }
             r = tokio::time::timeout(hard_stop, entry.tool.run(input, &ctx)) => r,
         };
@@ -306,4 +311,8 @@ impl Toolbox {
         result.truncated = true;
         result
     }
+}
+
+fn cancelled(call: &ToolUse) -> ToolResult {
+    ToolResult::error(call, ErrorKind::Cancelled, "the call was cancelled")
 }

@@ -269,3 +269,47 @@ fn rounds_tools_lists_built_ins_and_manifest_tools_with_their_allowlist_state() 
         bad.stderr
     );
 }
+
+#[test]
+fn a_structured_error_longer_than_what_is_kept_is_still_an_error() {
+    // The command's output is kept 8 KiB + 8 KiB in memory; a structured answer longer than
+    // that used to be cut before it was parsed, and came back as a success.
+    let tools = r#"
+[[tool]]
+name = "long_answer"
+description = "Answers at length."
+command = '''printf '{"content": "'; head -c 20000 /dev/zero | tr '\0' e; printf '", "is_error": %s}' "$(grep -q true && echo true || echo false)"'''
+class = "safe"
+input_schema = { type = "object", properties = { error = { type = "string" } } }
+"#;
+    // (the flag the command is given, exit code with --fail-on tool-error, is_error)
+    for (flag, code, is_error) in [("true", 6, true), ("false", 0, false)] {
+        let sb = Sandbox::new();
+        std::fs::write(sb.path("tools.toml"), tools).unwrap();
+        let input = json!({"error": flag}).to_string();
+        let server = server(&[B::Tool("t1", "long_answer", &input)]);
+        let out = run(sb
+            .rounds()
+            .env("ANTHROPIC_API_KEY", "k")
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .arg("--tools-file")
+            .arg(sb.path("tools.toml"))
+            .args([
+                "-a",
+                "long_answer",
+                "--fail-on",
+                "tool-error",
+                "--transcript",
+            ])
+            .arg(sb.transcript_path())
+            .arg("go"));
+        assert_eq!(out.code, code, "{flag}: {}", out.stderr);
+        let result = &sb.transcript()[1]["results"][0];
+        assert_eq!(result["is_error"], is_error, "{flag}: {result}");
+        assert_eq!(
+            result["content"].as_str().unwrap(),
+            "e".repeat(20_000),
+            "{flag}: the whole content, parsed"
+        );
+    }
+}

@@ -16,7 +16,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 /// The test server, built by `cargo test` beside the binary under test.
-fn server_bin() -> PathBuf {
+pub(super) fn server_bin() -> PathBuf {
     let rounds = Path::new(env!("CARGO_BIN_EXE_rounds"));
     let bin = rounds
         .parent()
@@ -32,11 +32,11 @@ fn server_bin() -> PathBuf {
 }
 
 /// `--mcp` value for the test server named `test`, with extra arguments.
-fn mcp_flag(sb: &Sandbox, args: &str) -> String {
+pub(super) fn mcp_flag(sb: &Sandbox, args: &str) -> String {
     named_flag(sb, "test", args)
 }
 
-fn named_flag(sb: &Sandbox, name: &str, args: &str) -> String {
+pub(super) fn named_flag(sb: &Sandbox, name: &str, args: &str) -> String {
     format!(
         "{name}='{}' --tag '{}' {args}",
         server_bin().display(),
@@ -45,7 +45,7 @@ fn named_flag(sb: &Sandbox, name: &str, args: &str) -> String {
 }
 
 /// One reply per round: each inner list is the tool calls of that round, then a final answer.
-fn script(rounds: &[&[(&str, &str, Value)]]) -> MockServer {
+pub(super) fn script(rounds: &[&[(&str, &str, Value)]]) -> MockServer {
     let mut replies: Vec<Reply> = rounds
         .iter()
         .map(|calls| {
@@ -67,7 +67,7 @@ fn script(rounds: &[&[(&str, &str, Value)]]) -> MockServer {
     MockServer::start(replies)
 }
 
-fn rounds(sb: &Sandbox, server: &MockServer) -> std::process::Command {
+pub(super) fn rounds(sb: &Sandbox, server: &MockServer) -> std::process::Command {
     let mut cmd = sb.rounds();
     cmd.env("ANTHROPIC_API_KEY", "sk-ant-SECRET")
         .env("ANTHROPIC_BASE_URL", server.url())
@@ -77,7 +77,7 @@ fn rounds(sb: &Sandbox, server: &MockServer) -> std::process::Command {
 }
 
 /// The results of every round, in order.
-fn results(sb: &Sandbox) -> Vec<Value> {
+pub(super) fn results(sb: &Sandbox) -> Vec<Value> {
     let lines = sb.transcript();
     assert_eq!(types(&lines).last(), Some(&"end"), "{lines:?}");
     lines
@@ -87,19 +87,19 @@ fn results(sb: &Sandbox) -> Vec<Value> {
         .collect()
 }
 
-fn content(result: &Value) -> &str {
+pub(super) fn content(result: &Value) -> &str {
     result["content"].as_str().unwrap()
 }
 
 /// True while the process exists (zombies count as gone).
-fn alive(pid: u32) -> bool {
+pub(super) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
 }
 
 /// Pids of live processes whose command line mentions `tag`: the servers of one test and their
 /// supervisors.
-fn processes_with(tag: &Path) -> Vec<u32> {
+pub(super) fn processes_with(tag: &Path) -> Vec<u32> {
     let tag = tag.display().to_string();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -117,7 +117,7 @@ fn processes_with(tag: &Path) -> Vec<u32> {
 /// Processes of this test still alive after `within`. A run that ended normally has stopped its
 /// servers before it exits, so those tests wait for nothing: the parent-death signal that
 /// would end them a moment later anyway must not hide a missing shutdown.
-fn wait_none_left(sb: &Sandbox, within: Duration) -> Vec<u32> {
+pub(super) fn wait_none_left(sb: &Sandbox, within: Duration) -> Vec<u32> {
     let deadline = Instant::now() + within;
     loop {
         let left = processes_with(sb.dir.path());
@@ -129,7 +129,7 @@ fn wait_none_left(sb: &Sandbox, within: Duration) -> Vec<u32> {
 }
 
 /// The `tool_result` blocks of a recorded Anthropic request body.
-fn tool_results(body: &Value) -> Vec<Value> {
+pub(super) fn tool_results(body: &Value) -> Vec<Value> {
     body["messages"]
         .as_array()
         .unwrap()

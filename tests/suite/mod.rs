@@ -1,9 +1,11 @@
 mod caching;
+mod call_ids;
 mod context;
 mod exit_codes;
 mod hooks;
 mod manifest;
 mod mcp;
+mod mcp_limits;
 mod outputs;
 mod providers;
 mod resume;

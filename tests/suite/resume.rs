@@ -294,3 +294,59 @@ fn the_new_transcript_may_not_overwrite_a_file_the_run_reads() {
     ]));
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+#[test]
+fn calls_left_without_results_are_closed_on_resume() {
+    let sb = Sandbox::new();
+    let first = anthropic_run(&sb);
+    let text = std::fs::read_to_string(&first).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // A crafted (or killed) run: round 1 has its call but no result for it, and a result for
+    // a call that does not exist. Providers reject a call without a result.
+    let stray = json!({"tool_use_id": "ghost", "name": "read_file", "is_error": false,
+        "content": "from nowhere"});
+    lines[1]["results"] = json!([stray]);
+    let crafted = sb.path("crafted.jsonl");
+    let joined: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&crafted, joined.join("\n") + "\n").unwrap();
+    // (transcript, what the model must get for toolu_1: is_error, content)
+    let cases = [
+        (
+            crafted,
+            true,
+            "no result was recorded for this call (the run stopped before it finished, or the \
+             transcript was edited); it may or may not have run",
+        ),
+        (first, false, "     1\talpha\n"),
+    ];
+    for (file, is_error, content) in cases {
+        let server = MockServer::start(vec![sse::answer("ok")]);
+        let out = run(sb
+            .anthropic(&server)
+            .args(["--no-transcript", "--resume"])
+            .arg(&file)
+            .arg("next"));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let body = server.requests()[0].json();
+        let results: Vec<&serde_json::Value> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .collect();
+        assert_eq!(results.len(), 1, "{}: {results:?}", file.display());
+        assert_eq!(results[0]["tool_use_id"], "toolu_1");
+        assert_eq!(results[0]["content"], content);
+        assert_eq!(
+            results[0]["is_error"].as_bool().unwrap_or(false),
+            is_error,
+            "{}",
+            results[0]
+        );
+    }
+}

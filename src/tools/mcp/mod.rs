@@ -8,7 +8,8 @@
 //! once, not in round 3. Every tool a server lists is offered as `NAME__TOOL` (`tool`).
 //!
 //! The startup limit (initialize and the whole `tools/list`) is `--mcp-startup-timeout` (15 s,
-//! or `ROUNDS_MCP_STARTUP_TIMEOUT`).
+//! or `ROUNDS_MCP_STARTUP_TIMEOUT`). What a server may send — line length, number of tools,
+//! description and schema sizes — is bounded (`limits`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use super::Tool;
 use crate::process::ProcessContext;
 
+mod limits;
 mod server;
 mod spec;
 mod tool;
@@ -80,9 +82,13 @@ pub async fn start_all(
             }
         }
     }
-    let connected =
-        futures_util::future::join_all(spawned.into_iter().map(|s| server::connect(s, limit)))
-            .await;
+    let max_line = limits::max_line();
+    let connected = futures_util::future::join_all(
+        spawned
+            .into_iter()
+            .map(|s| server::connect(s, limit, max_line)),
+    )
+    .await;
     let mut servers = McpServers::default();
     let mut listed = Vec::new();
     let mut first_error = None;

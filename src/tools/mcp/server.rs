@@ -5,17 +5,21 @@
 //! (drained all the time, so a chatty server never blocks on a full pipe) and the first lines on
 //! stdout that are not JSON (rmcp skips those silently, like the other SDKs; a server that prints
 //! only such lines would otherwise just look hung).
+//!
+//! A line longer than the limit (`limits::max_line`) is not read to its end: rounds stops
+//! reading, the connection ends, the pending calls get error results, and the server is dropped
+//! (its tree ended); its later calls fail at once, saying why.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::pin::Pin;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientInfo, Implementation};
+use rmcp::model::{ClientCapabilities, ClientInfo, Implementation, PaginatedRequestParams};
 use rmcp::service::RunningService;
 use rmcp::{Peer, RoleClient, ServiceExt};
 use rustix::process::{Pid, Signal, kill_process};
@@ -24,6 +28,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::task::JoinHandle;
 
 use super::McpError;
+use super::limits::{self, MAX_TOOLS};
 use super::spec::ServerSpec;
 use crate::process;
 use crate::process::ProcessContext;
@@ -54,6 +59,13 @@ impl Link {
         let ended = {
             let mut child = self.child.lock().await;
             match child.as_mut() {
+                // It broke the protocol's limits: whatever it does now, it is not heard again.
+                Some(child) if self.diag.oversized() => {
+                    if let Ok(None) = child.try_wait() {
+                        process::terminate(child).await;
+                    }
+                    "was dropped".to_owned()
+                }
                 // The pipe closes a moment before the supervisor has reaped the server.
                 Some(child) => {
                     match tokio::time::timeout(Duration::from_secs(1), child.wait()).await {
@@ -168,6 +180,7 @@ pub fn spawn(spec: ServerSpec, processes: &ProcessContext<'_>) -> Result<Spawned
 pub async fn connect(
     spawned: Spawned,
     limit: Duration,
+    max_line: usize,
 ) -> Result<(Running, Vec<rmcp::model::Tool>), McpError> {
     let Spawned {
         spec,
@@ -181,7 +194,7 @@ pub async fn connect(
         ClientCapabilities::default(),
         Implementation::new("rounds", env!("CARGO_PKG_VERSION")),
     );
-    let transport = (Watch::new(stdout, diag.clone()), stdin);
+    let transport = (Watch::new(stdout, diag.clone(), max_line), stdin);
     let initialized = AtomicBool::new(false);
     let handshake = async {
         let service = info
@@ -194,9 +207,9 @@ pub async fn connect(
             .peer_info()
             .is_some_and(|i| i.capabilities.tools.is_some());
         let tools = if has_tools {
-            service
-                .list_all_tools()
+            list_tools(service.peer())
                 .await
+                .map(|(tools, more)| limits::vet(&spec.name, tools, more))
                 .map_err(|e| format!("tools/list failed: {e}"))?
         } else {
             Vec::new()
@@ -249,6 +262,25 @@ pub async fn connect(
     })
 }
 
+/// The server's tools, page by page, up to a page past `MAX_TOOLS`; `true` when it had more.
+async fn list_tools(
+    peer: &Peer<RoleClient>,
+) -> Result<(Vec<rmcp::model::Tool>, bool), rmcp::ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    // Each page should bring at least one tool: so many pages are enough for all of them.
+    for _ in 0..=MAX_TOOLS {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let page = peer.list_tools(Some(params)).await?;
+        tools.extend(page.tools);
+        cursor = page.next_cursor;
+        if cursor.is_none() || tools.len() > MAX_TOOLS {
+            break;
+        }
+    }
+    Ok((tools, cursor.is_some()))
+}
+
 /// How the supervisor ended: with the server's exit code, or 128+N for signal N.
 fn describe(status: ExitStatus) -> String {
     match status.code() {
@@ -279,9 +311,15 @@ async fn drain(mut stderr: tokio::process::ChildStderr, name: String, diag: Arc<
 struct Diagnostics {
     stderr: Mutex<VecDeque<u8>>,
     noise: Mutex<Vec<String>>,
+    /// The line limit, once the server has sent a longer line (0: it has not).
+    oversized: AtomicUsize,
 }
 
 impl Diagnostics {
+    fn oversized(&self) -> bool {
+        self.oversized.load(Ordering::Relaxed) > 0
+    }
+
     fn stderr(&self, bytes: &[u8]) {
         let mut tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
         tail.extend(bytes);
@@ -297,9 +335,17 @@ impl Diagnostics {
         }
     }
 
-    /// `; it wrote non-JSON to stdout: …; stderr: …`, each part only when there is something.
+    /// `; it sent a line longer than …; it wrote non-JSON to stdout: …; stderr: …`, each part
+    /// only when there is something.
     fn context(&self) -> String {
         let mut out = String::new();
+        let limit = self.oversized.load(Ordering::Relaxed);
+        if limit > 0 {
+            out.push_str(&format!(
+                "; it sent a message longer than {limit} bytes (one line of JSON-RPC), more than \
+                 rounds reads"
+            ));
+        }
         let noise = self.noise.lock().unwrap_or_else(|e| e.into_inner());
         if !noise.is_empty() {
             out.push_str(&format!("; it wrote non-JSON to stdout: {noise:?}"));
@@ -316,37 +362,52 @@ impl Diagnostics {
     }
 }
 
-/// The server's stdout as rmcp reads it, watched for lines that cannot be protocol messages.
+/// The server's stdout as rmcp reads it, watched for lines that cannot be protocol messages
+/// and for lines longer than the limit: rmcp reads a line with no maximum, so past the limit
+/// this reader fails instead, which ends the connection before the line is held in memory.
 struct Watch<R> {
     inner: R,
     diag: Arc<Diagnostics>,
     /// The beginning of the current line: enough to tell JSON from prose.
     head: Vec<u8>,
+    /// Bytes of the current line so far, and the most a line may have.
+    line: usize,
+    max_line: usize,
 }
 
 impl<R> Watch<R> {
-    fn new(inner: R, diag: Arc<Diagnostics>) -> Watch<R> {
+    fn new(inner: R, diag: Arc<Diagnostics>, max_line: usize) -> Watch<R> {
         Watch {
             inner,
             diag,
             head: Vec::new(),
+            line: 0,
+            max_line,
         }
     }
 
-    fn scan(&mut self, mut bytes: &[u8]) {
+    /// Looks at bytes just read; `false` once a line is longer than the limit.
+    fn scan(&mut self, mut bytes: &[u8]) -> bool {
         while !bytes.is_empty() {
             let end = memchr::memchr(b'\n', bytes);
             let part = &bytes[..end.unwrap_or(bytes.len())];
+            self.line += part.len();
+            if self.line > self.max_line {
+                self.diag.oversized.store(self.max_line, Ordering::Relaxed);
+                return false;
+            }
             let room = NOISE_LINE.saturating_sub(self.head.len());
             self.head.extend_from_slice(&part[..part.len().min(room)]);
             match end {
                 Some(i) => {
                     self.end_line();
+                    self.line = 0;
                     bytes = &bytes[i + 1..];
                 }
                 None => break,
             }
         }
+        true
     }
 
     fn end_line(&mut self) {
@@ -366,10 +427,21 @@ impl<R: AsyncRead + Unpin> AsyncRead for Watch<R> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
+        let too_long = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the server sent a line longer than the limit",
+            )
+        };
+        if this.diag.oversized() {
+            return Poll::Ready(Err(too_long()));
+        }
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            this.scan(&buf.filled()[before..]);
+        if let Poll::Ready(Ok(())) = polled
+            && !this.scan(&buf.filled()[before..])
+        {
+            return Poll::Ready(Err(too_long()));
         }
         polled
     }
@@ -382,7 +454,7 @@ mod tests {
     #[test]
     fn stdout_noise_is_told_from_json_across_read_boundaries() {
         let diag = Arc::new(Diagnostics::default());
-        let mut w = Watch::new((), diag.clone());
+        let mut w = Watch::new((), diag.clone(), 4096);
         w.scan(b"{\"jsonrpc\":\"2.0\"}\n  \nStarting ser");
         w.scan(b"ver v1\r\n\xef\xbb\xbf[1]\nStarting server v1\n");
         w.scan(&[b'x'; 1000]);
@@ -395,6 +467,24 @@ mod tests {
         w.scan(b"third\nfourth\n");
         assert_eq!(noise().len(), NOISE_KEPT);
         assert_eq!(noise()[2], "third");
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_stops_the_reading() {
+        let diag = Arc::new(Diagnostics::default());
+        let mut w = Watch::new((), diag.clone(), 10);
+        // The control: lines up to the limit, however they are split across reads.
+        assert!(w.scan(b"0123456789\n01234"));
+        assert!(w.scan(b"56789\n\n0123456789"));
+        assert!(!diag.oversized());
+        assert!(!w.scan(b"0"), "one byte more");
+        assert!(diag.oversized());
+        assert!(
+            diag.context()
+                .starts_with("; it sent a message longer than 10 bytes"),
+            "{}",
+            diag.context()
+        );
     }
 
     #[test]
