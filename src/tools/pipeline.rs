@@ -219,7 +219,15 @@ impl Toolbox {
                 ),
             );
         }
-        let subject = entry.tool.subject(input, &self.workspace);
+        // A path is judged where it leads as well as where it is written: the policy has no
+        // workspace to follow symlinks in, so the path is located here.
+        let subject = match entry.tool.subject(input, &self.workspace) {
+            Some(Subject::Path(path)) => Some(Subject::Located {
+                real: self.workspace.locate(&path),
+                path,
+            }),
+            other => other,
+        };
         if let Decision::Denied(why) = self.policy.permits(&call.name, subject.as_ref()) {
             return fail(ErrorKind::Denied, why);
         }

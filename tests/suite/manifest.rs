@@ -269,3 +269,64 @@ fn rounds_tools_lists_built_ins_and_manifest_tools_with_their_allowlist_state() 
         bad.stderr
     );
 }
+
+/// Lists the directory named by `path`: whatever its path rule lets through, it shows.
+const PEEK: &str = r#"
+[[tool]]
+name = "peek"
+description = "Lists a directory."
+command = ["python3", "-c", "import json, os, sys; print(' '.join(sorted(os.listdir(json.load(sys.stdin)['path']))))"]
+class = "safe"
+subject = "path"
+"#;
+
+/// Issue 17 §4: a command tool's path subject that left the workspace fell back to text
+/// matching, where `*` matches `/` and `..`; so `peek(src/**)` let `src/../../outside` through.
+/// A path that leaves it, lexically or through a symlink the kernel follows first, is now
+/// denied by every path rule. CONTROL: allowed without a pattern, the same input lists the
+/// outside directory.
+#[test]
+fn command_tool_path_rules_deny_paths_that_leave_the_workspace() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("tools.toml"), PEEK).unwrap();
+    let manifest = sb.path("tools.toml").display().to_string();
+    let outside = sb.path("outside");
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::fs::write(outside.join("OUTSIDE-MARKER"), "").unwrap();
+    std::fs::write(outside.join("sub/SUB-MARKER"), "").unwrap();
+    sb.write("src/lib/lib.rs", "");
+    std::os::unix::fs::symlink("../../outside", sb.ws().join("src/out")).unwrap();
+    std::os::unix::fs::symlink("../../outside/sub", sb.ws().join("src/deep")).unwrap();
+    let absolute = outside.display().to_string();
+    let climb = format!("src/{}{}", "../".repeat(30), &absolute[1..]);
+    let through_link = format!("{}/src/out", sb.ws().display());
+    let table = [
+        ("src/../../outside", "OUTSIDE-MARKER"),
+        (climb.as_str(), "OUTSIDE-MARKER"),
+        (through_link.as_str(), "OUTSIDE-MARKER"),
+        ("src/out", "OUTSIDE-MARKER"),
+        ("src/out/sub", "SUB-MARKER"),
+        // Lexically `src/sub`; the kernel follows `src/deep` first and lands outside.
+        ("src/deep/../sub", "SUB-MARKER"),
+    ];
+    let call = |path: &str, allow: &str| {
+        let input = json!({ "path": path }).to_string();
+        let server = server(&[B::Tool("t1", "peek", &input)]);
+        rounds(&sb, &server, &["--tools-file", &manifest, "-a", allow]).remove(0)
+    };
+    for (path, marker) in table {
+        let result = call(path, "peek(src/**)");
+        assert_eq!(result["error_kind"], "denied", "{path}: {result}");
+        assert!(
+            !result["content"].as_str().unwrap().contains(marker),
+            "{path}: {result}"
+        );
+        let control = call(path, "peek");
+        assert!(
+            control["content"].as_str().unwrap().contains(marker),
+            "CONTROL {path}: {control}"
+        );
+    }
+    let inside = call("src/lib", "peek(src/**)");
+    assert_eq!(inside["content"], "lib.rs\n", "{inside}");
+}

@@ -128,19 +128,31 @@ impl Workspace {
 
     /// Where a path a shell redirection names lies, for the allowlist: its workspace-relative
     /// form (as `subject`), or `None` when it lies outside. Unlike the file tools, bash opens the
-    /// path as written, so besides the lexical check the kernel's own reading must stay inside:
-    /// every existing symlink on the way is followed, and `..` after one (`link/../x`) climbs
-    /// from where the link leads. A dangling symlink or a path that cannot be resolved counts as
-    /// outside. (A symlink created by the same script after this check is the sandbox's to stop.)
+    /// path as written, so besides the lexical check the kernel's own reading must stay inside
+    /// (see `locate`). (A symlink created by the same script after this check is the sandbox's to
+    /// stop.)
     pub fn shell_target(&self, path: &str) -> Option<String> {
         let Some(Subject::Path(rel)) = self.subject(path) else {
             return None;
         };
+        self.locate(path).map(|_| rel)
+    }
+
+    /// Where a path leads once every symlink on the way is followed, as the kernel would open
+    /// it (relative to the root, and `..` after a symlink climbs from where the link leads): a
+    /// workspace-relative path ("." for the root), or `None` when that is outside the workspace
+    /// or cannot be told (a dangling symlink, a loop, no permission). A tail that does not exist
+    /// yet is taken as written. The allowlist judges a path by this as well as by its lexical
+    /// form, so a symlink cannot lead a call past a rule.
+    pub fn locate(&self, path: &str) -> Option<String> {
         let joined = self.root.join(path);
         for existing in joined.ancestors() {
             match std::fs::canonicalize(existing) {
-                Ok(real) if real.starts_with(&self.root) => return Some(rel),
-                Ok(_) => return None,
+                Ok(real) => {
+                    let rest = joined.strip_prefix(existing).ok()?;
+                    let full = normalize(&real.join(rest))?;
+                    return full.strip_prefix(&self.root).ok().map(display_relative);
+                }
                 // It exists but does not resolve: a dangling symlink, a loop, no permission.
                 Err(_) if existing.symlink_metadata().is_ok() => return None,
                 Err(_) => {}

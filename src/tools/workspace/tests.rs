@@ -74,6 +74,53 @@ fn shell_targets_are_where_the_kernel_would_open_them() {
     drop(dir);
 }
 
+/// Issue 12 §5 and 17 §4: where a path leads is what the allowlist must judge too. Each row is
+/// a path as written and where the kernel would open it (`None`: outside, or not resolvable).
+#[test]
+fn locate_follows_symlinks_as_the_kernel_would() {
+    let (dir, root, ws) = workspace();
+    let outside_dir = tempfile::tempdir().unwrap();
+    let out = outside_dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(out.join("sub")).unwrap();
+    write(&root, "secrets/key", "k");
+    write(&root, ".env", "e");
+    write(&root, "src/main.rs", "");
+    symlink("../secrets", root.join("src/docs")).unwrap();
+    symlink(".env", root.join("settings")).unwrap();
+    symlink(out.join("sub"), root.join("src/deep")).unwrap();
+    symlink(&out, root.join("src/out")).unwrap();
+    symlink("nowhere", root.join("dangling")).unwrap();
+    symlink("loop", root.join("loop")).unwrap();
+    let abs = root.join("src/main.rs");
+    let climb = format!("src/{}{}", "../".repeat(20), &out.to_str().unwrap()[1..]);
+    let table: &[(&str, Option<&str>)] = &[
+        ("src/main.rs", Some("src/main.rs")),
+        ("./src//main.rs", Some("src/main.rs")),
+        (abs.to_str().unwrap(), Some("src/main.rs")),
+        (".", Some(".")),
+        ("src/new/file.rs", Some("src/new/file.rs")),
+        ("src/docs/key", Some("secrets/key")),
+        ("src/docs/new", Some("secrets/new")),
+        ("src/docs", Some("secrets")),
+        ("settings", Some(".env")),
+        // `..` after a symlink climbs from where it leads: `src/docs/..` is the root.
+        ("src/docs/../src/main.rs", Some("src/main.rs")),
+        ("src/docs/../../x", None),
+        ("src/deep/../sub", None),
+        ("src/out", None),
+        ("src/out/x", None),
+        ("src/../../x", None),
+        (&climb, None),
+        ("/etc", None),
+        ("dangling", None),
+        ("loop", None),
+    ];
+    for (path, want) in table {
+        assert_eq!(ws.locate(path).as_deref(), *want, "{path}");
+    }
+    drop(dir);
+}
+
 #[test]
 fn dotdot_escapes_are_refused() {
     let (_dir, _root, ws) = workspace();
