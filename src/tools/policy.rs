@@ -17,6 +17,8 @@
 //! (`policy_url`). What cannot be decided (a URL that does not parse) is covered by no allow
 //! rule and by every deny rule that could concern it.
 
+use std::sync::Arc;
+
 use globset::{GlobBuilder, GlobMatcher};
 use reqwest::Url;
 
@@ -337,6 +339,18 @@ impl Policy {
         }
     }
 
+    /// The deny rule that keeps a file a walk came across (grep's and glob's, in `tool`) out of
+    /// the result: one with a pattern for `read_file`, since showing the file's content or name
+    /// is reading it, or for `tool` itself. `rel` is where the file really is.
+    pub fn hides(&self, tool: &str, rel: &str) -> Option<&str> {
+        let subject = Subject::Path(rel.to_owned());
+        self.deny
+            .iter()
+            .filter(|r| r.pattern.is_some())
+            .find(|r| r.denies("read_file", Some(&subject)) || r.denies(tool, Some(&subject)))
+            .map(|r| r.text.as_str())
+    }
+
     /// A shell command is denied if a deny rule matches its text or any command in it (best
     /// effort, also inside what the matcher refuses). Then a pattern-less rule allows anything
     /// (the sandbox bounds it); a rule with a pattern allows only a script the matcher
@@ -436,6 +450,47 @@ impl Policy {
 
     pub fn deny_rules(&self) -> Vec<String> {
         self.deny.iter().map(|r| r.text.clone()).collect()
+    }
+}
+
+/// What a running tool may ask the allowlist about its own call: whether it may go on to another
+/// subject (`web_fetch`'s redirect hops) and which files a walk must leave out (grep, glob). The
+/// pipeline gives each call one for its tool; `Gate::open()`, for tools run outside the pipeline
+/// (`ToolContext::new`, unit tests), permits everything and hides nothing.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    policy: Option<Arc<Policy>>,
+    tool: String,
+}
+
+impl Gate {
+    pub fn new(policy: Arc<Policy>, tool: &str) -> Gate {
+        Gate {
+            policy: Some(policy),
+            tool: tool.to_owned(),
+        }
+    }
+
+    pub fn open() -> Gate {
+        Gate {
+            policy: None,
+            tool: String::new(),
+        }
+    }
+
+    /// Whether the call may go on to `subject`, as if it had been the call's subject.
+    pub fn permits(&self, subject: &Subject) -> Decision {
+        match &self.policy {
+            Some(policy) => policy.permits(&self.tool, Some(subject)),
+            None => Decision::Allowed,
+        }
+    }
+
+    /// The deny rule that hides a file at `rel` (workspace-relative, symlinks resolved) from a
+    /// walk; see [`Policy::hides`].
+    pub fn hides(&self, rel: &str) -> Option<String> {
+        let policy = self.policy.as_ref()?;
+        policy.hides(&self.tool, rel).map(str::to_owned)
     }
 }
 

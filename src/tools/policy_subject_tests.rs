@@ -1,5 +1,8 @@
 //! How subjects other than bash commands are judged: URLs on their parsed parts (issue 12 §4),
-//! paths where they lead as well as where they are written (issue 12 §5, issue 17 §4).
+//! paths where they lead as well as where they are written (issue 12 §5, issue 17 §4), and the
+//! files a walk leaves out.
+
+use std::sync::Arc;
 
 use globset::GlobBuilder;
 use pretty_assertions::assert_eq;
@@ -340,4 +343,22 @@ fn a_path_must_be_allowed_where_it_leads_too() {
         p.permits("line_count", Some(&located("../x", None))),
         Decision::Allowed
     );
+}
+
+#[test]
+fn walks_hide_what_a_read_file_or_own_deny_rule_covers() {
+    let p = web_policy(
+        &["grep,glob"],
+        &["read_file(.env),grep(secrets/**),read_file"],
+    );
+    assert_eq!(p.hides("grep", ".env"), Some("read_file(.env)"));
+    assert_eq!(p.hides("glob", ".env"), Some("read_file(.env)"));
+    assert_eq!(p.hides("grep", "secrets/key"), Some("grep(secrets/**)"));
+    assert_eq!(p.hides("glob", "secrets/key"), None);
+    // A pattern-less deny hides the tool, not every file from other tools.
+    assert_eq!(p.hides("grep", "src/main.rs"), None);
+    let gate = Gate::new(Arc::new(p), "grep");
+    assert_eq!(gate.hides(".env").as_deref(), Some("read_file(.env)"));
+    assert_eq!(Gate::open().hides(".env"), None);
+    assert_eq!(Gate::open().permits(&url("http://x/")), Decision::Allowed);
 }

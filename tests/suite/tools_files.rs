@@ -326,3 +326,51 @@ fn path_rules_judge_where_a_symlink_leads() {
     let said = results[0]["content"].as_str().unwrap();
     assert!(said.contains("fn main"), "{}", results[0]);
 }
+
+/// Issue 12 §5: grep and glob walked into what a `read_file` deny rule covers, and grep read a
+/// denied file named outright or through a symlink. The CONTROL runs the same call without the
+/// deny rule.
+#[test]
+fn grep_and_glob_leave_out_what_a_read_file_deny_rule_covers() {
+    let sb = linked_secrets();
+    let grep = |path: &str| format!(r#"{{"pattern":"SECRET","path":"{path}"}}"#);
+    let row = |flags, tool, input, secret| Row {
+        flags,
+        tool,
+        input,
+        secret,
+        control: &[],
+    };
+    let env = &["--deny", "read_file(.env)"][..];
+    let secrets = &["--deny", "read_file(secrets/**)"][..];
+    check(
+        &sb,
+        &[
+            row(env, "grep", grep("."), "ENV-SECRET"),
+            row(env, "grep", grep(".env"), "ENV-SECRET"),
+            row(env, "grep", grep("settings"), "ENV-SECRET"),
+            row(secrets, "grep", grep("."), "KEY-SECRET"),
+            row(secrets, "grep", grep("src/docs"), "KEY-SECRET"),
+            row(env, "glob", r#"{"pattern":"*env*"}"#.into(), ".env"),
+            row(
+                secrets,
+                "glob",
+                r#"{"pattern":"**/key"}"#.into(),
+                "secrets/key",
+            ),
+        ],
+    );
+
+    // The walk goes around what is denied and still finds the rest.
+    let results = round(
+        &sb,
+        &[B::Tool("t1", "grep", r#"{"pattern":"SECRET|main"}"#)],
+        &["--deny", "read_file(.env)"],
+    );
+    let said = results[0]["content"].as_str().unwrap();
+    assert_eq!(
+        said, "secrets/key:1:KEY-SECRET\nsrc/main.rs:1:fn main() {}",
+        "{}",
+        results[0]
+    );
+}
