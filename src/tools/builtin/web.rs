@@ -1,9 +1,11 @@
 //! What `web_fetch` and `web_search` share: one bounded GET and the HTML handling both need.
 //!
-//! A URL comes from the model, so every request is fenced in: only `http` and `https` (checked
-//! again on every redirect hop, which is why redirects are followed here and not by reqwest), a
-//! cap on the bytes read, one deadline for the whole exchange, `ctx.cancel` honoured
-//! throughout, and unless allowed only public destinations (see `web_addr`). Failures become error results the model can read, never a failed run.
+//! A URL comes from the model, so every request is fenced in: only `http` and `https`, and the
+//! caller's own check (`web_fetch`'s allowlist rule), both again on every redirect hop, which is
+//! why redirects are followed here and not by reqwest; a cap on the bytes read, one deadline for
+//! the whole exchange, `ctx.cancel` honoured throughout, and unless allowed only public
+//! destinations (see `web_addr`). Failures become error results the model can read, never a
+//! failed run.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -19,6 +21,15 @@ use tokio_util::sync::CancellationToken;
 use super::web_addr;
 use crate::net::{clip, describe};
 use crate::tools::ToolError;
+
+/// The caller's say on each URL a request goes to (the first and every redirect hop): `Err`
+/// with the reason stops the request before it is sent.
+pub type Permit<'a> = &'a (dyn Fn(&Url) -> Result<(), String> + Sync);
+
+/// A [`Permit`] for callers without a say (`web_search`, whose endpoint is the user's).
+pub fn any_url(_: &Url) -> Result<(), String> {
+    Ok(())
+}
 
 /// Redirect hops followed before giving up.
 pub const MAX_REDIRECTS: usize = 5;
@@ -207,19 +218,22 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, ToolError> {
 }
 
 /// GETs `url`, following up to [`MAX_REDIRECTS`] redirects, within `limits`; `ctx.cancel`
-/// stops it at any point. Any status comes back as a [`Page`]: judging it is the caller's.
+/// stops it at any point; `permit` is asked before each URL is requested, the first included.
+/// Any status comes back as a [`Page`]: judging it is the caller's.
 pub async fn get(
     url: Url,
     limits: Limits,
     user_agent: Option<&str>,
+    permit: Permit<'_>,
     cancel: &CancellationToken,
 ) -> Result<Page, ToolError> {
     let client = client(limits.allow_private)?;
     let shown = url.to_string();
+    let fetched = fetch(client, url, limits, user_agent, permit);
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(ToolError::failed(format!("fetching {shown} was cancelled"))),
-        done = tokio::time::timeout(limits.timeout, fetch(client, url, limits, user_agent)) => {
+        done = tokio::time::timeout(limits.timeout, fetched) => {
             done.unwrap_or_else(|_| {
                 Err(ToolError::failed(format!(
                     "fetching {shown} timed out after {}",
@@ -235,10 +249,18 @@ async fn fetch(
     start: Url,
     limits: Limits,
     user_agent: Option<&str>,
+    permit: Permit<'_>,
 ) -> Result<Page, ToolError> {
     let mut url = start.clone();
+    let mut from: Option<Url> = None;
     let mut hops = 0;
     let mut response = loop {
+        if let Err(why) = permit(&url) {
+            return Err(ToolError::failed(match &from {
+                Some(from) => format!("refused the redirect from {from} to {url}: {why}"),
+                None => format!("refused {url}: {why}"),
+            }));
+        }
         if let Some(refused) = (!limits.allow_private)
             .then(|| web_addr::refusal(&url))
             .flatten()
@@ -280,7 +302,7 @@ async fn fetch(
                  one pointed to {next})"
             )));
         }
-        url = next;
+        from = Some(std::mem::replace(&mut url, next));
     };
 
     let status = response.status();
