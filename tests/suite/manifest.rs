@@ -330,3 +330,36 @@ fn command_tool_path_rules_deny_paths_that_leave_the_workspace() {
     let inside = call("src/lib", "peek(src/**)");
     assert_eq!(inside["content"], "lib.rs\n", "{inside}");
 }
+
+/// The shipped `line_count` confines itself too: run with a pattern-less rule (nothing in
+/// rounds stops the path), it refuses what leaves the workspace and still counts what is in it.
+#[test]
+fn the_example_line_count_refuses_paths_outside_the_workspace() {
+    let sb = Sandbox::new();
+    let outside = sb.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "1\n2\n3\n").unwrap();
+    sb.write("src/a.rs", "fn a() {}\n");
+    std::os::unix::fs::symlink("../../outside", sb.ws().join("src/out")).unwrap();
+    std::os::unix::fs::symlink("../../outside/secret.txt", sb.ws().join("src/leak.txt")).unwrap();
+    let absolute = outside.display().to_string();
+    let count = |path: &str| {
+        let input = json!({ "path": path }).to_string();
+        let server = server(&[B::Tool("t1", "line_count", &input)]);
+        rounds(&sb, &server, &["--tools-file", EXAMPLE, "-a", "line_count"]).remove(0)
+    };
+    for path in ["src/../../outside", absolute.as_str(), "src/out", ".."] {
+        let result = count(path);
+        assert_eq!(result["is_error"], true, "{path}: {result}");
+        let said = result["content"].as_str().unwrap();
+        assert!(
+            said.contains("outside the workspace") && !said.contains("secret"),
+            "{path}: {said}"
+        );
+    }
+    // Inside, it counts; a file linked in from outside is not read.
+    let result = count("src/../src");
+    let said = result["content"].as_str().unwrap();
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(said.contains(".rs") && !said.contains("leak"), "{said}");
+}
