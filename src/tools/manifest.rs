@@ -233,16 +233,29 @@ impl Tool for CommandTool {
         self.origin.clone()
     }
 
+    /// A string that is not a URL is taken for a path. The command opens it as written, from
+    /// the workspace root, so it is judged also where the kernel would lead it (through
+    /// symlinks, `..` after a symlink included); one that leaves the workspace, lexically or
+    /// that way, matches no rule with a pattern (never its text: there `*` matches `/` and `..`).
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
         let value = input.get(self.subject.as_deref()?)?;
         let text = value
             .as_str()
             .map_or_else(|| value.to_string(), str::to_owned);
-        // A subject that names a path in the workspace is matched as a path.
-        match workspace.subject(&text) {
-            Some(path) if value.is_string() && !text.contains("://") => Some(path),
-            _ => Some(Subject::Text(text)),
+        if !value.is_string() || text.contains("://") {
+            return Some(Subject::Text(text));
         }
+        let real = workspace.locate(&text);
+        Some(match workspace.subject(&text) {
+            Some(Subject::Path(path)) if real.as_deref() == Some(path.as_str()) => {
+                Subject::Path(path)
+            }
+            Some(Subject::Path(path)) => Subject::Located { path, real },
+            _ => Subject::Located {
+                path: text,
+                real: None,
+            },
+        })
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {

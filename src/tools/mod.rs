@@ -29,6 +29,7 @@ pub mod workspace;
 pub use crate::conversation::{Class, ToolSpec};
 pub use crate::process::Sandbox;
 use crate::process::capture::SpillFile;
+pub use policy::Gate;
 pub use workspace::Workspace;
 
 /// Everything a running tool may use. The workspace root comes from the user, never the model.
@@ -48,11 +49,15 @@ pub struct ToolContext {
     pub outputs: Arc<Outputs>,
     /// The OS sandbox of processes the tool starts.
     pub sandbox: Arc<Sandbox>,
+    /// The allowlist as it applies to this call, for what the tool meets while running: a
+    /// redirect hop `web_fetch` must not follow, files a grep or glob walk must leave out.
+    pub gate: Gate,
 }
 
 impl ToolContext {
     /// A context with defaults (30 s, empty environment, outputs in the temp directory, no
-    /// sandbox), for running a tool outside the pipeline.
+    /// sandbox, and an open gate: no allowlist rule applies while the tool runs), for running a
+    /// tool outside the pipeline. The pipeline's own contexts carry the run's rules.
     pub fn new(workspace: Arc<Workspace>, cancel: CancellationToken) -> ToolContext {
         ToolContext {
             workspace,
@@ -65,6 +70,7 @@ impl ToolContext {
                 DEFAULT_MAX_SPILL,
             )),
             sandbox: Arc::new(Sandbox::off()),
+            gate: Gate::open(),
         }
     }
 }

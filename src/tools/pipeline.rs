@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::hooks::{HookRun, Hooks, Verdict};
 use super::policy::{Decision, Policy, Subject};
 use super::{
-    Class, Entry, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolSpec, Workspace,
+    Class, Entry, Gate, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolSpec, Workspace,
 };
 use crate::conversation::{CallDefect, ErrorKind, ToolResult, ToolUse};
 use crate::process::capture::cap_text;
@@ -36,7 +36,8 @@ pub struct Settings {
 /// The tools of one run with the rules and limits that govern them.
 pub struct Toolbox {
     registry: Registry,
-    policy: Policy,
+    /// Shared with every call's `Gate`.
+    policy: Arc<Policy>,
     workspace: Arc<Workspace>,
     timeout: Duration,
     max_result_bytes: usize,
@@ -55,7 +56,7 @@ impl Toolbox {
     ) -> Toolbox {
         Toolbox {
             registry,
-            policy,
+            policy: Arc::new(policy),
             workspace: Arc::new(workspace),
             timeout: settings.timeout,
             max_result_bytes: settings.max_result_bytes,
@@ -228,7 +229,15 @@ impl Toolbox {
                 ),
             );
         }
-        let subject = entry.tool.subject(input, &self.workspace);
+        // A path is judged where it leads as well as where it is written: the policy has no
+        // workspace to follow symlinks in, so the path is located here.
+        let subject = match entry.tool.subject(input, &self.workspace) {
+            Some(Subject::Path(path)) => Some(Subject::Located {
+                real: self.workspace.locate(&path),
+                path,
+            }),
+            other => other,
+        };
         if let Decision::Denied(why) = self.policy.permits(&call.name, subject.as_ref()) {
             return fail(ErrorKind::Denied, why);
         }
@@ -250,6 +259,7 @@ impl Toolbox {
             env: self.env.clone(),
             outputs: self.outputs.clone(),
             sandbox: self.sandbox.clone(),
+            gate: Gate::new(self.policy.clone(), &call.name),
         };
         // Tools that start processes enforce the timeout themselves (and clean up); this outer
         // limit is the safety net for every tool.

@@ -10,10 +10,24 @@
 //! the matcher understands all of it, the pattern matches each simple command in it, and each
 //! file a redirection opens is one the file tools' rules allow. What is not understood is not
 //! covered, and the error names what was not understood.
+//!
+//! A path is judged where it is written and where it leads (`Subject::Located`): both must be
+//! allowed and neither denied, and a path that leads outside the workspace matches no rule with
+//! a pattern. A URL is judged on its parsed parts when the pattern is written as a URL
+//! (`policy_url`). What cannot be decided (a URL that does not parse) is covered by no allow
+//! rule and by every deny rule that could concern it.
+
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
+use reqwest::Url;
 
 use super::shell::{self, Script, Target};
+
+#[path = "policy_url.rs"]
+mod url;
+
+use url::UrlPattern;
 
 /// The tools allowed when the user says nothing.
 pub const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "grep"];
@@ -21,9 +35,18 @@ pub const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 /// What an allowlist pattern is matched against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
-    /// A workspace-relative path: `*` stays within one directory, `**` crosses them.
+    /// A workspace-relative path as written (lexically normalized): `*` stays within one
+    /// directory, `**` crosses them. Tools name their subject this way; the pipeline adds where
+    /// the path leads (`Located`) before asking the policy, since only it has the workspace.
     Path(String),
-    /// A URL or other text: `*` matches anything, `/` included.
+    /// A workspace path and where it really leads: `real` is the workspace-relative path once
+    /// every symlink on the way is followed, or `None` when it leads outside the workspace or
+    /// cannot be resolved. Both must be allowed, neither denied; `None` matches no pattern.
+    Located { path: String, real: Option<String> },
+    /// A URL: a pattern written as a URL matches its parsed parts (see `policy_url`), any other
+    /// pattern its text.
+    Url(String),
+    /// Other text: `*` matches anything, `/` included.
     Text(String),
     /// A bash command line, judged on its parse (see `CommandLine`).
     Command(CommandLine),
@@ -32,7 +55,8 @@ pub enum Subject {
 impl Subject {
     pub fn as_str(&self) -> &str {
         match self {
-            Subject::Path(s) | Subject::Text(s) => s,
+            Subject::Path(s) | Subject::Url(s) | Subject::Text(s) => s,
+            Subject::Located { path, .. } => path,
             Subject::Command(c) => &c.text,
         }
     }
@@ -108,6 +132,23 @@ struct Rule {
 struct Pattern {
     path: GlobMatcher,
     text: GlobMatcher,
+    /// The pattern's parts when it is written as a URL; URL subjects are matched on them.
+    url: Option<UrlPattern>,
+}
+
+impl Pattern {
+    /// Whether the pattern matches a URL (or text holding one), or `None` when that cannot be
+    /// decided because a URL pattern meets text that does not parse as a URL.
+    fn matches_url(&self, text: &str, is_url: bool) -> Option<bool> {
+        let Some(pattern) = &self.url else {
+            return Some(self.text.is_match(text));
+        };
+        // Text without `://` is no URL, and as text no URL pattern could match it either.
+        if !is_url && !text.contains("://") {
+            return Some(false);
+        }
+        Url::parse(text).ok().map(|url| pattern.matches(&url))
+    }
 }
 
 impl Rule {
@@ -115,18 +156,33 @@ impl Rule {
         self.tool.is_match(tool)
     }
 
-    fn matches(&self, tool: &str, subject: Option<&Subject>) -> bool {
+    /// Whether the rule matches the call, `None` when that cannot be decided. A `Located`
+    /// subject is judged by `Policy::permits_located`, view by view; alone it is its path.
+    fn judge(&self, tool: &str, subject: Option<&Subject>) -> Option<bool> {
         if !self.matches_tool(tool) {
-            return false;
+            return Some(false);
         }
         match (&self.pattern, subject) {
-            (None, _) => true,
-            (Some(_), None) => false,
-            (Some(p), Some(Subject::Path(s))) => p.path.is_match(s),
-            (Some(p), Some(Subject::Text(s))) => p.text.is_match(s),
+            (None, _) => Some(true),
+            (Some(_), None) => Some(false),
+            (Some(p), Some(Subject::Path(s) | Subject::Located { path: s, .. })) => {
+                Some(p.path.is_match(s))
+            }
+            (Some(p), Some(Subject::Url(s))) => p.matches_url(s, true),
+            (Some(p), Some(Subject::Text(s))) => p.matches_url(s, false),
             // Judged command by command in `Policy::permits_command`, never as a whole.
-            (Some(_), Some(Subject::Command(_))) => false,
+            (Some(_), Some(Subject::Command(_))) => Some(false),
         }
+    }
+
+    /// As an allow rule: only what it certainly matches.
+    fn matches(&self, tool: &str, subject: Option<&Subject>) -> bool {
+        self.judge(tool, subject) == Some(true)
+    }
+
+    /// As a deny rule: also what it cannot tell.
+    fn denies(&self, tool: &str, subject: Option<&Subject>) -> bool {
+        self.judge(tool, subject) != Some(false)
     }
 
     /// Whether the rule's pattern matches one text as a whole, as deny rules see commands.
@@ -201,29 +257,98 @@ impl Policy {
 
     /// Whether one call may run.
     pub fn permits(&self, tool: &str, subject: Option<&Subject>) -> Decision {
-        if let Some(Subject::Command(command)) = subject {
-            return self.permits_command(tool, command);
+        match subject {
+            Some(Subject::Command(command)) => return self.permits_command(tool, command),
+            Some(Subject::Located { path, real }) => {
+                return self.permits_located(tool, path, real.as_deref());
+            }
+            _ => {}
         }
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subject)) {
+        if let Some(rule) = self.deny.iter().find(|r| r.denies(tool, subject)) {
             return Decision::Denied(format!("denied by the rule --deny {}", rule.text));
         }
         if self.allow.iter().any(|r| r.matches(tool, subject)) {
             return Decision::Allowed;
         }
+        let what = match subject {
+            Some(s) => format!("{:?} is not allowed", s.as_str()),
+            None => "this call is not allowed".to_owned(),
+        };
+        self.only_as(tool, &what)
+    }
+
+    /// "WHAT: TOOL is only allowed as RULES".
+    fn only_as(&self, tool: &str, what: &str) -> Decision {
         let patterns: Vec<&str> = self
             .allow
             .iter()
             .filter(|r| r.matches_tool(tool))
             .map(|r| r.text.as_str())
             .collect();
-        let what = match subject {
-            Some(s) => format!("{:?}", s.as_str()),
-            None => "this call".to_owned(),
-        };
         Decision::Denied(format!(
-            "{what} is not allowed: {tool} is only allowed as {}",
+            "{what}: {tool} is only allowed as {}",
             patterns.join(", ")
         ))
+    }
+
+    /// A path is allowed when the path as written and the path it leads to are each matched by
+    /// some allow rule, and neither by a deny rule. A path that leads outside the workspace
+    /// (`real` is `None`) is allowed only by a rule without a pattern: the tool itself then
+    /// refuses it, or (a command tool) answers for it.
+    fn permits_located(&self, tool: &str, path: &str, real: Option<&str>) -> Decision {
+        let written = Subject::Path(path.to_owned());
+        let leads = real
+            .filter(|r| *r != path)
+            .map(|r| Subject::Path(r.to_owned()));
+        for rule in &self.deny {
+            if rule.denies(tool, Some(&written)) {
+                return Decision::Denied(format!("denied by the rule --deny {}", rule.text));
+            }
+            if let Some(leads) = &leads
+                && rule.denies(tool, Some(leads))
+            {
+                return Decision::Denied(format!(
+                    "{path:?} leads to {:?}, which the rule --deny {} denies",
+                    leads.as_str(),
+                    rule.text
+                ));
+            }
+        }
+        if !self.allow.iter().any(|r| r.matches(tool, Some(&written))) {
+            return self.only_as(tool, &format!("{path:?} is not allowed"));
+        }
+        let pattern_less = || {
+            self.allow
+                .iter()
+                .any(|r| r.pattern.is_none() && r.matches_tool(tool))
+        };
+        match (real, &leads) {
+            (None, _) if !pattern_less() => self.only_as(
+                tool,
+                &format!("{path:?} leads outside the workspace, which no pattern covers"),
+            ),
+            (Some(real), Some(leads))
+                if !self.allow.iter().any(|r| r.matches(tool, Some(leads))) =>
+            {
+                self.only_as(
+                    tool,
+                    &format!("{path:?} leads to {real:?} (a symlink), which is not allowed"),
+                )
+            }
+            _ => Decision::Allowed,
+        }
+    }
+
+    /// The deny rule that keeps a file a walk came across (grep's and glob's, in `tool`) out of
+    /// the result: one with a pattern for `read_file`, since showing the file's content or name
+    /// is reading it, or for `tool` itself. `rel` is where the file really is.
+    pub fn hides(&self, tool: &str, rel: &str) -> Option<&str> {
+        let subject = Subject::Path(rel.to_owned());
+        self.deny
+            .iter()
+            .filter(|r| r.pattern.is_some())
+            .find(|r| r.denies("read_file", Some(&subject)) || r.denies(tool, Some(&subject)))
+            .map(|r| r.text.as_str())
     }
 
     /// A shell command is denied if a deny rule matches its text or any command in it (best
@@ -298,7 +423,7 @@ impl Policy {
             if let Some(deny) = self
                 .deny
                 .iter()
-                .find(|r| r.matches(file_tool, Some(&subject)))
+                .find(|r| r.denies(file_tool, Some(&subject)))
             {
                 return not_covered(&format!(
                     "{what}: it {verb} {rel:?}, which the rule --deny {} denies",
@@ -325,6 +450,47 @@ impl Policy {
 
     pub fn deny_rules(&self) -> Vec<String> {
         self.deny.iter().map(|r| r.text.clone()).collect()
+    }
+}
+
+/// What a running tool may ask the allowlist about its own call: whether it may go on to another
+/// subject (`web_fetch`'s redirect hops) and which files a walk must leave out (grep, glob). The
+/// pipeline gives each call one for its tool; `Gate::open()`, for tools run outside the pipeline
+/// (`ToolContext::new`, unit tests), permits everything and hides nothing.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    policy: Option<Arc<Policy>>,
+    tool: String,
+}
+
+impl Gate {
+    pub fn new(policy: Arc<Policy>, tool: &str) -> Gate {
+        Gate {
+            policy: Some(policy),
+            tool: tool.to_owned(),
+        }
+    }
+
+    pub fn open() -> Gate {
+        Gate {
+            policy: None,
+            tool: String::new(),
+        }
+    }
+
+    /// Whether the call may go on to `subject`, as if it had been the call's subject.
+    pub fn permits(&self, subject: &Subject) -> Decision {
+        match &self.policy {
+            Some(policy) => policy.permits(&self.tool, Some(subject)),
+            None => Decision::Allowed,
+        }
+    }
+
+    /// The deny rule that hides a file at `rel` (workspace-relative, symlinks resolved) from a
+    /// walk; see [`Policy::hides`].
+    pub fn hides(&self, rel: &str) -> Option<String> {
+        let policy = self.policy.as_ref()?;
+        policy.hides(&self.tool, rel).map(str::to_owned)
     }
 }
 
@@ -405,6 +571,7 @@ fn compile(rule: &str, flag: &'static str, known: &[&str]) -> Result<Rule, Polic
         Some(p) => Some(Pattern {
             path: glob(p, true)?,
             text: glob(p, false)?,
+            url: UrlPattern::parse(p).map_err(syntax)?,
         }),
     };
     Ok(Rule {
@@ -417,3 +584,7 @@ fn compile(rule: &str, flag: &'static str, known: &[&str]) -> Result<Rule, Polic
 #[cfg(test)]
 #[path = "policy_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "policy_subject_tests.rs"]
+mod subject_tests;

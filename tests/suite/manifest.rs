@@ -313,3 +313,97 @@ input_schema = { type = "object", properties = { error = { type = "string" } } }
         );
     }
 }
+
+/// Lists the directory named by `path`: whatever its path rule lets through, it shows.
+const PEEK: &str = r#"
+[[tool]]
+name = "peek"
+description = "Lists a directory."
+command = ["python3", "-c", "import json, os, sys; print(' '.join(sorted(os.listdir(json.load(sys.stdin)['path']))))"]
+class = "safe"
+subject = "path"
+"#;
+
+/// Issue 17 §4: a command tool's path subject that left the workspace fell back to text
+/// matching, where `*` matches `/` and `..`; so `peek(src/**)` let `src/../../outside` through.
+/// A path that leaves it, lexically or through a symlink the kernel follows first, is now
+/// denied by every path rule. CONTROL: allowed without a pattern, the same input lists the
+/// outside directory.
+#[test]
+fn command_tool_path_rules_deny_paths_that_leave_the_workspace() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("tools.toml"), PEEK).unwrap();
+    let manifest = sb.path("tools.toml").display().to_string();
+    let outside = sb.path("outside");
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::fs::write(outside.join("OUTSIDE-MARKER"), "").unwrap();
+    std::fs::write(outside.join("sub/SUB-MARKER"), "").unwrap();
+    sb.write("src/lib/lib.rs", "");
+    std::os::unix::fs::symlink("../../outside", sb.ws().join("src/out")).unwrap();
+    std::os::unix::fs::symlink("../../outside/sub", sb.ws().join("src/deep")).unwrap();
+    let absolute = outside.display().to_string();
+    let climb = format!("src/{}{}", "../".repeat(30), &absolute[1..]);
+    let through_link = format!("{}/src/out", sb.ws().display());
+    let table = [
+        ("src/../../outside", "OUTSIDE-MARKER"),
+        (climb.as_str(), "OUTSIDE-MARKER"),
+        (through_link.as_str(), "OUTSIDE-MARKER"),
+        ("src/out", "OUTSIDE-MARKER"),
+        ("src/out/sub", "SUB-MARKER"),
+        // Lexically `src/sub`; the kernel follows `src/deep` first and lands outside.
+        ("src/deep/../sub", "SUB-MARKER"),
+    ];
+    let call = |path: &str, allow: &str| {
+        let input = json!({ "path": path }).to_string();
+        let server = server(&[B::Tool("t1", "peek", &input)]);
+        rounds(&sb, &server, &["--tools-file", &manifest, "-a", allow]).remove(0)
+    };
+    for (path, marker) in table {
+        let result = call(path, "peek(src/**)");
+        assert_eq!(result["error_kind"], "denied", "{path}: {result}");
+        assert!(
+            !result["content"].as_str().unwrap().contains(marker),
+            "{path}: {result}"
+        );
+        let control = call(path, "peek");
+        assert!(
+            control["content"].as_str().unwrap().contains(marker),
+            "CONTROL {path}: {control}"
+        );
+    }
+    let inside = call("src/lib", "peek(src/**)");
+    assert_eq!(inside["content"], "lib.rs\n", "{inside}");
+}
+
+/// The shipped `line_count` confines itself too: run with a pattern-less rule (nothing in
+/// rounds stops the path), it refuses what leaves the workspace and still counts what is in it.
+#[test]
+fn the_example_line_count_refuses_paths_outside_the_workspace() {
+    let sb = Sandbox::new();
+    let outside = sb.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "1\n2\n3\n").unwrap();
+    sb.write("src/a.rs", "fn a() {}\n");
+    std::os::unix::fs::symlink("../../outside", sb.ws().join("src/out")).unwrap();
+    std::os::unix::fs::symlink("../../outside/secret.txt", sb.ws().join("src/leak.txt")).unwrap();
+    let absolute = outside.display().to_string();
+    let count = |path: &str| {
+        let input = json!({ "path": path }).to_string();
+        let server = server(&[B::Tool("t1", "line_count", &input)]);
+        rounds(&sb, &server, &["--tools-file", EXAMPLE, "-a", "line_count"]).remove(0)
+    };
+    for path in ["src/../../outside", absolute.as_str(), "src/out", ".."] {
+        let result = count(path);
+        assert_eq!(result["is_error"], true, "{path}: {result}");
+        let said = result["content"].as_str().unwrap();
+        assert!(
+            said.contains("outside the workspace") && !said.contains("secret"),
+            "{path}: {said}"
+        );
+    }
+    // Inside, it counts; a file linked in from outside is not read.
+    let result = count("src/../src");
+    let said = result["content"].as_str().unwrap();
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(said.contains(".rs") && !said.contains("leak"), "{said}");
+}

@@ -225,3 +225,152 @@ fn progress_shows_on_a_terminal_and_never_otherwise() {
     let out = run(sb.anthropic(&server).args(["--no-transcript", "go"]));
     assert!(!out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
 }
+
+/// The workspace of the symlink tests: `secrets/key` and `.env` hold secrets; `src/docs` leads
+/// to `secrets`, `settings` and `src/env` to `.env`.
+fn linked_secrets() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("secrets/key", "KEY-SECRET\n");
+    sb.write(".env", "ENV-SECRET=1\n");
+    sb.write("src/main.rs", "fn main() {}\n");
+    symlink("../secrets", sb.ws().join("src/docs")).unwrap();
+    symlink(".env", sb.ws().join("settings")).unwrap();
+    symlink("../.env", sb.ws().join("src/env")).unwrap();
+    sb
+}
+
+/// One call per row under `flags`, whose result must not hold the row's secret; then the same
+/// call under `control` (a rule that covers the target), whose result must.
+struct Row<'a> {
+    flags: &'a [&'a str],
+    tool: &'a str,
+    input: String,
+    secret: &'a str,
+    control: &'a [&'a str],
+}
+
+fn check(sb: &Sandbox, table: &[Row]) {
+    for row in table {
+        let call = [B::Tool("t1", row.tool, &row.input)];
+        let results = round(sb, &call, row.flags);
+        let said = results[0]["content"].as_str().unwrap();
+        assert!(
+            !said.contains(row.secret),
+            "{:?} {} {}: {said}",
+            row.flags,
+            row.tool,
+            row.input
+        );
+        let results = round(sb, &call, row.control);
+        let said = results[0]["content"].as_str().unwrap();
+        assert!(
+            said.contains(row.secret),
+            "CONTROL {:?} {} {}: {said}",
+            row.control,
+            row.tool,
+            row.input
+        );
+    }
+}
+
+fn read(path: &str) -> String {
+    format!(r#"{{"path":"{path}"}}"#)
+}
+
+/// Issue 12 §5: path rules judged the path as written, so a symlink inside the workspace led a
+/// call past them: `src/docs -> ../secrets` under `read_file(src/**)`, a link to `.env` past
+/// `--deny 'read_file(.env)'`. The CONTROL shows each read does reach the secret under a rule
+/// that covers where the link leads.
+#[test]
+fn path_rules_judge_where_a_symlink_leads() {
+    let sb = linked_secrets();
+    let row = |flags, path, secret, control| Row {
+        flags,
+        tool: "read_file",
+        input: read(path),
+        secret,
+        control,
+    };
+    check(
+        &sb,
+        &[
+            row(
+                &["-a", "none,read_file(src/**)"],
+                "src/docs/key",
+                "KEY-SECRET",
+                &["-a", "none,read_file(src/**),read_file(secrets/**)"],
+            ),
+            row(
+                &["--deny", "read_file(.env)"],
+                "settings",
+                "ENV-SECRET",
+                &[],
+            ),
+            row(&["--deny", "read_file(.env)"], "src/env", "ENV-SECRET", &[]),
+            row(
+                &["--deny", "read_file(secrets/**)"],
+                "src/docs/key",
+                "KEY-SECRET",
+                &[],
+            ),
+        ],
+    );
+
+    // A symlink that stays inside what the rule allows is still read.
+    symlink("main.rs", sb.ws().join("src/alias.rs")).unwrap();
+    let results = round(
+        &sb,
+        &[B::Tool("t1", "read_file", &read("src/alias.rs"))],
+        &["-a", "none,read_file(src/**)"],
+    );
+    let said = results[0]["content"].as_str().unwrap();
+    assert!(said.contains("fn main"), "{}", results[0]);
+}
+
+/// Issue 12 §5: grep and glob walked into what a `read_file` deny rule covers, and grep read a
+/// denied file named outright or through a symlink. The CONTROL runs the same call without the
+/// deny rule.
+#[test]
+fn grep_and_glob_leave_out_what_a_read_file_deny_rule_covers() {
+    let sb = linked_secrets();
+    let grep = |path: &str| format!(r#"{{"pattern":"SECRET","path":"{path}"}}"#);
+    let row = |flags, tool, input, secret| Row {
+        flags,
+        tool,
+        input,
+        secret,
+        control: &[],
+    };
+    let env = &["--deny", "read_file(.env)"][..];
+    let secrets = &["--deny", "read_file(secrets/**)"][..];
+    check(
+        &sb,
+        &[
+            row(env, "grep", grep("."), "ENV-SECRET"),
+            row(env, "grep", grep(".env"), "ENV-SECRET"),
+            row(env, "grep", grep("settings"), "ENV-SECRET"),
+            row(secrets, "grep", grep("."), "KEY-SECRET"),
+            row(secrets, "grep", grep("src/docs"), "KEY-SECRET"),
+            row(env, "glob", r#"{"pattern":"*env*"}"#.into(), ".env"),
+            row(
+                secrets,
+                "glob",
+                r#"{"pattern":"**/key"}"#.into(),
+                "secrets/key",
+            ),
+        ],
+    );
+
+    // The walk goes around what is denied and still finds the rest.
+    let results = round(
+        &sb,
+        &[B::Tool("t1", "grep", r#"{"pattern":"SECRET|main"}"#)],
+        &["--deny", "read_file(.env)"],
+    );
+    let said = results[0]["content"].as_str().unwrap();
+    assert_eq!(
+        said, "secrets/key:1:KEY-SECRET\nsrc/main.rs:1:fn main() {}",
+        "{}",
+        results[0]
+    );
+}

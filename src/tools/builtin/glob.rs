@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Paths shown per call.
 const MAX_RESULTS: usize = 200;
@@ -71,13 +71,17 @@ impl Tool for Glob {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
         let cancel = ctx.cancel.clone();
-        crate::tools::blocking("glob", move || find(&workspace, &args, &cancel)).await
+        let gate = ctx.gate.clone();
+        crate::tools::blocking("glob", move || find(&workspace, &args, &gate, &cancel)).await
     }
 }
 
+/// Lists what matches under `args.path`, leaving out, without a word, what a deny rule keeps
+/// from being read (`gate`): a name is part of what a file gives away.
 fn find(
     workspace: &Workspace,
     args: &Args,
+    gate: &Gate,
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let given = args.path.as_deref().unwrap_or(".");
@@ -108,11 +112,14 @@ fn find(
         if !matcher.is_match(rel) {
             continue;
         }
+        let mut line = workspace.display(entry.path());
+        if gate.hides(&line).is_some() {
+            continue;
+        }
         if shown.len() == MAX_RESULTS {
             more += 1;
             continue;
         }
-        let mut line = workspace.display(entry.path());
         if entry.file_type().is_some_and(|t| t.is_dir()) {
             line.push('/');
         }

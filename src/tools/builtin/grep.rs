@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
 use crate::tools::workspace::PathError;
-use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Matching lines shown per call.
 const MAX_MATCHES: usize = 200;
@@ -91,13 +91,17 @@ impl Tool for Grep {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
         let cancel = ctx.cancel.clone();
-        crate::tools::blocking("grep", move || search(&workspace, &args, &cancel)).await
+        let gate = ctx.gate.clone();
+        crate::tools::blocking("grep", move || search(&workspace, &args, &gate, &cancel)).await
     }
 }
 
+/// Searches `args.path`. A file a deny rule keeps from being read (`gate`) is not searched: a
+/// walk passes over it without a word, a file named outright is refused naming the rule.
 fn search(
     workspace: &Workspace,
     args: &Args,
+    gate: &Gate,
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let given = args.path.as_deref().unwrap_or(".");
@@ -117,6 +121,11 @@ fn search(
     };
 
     if !base.is_dir() {
+        if let Some(rule) = gate.hides(&workspace.display(&base)) {
+            return Err(ToolError::failed(format!(
+                "{given:?} is not searched: the rule --deny {rule} covers it"
+            )));
+        }
         // An explicitly named file is searched even if ignored, and a skip is worth saying.
         return match read_searchable(workspace, &base, given) {
             Ok(data) => {
@@ -151,6 +160,9 @@ fn search(
             continue;
         }
         let display = workspace.display(path);
+        if gate.hides(&display).is_some() {
+            continue;
+        }
         match read_searchable(workspace, path, &display) {
             Ok(data) => out.file(&display, &data),
             Err(Skip::TooBig) => big += 1,

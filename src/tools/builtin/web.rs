@@ -1,9 +1,11 @@
 //! What `web_fetch` and `web_search` share: one bounded GET and the HTML handling both need.
 //!
-//! A URL comes from the model, so every request is fenced in: only `http` and `https` (checked
-//! again on every redirect hop, which is why redirects are followed here and not by reqwest), a
-//! cap on the bytes read, one deadline for the whole exchange, `ctx.cancel` honoured
-//! throughout, and unless allowed only public destinations (see `web_addr`). Failures become error results the model can read, never a failed run.
+//! A URL comes from the model, so every request is fenced in: only `http` and `https`, and the
+//! caller's own check (`web_fetch`'s allowlist rule), both again on every redirect hop, which is
+//! why redirects are followed here and not by reqwest; a cap on the bytes read, one deadline for
+//! the whole exchange, `ctx.cancel` honoured throughout, and unless allowed only public
+//! destinations (see `web_addr`), with proxies trusted only on the way to them (see
+//! `web_proxy`). Failures become error results the model can read, never a failed run.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -19,6 +21,18 @@ use tokio_util::sync::CancellationToken;
 use super::web_addr;
 use crate::net::{clip, describe};
 use crate::tools::ToolError;
+
+#[path = "web_proxy.rs"]
+mod proxy;
+
+/// The caller's say on each URL a request goes to (the first and every redirect hop): `Err`
+/// with the reason stops the request before it is sent.
+pub type Permit<'a> = &'a (dyn Fn(&Url) -> Result<(), String> + Sync);
+
+/// A [`Permit`] for callers without a say (`web_search`, whose endpoint is the user's).
+pub fn any_url(_: &Url) -> Result<(), String> {
+    Ok(())
+}
 
 /// Redirect hops followed before giving up.
 pub const MAX_REDIRECTS: usize = 5;
@@ -187,19 +201,76 @@ pub fn http_url(text: &str) -> Result<Url, ToolError> {
     }
 }
 
-/// One client per reach for the process: connection pooling across calls, and rustls set up
-/// once. The public-only one resolves names through [`web_addr::PublicOnly`].
-fn client(allow_private: bool) -> Result<&'static reqwest::Client, ToolError> {
-    static ANY: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    static PUBLIC: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    let cell = if allow_private { &ANY } else { &PUBLIC };
+type Built = OnceLock<Result<reqwest::Client, String>>;
+
+/// The clients of the process, one per route: connection pooling across calls, rustls set up
+/// once per client.
+struct Clients {
+    /// `--web-allow-private`: reqwest's own proxy handling, no address checked.
+    any: Built,
+    proxies: proxy::Proxies,
+    /// Straight to the destination, no proxy, no name trusted.
+    direct: Built,
+    /// Through each proxy, trusting that proxy's name alone (the only name it resolves).
+    via: Vec<(Url, Built)>,
+}
+
+impl Clients {
+    fn get() -> &'static Clients {
+        static CLIENTS: OnceLock<Clients> = OnceLock::new();
+        CLIENTS.get_or_init(|| {
+            let proxies = proxy::Proxies::from_env();
+            let via = proxies
+                .all()
+                .into_iter()
+                .map(|p| (p.clone(), OnceLock::new()))
+                .collect();
+            Clients {
+                any: OnceLock::new(),
+                proxies,
+                direct: OnceLock::new(),
+                via,
+            }
+        })
+    }
+}
+
+/// The client for a request to `url`. Unless private addresses are allowed, the route is
+/// decided first (see `web_proxy`) and each route has its own client, resolving names through
+/// [`web_addr::PublicOnly`]: so a proxy's name is trusted only on a connection that goes to it.
+fn client_for(url: &Url, allow_private: bool) -> Result<&'static reqwest::Client, ToolError> {
+    let clients = Clients::get();
+    let builder =
+        || crate::net::builder(Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none());
+    if allow_private {
+        return built(&clients.any, || Ok(builder()));
+    }
+    let Some(via) = clients.proxies.route(url) else {
+        let resolver = web_addr::PublicOnly { trusted: vec![] };
+        return built(&clients.direct, || {
+            Ok(builder().no_proxy().dns_resolver(Arc::new(resolver)))
+        });
+    };
+    let Some((_, cell)) = clients.via.iter().find(|(p, _)| p == via) else {
+        return Err(ToolError::failed(format!("no client for the proxy {via}")));
+    };
+    built(cell, || {
+        let proxy = reqwest::Proxy::all(via.clone())
+            .map_err(|e| format!("cannot use the proxy {via}: {}", describe(&e)))?;
+        let resolver = web_addr::PublicOnly {
+            trusted: via.host_str().map(str::to_owned).into_iter().collect(),
+        };
+        Ok(builder().proxy(proxy).dns_resolver(Arc::new(resolver)))
+    })
+}
+
+/// The client in `cell`, built by `make` the first time.
+fn built(
+    cell: &'static Built,
+    make: impl FnOnce() -> Result<reqwest::ClientBuilder, String>,
+) -> Result<&'static reqwest::Client, ToolError> {
     let client = cell.get_or_init(|| {
-        let mut builder = crate::net::builder(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none());
-        if !allow_private {
-            builder = builder.dns_resolver(Arc::new(web_addr::PublicOnly::from_env()));
-        }
-        builder
+        make()?
             .build()
             .map_err(|e| format!("cannot set up the HTTP client: {}", describe(&e)))
     });
@@ -207,19 +278,20 @@ fn client(allow_private: bool) -> Result<&'static reqwest::Client, ToolError> {
 }
 
 /// GETs `url`, following up to [`MAX_REDIRECTS`] redirects, within `limits`; `ctx.cancel`
-/// stops it at any point. Any status comes back as a [`Page`]: judging it is the caller's.
+/// stops it at any point; `permit` is asked before each URL is requested, the first included.
+/// Any status comes back as a [`Page`]: judging it is the caller's.
 pub async fn get(
     url: Url,
     limits: Limits,
     user_agent: Option<&str>,
+    permit: Permit<'_>,
     cancel: &CancellationToken,
 ) -> Result<Page, ToolError> {
-    let client = client(limits.allow_private)?;
     let shown = url.to_string();
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(ToolError::failed(format!("fetching {shown} was cancelled"))),
-        done = tokio::time::timeout(limits.timeout, fetch(client, url, limits, user_agent)) => {
+        done = tokio::time::timeout(limits.timeout, fetch(url, limits, user_agent, permit)) => {
             done.unwrap_or_else(|_| {
                 Err(ToolError::failed(format!(
                     "fetching {shown} timed out after {}",
@@ -231,20 +303,28 @@ pub async fn get(
 }
 
 async fn fetch(
-    client: &reqwest::Client,
     start: Url,
     limits: Limits,
     user_agent: Option<&str>,
+    permit: Permit<'_>,
 ) -> Result<Page, ToolError> {
     let mut url = start.clone();
+    let mut from: Option<Url> = None;
     let mut hops = 0;
     let mut response = loop {
+        if let Err(why) = permit(&url) {
+            return Err(ToolError::failed(match &from {
+                Some(from) => format!("refused the redirect from {from} to {url}: {why}"),
+                None => format!("refused {url}: {why}"),
+            }));
+        }
         if let Some(refused) = (!limits.allow_private)
             .then(|| web_addr::refusal(&url))
             .flatten()
         {
             return Err(ToolError::failed(refused));
         }
+        let client = client_for(&url, limits.allow_private)?;
         let mut request = client.get(url.clone());
         if let Some(agent) = user_agent {
             request = request.header(USER_AGENT, agent);
@@ -280,7 +360,7 @@ async fn fetch(
                  one pointed to {next})"
             )));
         }
-        url = next;
+        from = Some(std::mem::replace(&mut url, next));
     };
 
     let status = response.status();

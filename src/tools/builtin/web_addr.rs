@@ -6,7 +6,8 @@
 //! Names are checked where they are resolved (a [`Resolve`] that drops non-public addresses), so
 //! the address that is checked is the address connected to, on every redirect hop; a name that
 //! resolves differently the second time (DNS rebinding) gains nothing. IP literals never reach a
-//! resolver and are checked per hop by [`refusal`].
+//! resolver and are checked per hop by [`refusal`], also on the way through a proxy (which
+//! resolves names itself, so behind one only literals can be checked).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -79,29 +80,11 @@ pub fn refusal(url: &Url) -> Option<String> {
 }
 
 /// A resolver that hands the connector only the public addresses of a name, except for the
-/// names of configured proxies (a proxy on the inside is the user's choice, not the model's).
+/// `trusted` names: the proxy of the client that uses it, and only for a client that sends every
+/// request to that proxy (`web::client_for`), since a proxy on the inside is the user's choice,
+/// not the model's; a client that connects straight to destinations trusts no name.
 pub struct PublicOnly {
     pub trusted: Vec<String>,
-}
-
-impl PublicOnly {
-    /// Trusts the hosts of the proxies the environment configures, as reqwest reads them.
-    pub fn from_env() -> PublicOnly {
-        let trusted = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]
-            .iter()
-            .flat_map(|k| [k.to_string(), k.to_lowercase()])
-            .filter_map(|k| std::env::var(k).ok())
-            .filter_map(|v| {
-                let v = if v.contains("://") {
-                    v
-                } else {
-                    format!("http://{v}")
-                };
-                Url::parse(&v).ok()?.host_str().map(str::to_owned)
-            })
-            .collect();
-        PublicOnly { trusted }
-    }
 }
 
 impl Resolve for PublicOnly {

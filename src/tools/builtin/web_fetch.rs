@@ -7,13 +7,14 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use reqwest::Url;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::web::{self, Body, Limits, Page};
-use crate::tools::policy::Subject;
+use crate::tools::policy::{Decision, Subject};
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Characters of text shown per call, after conversion.
@@ -96,7 +97,7 @@ impl Tool for WebFetch {
     }
 
     fn subject(&self, input: &Value, _workspace: &Workspace) -> Option<Subject> {
-        Some(Subject::Text(input.get("url")?.as_str()?.to_owned()))
+        Some(Subject::Url(input.get("url")?.as_str()?.to_owned()))
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -108,7 +109,13 @@ impl Tool for WebFetch {
         let url = web::http_url(&args.url)?;
         // The time limit covers the conversion too.
         let deadline = Instant::now() + limits.timeout;
-        let page = web::get(url, limits, None, &ctx.cancel).await?;
+        // The allowlist judged the URL the model gave; every URL a redirect leads to must pass
+        // the same rule.
+        let permit = |hop: &Url| match ctx.gate.permits(&Subject::Url(hop.to_string())) {
+            Decision::Allowed => Ok(()),
+            Decision::Denied(why) => Err(why),
+        };
+        let page = web::get(url, limits, None, &permit, &ctx.cancel).await?;
         if !page.status.is_success() {
             return Err(page.status_error());
         }
@@ -367,6 +374,42 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
         assert!(!server.requests().iter().any(|r| r.contains("etc/passwd")));
     }
 
+    /// Issue 12 §4: the pipeline judges the first URL; the gate is asked about each hop.
+    #[tokio::test]
+    async fn every_redirect_hop_must_pass_the_rule() {
+        let server = Server::start(|path| match path {
+            "/docs/a" => Reply::redirect("/docs/b"),
+            "/docs/b" => Reply::redirect("/private"),
+            _ => Reply::ok("text/plain", "secret"),
+        });
+        let rule = format!("web_fetch({}/docs/*)", server.base);
+        let policy =
+            crate::tools::policy::Policy::new(&[format!("none,{rule}")], &[], &["web_fetch"])
+                .unwrap();
+        let (_dir, _root, ws) = workspace();
+        let mut ctx = context(&ws);
+        ctx.gate = crate::tools::Gate::new(std::sync::Arc::new(policy), "web_fetch");
+        let got = loopback()
+            .run(json!({"url": server.url("/docs/a")}), &ctx)
+            .await
+            .map_err(|e| e.to_string());
+        let (b, private) = (server.url("/docs/b"), server.url("/private"));
+        let want = format!(
+            "refused the redirect from {b} to {private}: \"{private}\" is not allowed: web_fetch \
+             is only allowed as {rule}"
+        );
+        assert_eq!(got, Err(want));
+        let asked: Vec<String> = server
+            .requests()
+            .iter()
+            .map(|r| r[..13].to_owned())
+            .collect();
+        assert_eq!(asked, ["GET /docs/a H", "GET /docs/b H"]);
+        // CONTROL: an open gate (no rule) follows the same hops to the end.
+        let got = get(&server.url("/docs/a")).await.unwrap();
+        assert!(got.ends_with("secret"), "{got}");
+    }
+
     #[tokio::test]
     async fn error_statuses_are_errors_with_a_snippet() {
         let server = Server::start(|path| match path {
@@ -488,7 +531,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
         let tool = WebFetch::new();
         assert_eq!(
             tool.subject(&json!({"url": "https://docs.rs/x"}), &ws),
-            Some(Subject::Text("https://docs.rs/x".to_owned()))
+            Some(Subject::Url("https://docs.rs/x".to_owned()))
         );
         assert_eq!(tool.subject(&json!({}), &ws), None);
     }

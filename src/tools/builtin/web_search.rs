@@ -130,7 +130,7 @@ impl Tool for WebSearch {
         let url = self.url_for(&args.query)?;
         let agent = (self.template == DEFAULT_SEARCH_URL).then_some(BROWSER_AGENT);
         let deadline = Instant::now() + self.limits.timeout;
-        let page = web::get(url, self.limits, agent, &ctx.cancel).await?;
+        let page = web::get(url, self.limits, agent, &web::any_url, &ctx.cancel).await?;
         if !page.status.is_success() {
             return Err(page.status_error());
         }
