@@ -216,7 +216,7 @@ fn assistant_blocks(blocks: &[Block], ours: bool) -> Vec<Value> {
             Block::RedactedThinking { data } if ours => {
                 Some(serde_json::json!({"type": "redacted_thinking", "data": data}))
             }
-            Block::RedactedThinking { .. } => None,
+            Block::RedactedThinking { .. } | Block::Reasoning { .. } => None,
             Block::ToolUse(call) => Some(serde_json::json!({
                 "type": "tool_use",
                 "id": call.id,

@@ -221,6 +221,7 @@ impl GeminiMapper {
                     .saturating_add(u.thoughts_token_count),
                 cache_read_tokens: cached,
                 cache_write_tokens: 0,
+                reasoning_tokens: u.thoughts_token_count,
             });
         }
         let Some(candidate) = chunk

@@ -179,7 +179,9 @@ fn model_parts<'m>(blocks: &'m [Block], ours: bool, ids: &mut HashSet<&'m str>) 
                 thought_signature: Some(signature.clone()),
                 ..Part::default()
             }),
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => None,
+            Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::Reasoning { .. } => {
+                None
+            }
             Block::ToolUse(call) => {
                 let id = (ours && !call.id.starts_with(GENERATED_ID_PREFIX)).then(|| {
                     ids.insert(&call.id);

@@ -77,6 +77,7 @@ fn parallel_calls_map_to_the_expected_blocks_at_every_chunking() {
                     output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
                     cache_read_tokens: 0,
                     cache_write_tokens: 0,
+                    reasoning_tokens: count("thoughtsTokenCount"),
                 })
             );
         }

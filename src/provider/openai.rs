@@ -303,6 +303,14 @@ struct WireUsage {
     completion_tokens: u64,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -493,6 +501,10 @@ impl Mapper for OpenAiMapper {
                 output_tokens: u.completion_tokens,
                 cache_read_tokens: cached,
                 cache_write_tokens: 0,
+                reasoning_tokens: u
+                    .completion_tokens_details
+                    .and_then(|d| d.reasoning_tokens)
+                    .unwrap_or(0),
             });
         }
         Ok(())
