@@ -10,9 +10,9 @@ use crate::agent::{FailOn, LoopLimits, OnMaxRounds};
 use crate::cli::{self, Cli, ToolFlags};
 use crate::conversation::Message;
 use crate::process::{self, Sandbox, sandbox};
-use crate::provider::ProviderChoice;
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
+use crate::provider::{Effort, Options, ProviderChoice};
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
@@ -73,6 +73,9 @@ pub enum ConfigError {
     UnknownProvider(String),
     #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
     AmbiguousModel(String),
+    /// A model option the provider or the model does not take (`--temperature` for o3, …).
+    #[error("{0}")]
+    ModelOption(String),
     #[error(
         "{var} is not set: the {provider} provider needs an API key ({var}, {var}_FILE or \
          --api-key-file)"
@@ -206,6 +209,9 @@ impl Config {
             &env,
             &inputs.cwd,
         )?;
+        let provider = provider
+            .configure(model_options(&cli), &model, cli.max_tokens)
+            .map_err(ConfigError::ModelOption)?;
         let recorded = match &provider {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
             _ => None,
@@ -388,18 +394,21 @@ fn resolve_provider(
             flavor: Flavor::Compatible,
             base_url: url(None, default_url)?,
             key: optional_key(key_var)?,
+            options: Options::default(),
         })
     };
     let choice = match provider.as_str() {
         "anthropic" => ProviderChoice::Anthropic {
             base_url: url(Some("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")?,
             key: key("ANTHROPIC_API_KEY", "anthropic")?,
+            options: Options::default(),
         },
         "openai" => ProviderChoice::OpenAi {
             name: "openai",
             flavor: Flavor::OpenAi,
             base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
             key: Some(key("OPENAI_API_KEY", "openai")?),
+            options: Options::default(),
         },
         "ollama" => compatible("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY")?,
         "llamacpp" => compatible("llamacpp", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY")?,
@@ -410,10 +419,25 @@ fn resolve_provider(
                 "https://generativelanguage.googleapis.com",
             )?,
             key: key("GEMINI_API_KEY", "gemini")?,
+            options: Options::default(),
         },
         _ => return Err(ConfigError::UnknownProvider(provider)),
     };
     Ok((choice, model))
+}
+
+/// The model options the flags ask for; `ProviderChoice::configure` checks them against the
+/// provider and the model.
+fn model_options(cli: &Cli) -> Options {
+    Options {
+        reasoning_effort: cli.reasoning_effort.map(|e| match e {
+            cli::ReasoningEffort::Low => Effort::Low,
+            cli::ReasoningEffort::Medium => Effort::Medium,
+            cli::ReasoningEffort::High => Effort::High,
+        }),
+        thinking_budget: cli.thinking_budget,
+        temperature: cli.temperature,
+    }
 }
 
 /// A provider's key: from `--api-key-file`, else the variable `var`, else the file named by

@@ -164,6 +164,35 @@ fn models_resolve_to_providers() {
 }
 
 #[test]
+fn model_options_are_kept_or_refused_before_any_request() {
+    let mut w = World::new();
+    let c = w
+        .resolve(&["-m", "claude-x", "--thinking-budget", "3000", "q"])
+        .unwrap();
+    let ProviderChoice::Anthropic { options, .. } = &c.provider else {
+        panic!()
+    };
+    assert_eq!(options.thinking_budget, Some(3000));
+    let err = w
+        .resolve(&[
+            "-m",
+            "claude-x",
+            "--reasoning-effort",
+            "high",
+            "--max-tokens",
+            "20000",
+            "q",
+        ])
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "--max-tokens 20000 must be larger than the thinking budget of 24576 tokens: Anthropic \
+         counts thinking within max_tokens"
+    );
+}
+
+#[test]
 fn base_url_flag_beats_env_which_beats_default() {
     let mut w = World::new();
     let url = |c: &Config| match &c.provider {
@@ -268,7 +297,7 @@ fn gemini_models_need_gemini_api_key_and_take_its_base_url() {
         (c.provider.name(), c.model.as_str()),
         ("gemini", "gemini-2.5-flash")
     );
-    let ProviderChoice::Gemini { base_url, key } = &c.provider else {
+    let ProviderChoice::Gemini { base_url, key, .. } = &c.provider else {
         panic!()
     };
     assert_eq!(

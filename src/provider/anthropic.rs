@@ -3,7 +3,9 @@
 //! Blocks are keyed by their stream `index`; tool input arrives as `partial_json` fragments and is
 //! parsed only at `content_block_stop`. A tool block still open when the response stops (the
 //! `max_tokens` case) is reported as truncated and never executed. Thinking blocks and their
-//! signatures are echoed back unchanged, and only to Anthropic.
+//! signatures are echoed back unchanged, and only to Anthropic. Extended thinking is asked for
+//! with `--thinking-budget` (or `--reasoning-effort`, as a budget); setup has checked that
+//! `max_tokens` exceeds the budget and that no temperature comes with it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::sse::SseEvent;
-use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
+use super::{
+    EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+};
 use crate::conversation::{Block, CallDefect, Message, StopReason, ToolUse, Usage};
 
 const NAME: &str = "anthropic";
@@ -28,6 +32,7 @@ pub struct Anthropic {
     key: String,
     model: String,
     idle: Duration,
+    options: Options,
 }
 
 impl Anthropic {
@@ -38,6 +43,7 @@ impl Anthropic {
         key: String,
         model: String,
         idle: Duration,
+        options: Options,
     ) -> Anthropic {
         let url = format!("{}/v1/messages", base_url.trim_end_matches('/'));
         Anthropic {
@@ -46,6 +52,7 @@ impl Anthropic {
             key,
             model,
             idle,
+            options,
         }
     }
 }
@@ -61,7 +68,7 @@ impl Provider for Anthropic {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, request);
+        let wire = build_request(&self.model, request, &self.options);
         let mut headers = HeaderMap::new();
         headers.insert("x-api-key", http::secret_header(&self.key)?);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
@@ -87,6 +94,10 @@ pub struct WireRequest<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<ToolChoice>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
     messages: Vec<WireMessage>,
 }
 
@@ -116,8 +127,13 @@ enum WireContent {
     Blocks(Vec<Value>),
 }
 
-/// The request body for `request`, as Anthropic expects it.
-pub fn build_request<'a>(model: &'a str, request: &Request<'a>) -> WireRequest<'a> {
+/// The request body for `request`, as Anthropic expects it. With thinking on, `tool_choice` is
+/// still only ever `auto` or `none`, the two that Anthropic allows with thinking.
+pub fn build_request<'a>(
+    model: &'a str,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
     let tools: Vec<WireTool> = request
         .tools
         .iter()
@@ -134,11 +150,15 @@ pub fn build_request<'a>(model: &'a str, request: &Request<'a>) -> WireRequest<'
     let tool_choice = (!tools.is_empty()).then_some(ToolChoice { kind });
     WireRequest {
         model,
-        max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        max_tokens: options.anthropic_max_tokens(request.max_tokens),
         stream: true,
         system: request.system,
         tools,
         tool_choice,
+        thinking: options
+            .anthropic_thinking()
+            .map(|budget| serde_json::json!({"type": "enabled", "budget_tokens": budget})),
+        temperature: options.temperature,
         messages: wire_messages(request.messages),
     }
 }

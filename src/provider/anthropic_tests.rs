@@ -250,8 +250,12 @@ fn round_two(sample: &str) -> (Value, Value) {
         max_tokens: Some(want["max_tokens"].as_u64().unwrap() as u32),
         tool_choice: crate::provider::ToolChoice::Auto,
     };
-    let got =
-        serde_json::to_value(build_request(want["model"].as_str().unwrap(), &request)).unwrap();
+    let got = serde_json::to_value(build_request(
+        want["model"].as_str().unwrap(),
+        &request,
+        &Options::default(),
+    ))
+    .unwrap();
     (got, want)
 }
 
@@ -315,7 +319,7 @@ fn thinking_from_another_provider_is_not_sent_and_turns_merge() {
         max_tokens: None,
         tool_choice: crate::provider::ToolChoice::Auto,
     };
-    let got = serde_json::to_value(build_request("m", &request)).unwrap();
+    let got = serde_json::to_value(build_request("m", &request, &Options::default())).unwrap();
     assert_eq!(
         got["messages"],
         json!([

@@ -391,7 +391,7 @@ fn body_for(
         max_tokens: max,
         tool_choice: crate::provider::ToolChoice::Auto,
     };
-    serde_json::to_value(build_request(model, &request)).unwrap()
+    serde_json::to_value(build_request(model, &request, &Options::default())).unwrap()
 }
 
 #[test]
@@ -593,6 +593,7 @@ fn the_url_follows_the_sdk_convention() {
         "k".into(),
         "gemini-2.5-flash".into(),
         Duration::from_secs(1),
+        Options::default(),
     );
     assert_eq!(
         g.url,

@@ -22,6 +22,7 @@ mod choice;
 pub mod gemini;
 pub mod http;
 pub mod openai;
+pub mod options;
 pub mod replay;
 pub mod retry;
 pub mod sse;
@@ -29,6 +30,7 @@ pub mod sse;
 pub mod testing;
 
 pub use choice::{BuildError, ProviderChoice, build};
+pub use options::{Effort, Options};
 
 /// Everything a provider needs for one request.
 pub struct Request<'a> {

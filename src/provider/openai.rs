@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::sse::SseEvent;
-use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
+use super::{
+    EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+};
 use crate::conversation::{Block, CallDefect, Message, StopReason, ToolUse, Usage};
 
 /// Which dialect of the API a server speaks.
@@ -34,10 +36,12 @@ pub struct OpenAi {
     key: Option<String>,
     model: String,
     idle: Duration,
+    options: Options,
 }
 
 impl OpenAi {
     /// `base_url` follows the SDK convention: it ends in `/v1`; `/chat/completions` is added.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: &'static str,
         flavor: Flavor,
@@ -46,6 +50,7 @@ impl OpenAi {
         key: Option<String>,
         model: String,
         idle: Duration,
+        options: Options,
     ) -> OpenAi {
         let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
         OpenAi {
@@ -56,6 +61,7 @@ impl OpenAi {
             key,
             model,
             idle,
+            options,
         }
     }
 }
@@ -71,7 +77,7 @@ impl Provider for OpenAi {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, self.flavor, request);
+        let wire = build_request(&self.model, self.flavor, request, &self.options);
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.key {
             headers.insert(
@@ -114,6 +120,10 @@ pub struct WireRequest<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
     messages: Vec<Value>,
 }
 
@@ -137,7 +147,12 @@ struct WireFunction<'a> {
 }
 
 /// The request body for `request`.
-pub fn build_request<'a>(model: &'a str, flavor: Flavor, request: &Request<'a>) -> WireRequest<'a> {
+pub fn build_request<'a>(
+    model: &'a str,
+    flavor: Flavor,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
     let tools: Vec<WireTool> = request
         .tools
         .iter()
@@ -182,6 +197,8 @@ pub fn build_request<'a>(model: &'a str, flavor: Flavor, request: &Request<'a>) 
         parallel_tool_calls,
         max_completion_tokens,
         max_tokens,
+        reasoning_effort: options.reasoning_effort.map(super::Effort::as_str),
+        temperature: options.temperature,
         messages,
     }
 }
