@@ -74,6 +74,12 @@ pub struct Cli {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
 
+    /// The OpenAI wire API: auto takes the Responses API for OpenAI's reasoning models (o1, o3,
+    /// o4, gpt-5…) and Chat Completions for the rest and for compatible servers (ollama, …).
+    /// -m openai-responses/MODEL is the Responses API too.
+    #[arg(long, value_enum, default_value_t = Api::Auto)]
+    pub api: Api,
+
     /// How hard a reasoning model thinks: OpenAI reasoning.effort, Gemini thinkingLevel
     /// (Gemini 3) or a thinking budget, an Anthropic thinking budget (1024, 8192 or 24576
     /// tokens).
@@ -297,6 +303,13 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Api {
+    Auto,
+    Chat,
+    Responses,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReasoningEffort {
     Low,
     Medium,
@@ -423,8 +436,9 @@ mod tests {
             let parsed = Cli::try_parse_from(["rounds", "--temperature", bad, "x"]);
             assert!(parsed.is_err(), "--temperature {bad} was accepted");
         }
-        let cli = Cli::try_parse_from(["rounds", "--temperature", "0", "x"]).unwrap();
-        assert_eq!(cli.temperature, Some(0.0));
+        let cli = Cli::try_parse_from(["rounds", "--temperature", "0", "--api", "responses", "x"])
+            .unwrap();
+        assert_eq!((cli.temperature, cli.api), (Some(0.0), Api::Responses));
         assert!(Cli::try_parse_from(["rounds", "--reasoning-effort", "max", "x"]).is_err());
     }
 

@@ -12,7 +12,7 @@ use crate::conversation::Message;
 use crate::process::{self, Sandbox, sandbox};
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
-use crate::provider::{Effort, Options, ProviderChoice};
+use crate::provider::{Api, Effort, Options, ProviderChoice};
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
@@ -68,7 +68,8 @@ pub struct Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error(
-        "unknown provider {0:?} (known: anthropic, openai, gemini, ollama, llamacpp, vllm, replay:FILE)"
+        "unknown provider {0:?} (known: anthropic, openai, openai-responses, gemini, ollama, \
+         llamacpp, vllm, replay:FILE)"
     )]
     UnknownProvider(String),
     #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
@@ -209,8 +210,9 @@ impl Config {
             &env,
             &inputs.cwd,
         )?;
+        let (api, options) = model_options(&cli);
         let provider = provider
-            .configure(model_options(&cli), &model, cli.max_tokens)
+            .configure(api, options, &model, cli.max_tokens)
             .map_err(ConfigError::ModelOption)?;
         let recorded = match &provider {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
@@ -410,6 +412,13 @@ fn resolve_provider(
             key: Some(key("OPENAI_API_KEY", "openai")?),
             options: Options::default(),
         },
+        "openai-responses" => ProviderChoice::OpenAiResponses {
+            name: "openai-responses",
+            flavor: Flavor::OpenAi,
+            base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
+            key: Some(key("OPENAI_API_KEY", "openai-responses")?),
+            options: Options::default(),
+        },
         "ollama" => compatible("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY")?,
         "llamacpp" => compatible("llamacpp", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY")?,
         "vllm" => compatible("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY")?,
@@ -426,10 +435,15 @@ fn resolve_provider(
     Ok((choice, model))
 }
 
-/// The model options the flags ask for; `ProviderChoice::configure` checks them against the
-/// provider and the model.
-fn model_options(cli: &Cli) -> Options {
-    Options {
+/// The wire API and the model options the flags ask for; `ProviderChoice::configure` checks
+/// them against the provider and the model.
+fn model_options(cli: &Cli) -> (Api, Options) {
+    let api = match cli.api {
+        cli::Api::Auto => Api::Auto,
+        cli::Api::Chat => Api::Chat,
+        cli::Api::Responses => Api::Responses,
+    };
+    let options = Options {
         reasoning_effort: cli.reasoning_effort.map(|e| match e {
             cli::ReasoningEffort::Low => Effort::Low,
             cli::ReasoningEffort::Medium => Effort::Medium,
@@ -437,7 +451,8 @@ fn model_options(cli: &Cli) -> Options {
         }),
         thinking_budget: cli.thinking_budget,
         temperature: cli.temperature,
-    }
+    };
+    (api, options)
 }
 
 /// A provider's key: from `--api-key-file`, else the variable `var`, else the file named by

@@ -193,6 +193,41 @@ fn model_options_are_kept_or_refused_before_any_request() {
 }
 
 #[test]
+fn the_openai_api_is_picked_by_model_or_flag() {
+    let mut w = World::new();
+    w.env.insert("OPENAI_API_KEY".into(), "k".into());
+    let api = |c: &Config| match &c.provider {
+        ProviderChoice::OpenAi { name, .. } => format!("{name} chat"),
+        ProviderChoice::OpenAiResponses { name, .. } => format!("{name} responses"),
+        _ => panic!(),
+    };
+    for (args, want) in [
+        (&["-m", "o3-mini"][..], "openai responses"),
+        (&["-m", "openai/gpt-5.1"], "openai responses"),
+        (&["-m", "openai/gpt-4.1"], "openai chat"),
+        (&["-m", "openai/o3", "--api", "chat"], "openai chat"),
+        (
+            &["-m", "openai-responses/gpt-4.1"],
+            "openai-responses responses",
+        ),
+        (&["-m", "ollama/gpt-oss:20b"], "ollama chat"),
+        (
+            &["-m", "ollama/gpt-oss:20b", "--api", "responses"],
+            "ollama responses",
+        ),
+    ] {
+        let c = w.resolve(&[args, &["q"]].concat()).unwrap();
+        assert_eq!(api(&c), want, "{args:?}");
+    }
+    w.env.remove("OPENAI_API_KEY");
+    let err = w
+        .resolve(&["-m", "openai-responses/o3", "q"])
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
+}
+
+#[test]
 fn base_url_flag_beats_env_which_beats_default() {
     let mut w = World::new();
     let url = |c: &Config| match &c.provider {

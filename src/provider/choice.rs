@@ -1,7 +1,7 @@
 //! Which endpoint a run talks to, with what credentials, and the one place that turns that
 //! choice into a [`Provider`]. Setup (`config`) resolves flags and environment into a
-//! [`ProviderChoice`] (and [`ProviderChoice::configure`] checks the run's [`Options`] against
-//! it); the wiring calls [`build`]. To add a provider: a variant here,
+//! [`ProviderChoice`] (and [`ProviderChoice::configure`] picks the OpenAI wire API and checks the
+//! run's [`Options`] against it); the wiring calls [`build`]. To add a provider: a variant here,
 //! its arm in [`ProviderChoice::name`] and [`build`], and its file beside this one.
 
 use std::path::PathBuf;
@@ -12,7 +12,10 @@ use super::Provider;
 use super::anthropic::Anthropic;
 use super::gemini::Gemini;
 use super::openai::{Flavor, OpenAi};
-use super::options::{ANTHROPIC_MIN_BUDGET, Options, is_openai_reasoning_model};
+use super::openai_responses::OpenAiResponses;
+use super::options::{
+    ANTHROPIC_MIN_BUDGET, Options, is_openai_reasoning_family, is_openai_reasoning_model,
+};
 use super::replay::Replay;
 use crate::transcript::Transcript;
 
@@ -36,6 +39,14 @@ pub enum ProviderChoice {
         key: Option<String>,
         options: Options,
     },
+    /// The Responses API, at OpenAI or at a compatible server (`--api responses`).
+    OpenAiResponses {
+        name: &'static str,
+        flavor: Flavor,
+        base_url: String,
+        key: Option<String>,
+        options: Options,
+    },
     Replay {
         path: PathBuf,
         transcript: Box<Transcript>,
@@ -47,27 +58,90 @@ impl ProviderChoice {
         match self {
             ProviderChoice::Anthropic { .. } => "anthropic",
             ProviderChoice::Gemini { .. } => "gemini",
-            ProviderChoice::OpenAi { name, .. } => name,
+            ProviderChoice::OpenAi { name, .. } | ProviderChoice::OpenAiResponses { name, .. } => {
+                name
+            }
             ProviderChoice::Replay { .. } => "replay",
         }
     }
 
-    /// Checks `options` against the provider and `model` and keeps them. The error says which
-    /// flag the provider or model cannot take, and why.
+    /// Picks the wire API (`--api`), then checks `options` against the provider and `model` and
+    /// keeps them. The error says which flag the provider or model cannot take, and why.
     pub fn configure(
-        mut self,
+        self,
+        api: Api,
         options: Options,
         model: &str,
         max_tokens: Option<u32>,
     ) -> Result<ProviderChoice, String> {
-        self.check(&options, model, max_tokens)?;
-        match &mut self {
+        let mut choice = self.select_api(api, model)?;
+        choice.check(&options, model, max_tokens)?;
+        match &mut choice {
             ProviderChoice::Anthropic { options: o, .. }
             | ProviderChoice::Gemini { options: o, .. }
-            | ProviderChoice::OpenAi { options: o, .. } => *o = options,
+            | ProviderChoice::OpenAi { options: o, .. }
+            | ProviderChoice::OpenAiResponses { options: o, .. } => *o = options,
             ProviderChoice::Replay { .. } => {}
         }
-        Ok(self)
+        Ok(choice)
+    }
+
+    /// `auto` sends OpenAI's reasoning families to the Responses API, where their reasoning can
+    /// be carried between rounds, and everything else (compatible servers included) to Chat
+    /// Completions.
+    fn select_api(self, api: Api, model: &str) -> Result<ProviderChoice, String> {
+        use ProviderChoice::{OpenAi, OpenAiResponses};
+        Ok(match (self, api) {
+            (
+                OpenAi {
+                    name,
+                    flavor,
+                    base_url,
+                    key,
+                    options,
+                },
+                Api::Responses,
+            ) => OpenAiResponses {
+                name,
+                flavor,
+                base_url,
+                key,
+                options,
+            },
+            (
+                OpenAi {
+                    name,
+                    flavor: Flavor::OpenAi,
+                    base_url,
+                    key,
+                    options,
+                },
+                Api::Auto,
+            ) if is_openai_reasoning_family(model) => OpenAiResponses {
+                name,
+                flavor: Flavor::OpenAi,
+                base_url,
+                key,
+                options,
+            },
+            (choice @ OpenAi { .. }, _)
+            | (choice @ OpenAiResponses { .. }, Api::Auto | Api::Responses) => choice,
+            (choice, Api::Auto) => choice,
+            (OpenAiResponses { name, .. }, Api::Chat) => {
+                return Err(format!(
+                    "--api chat: the {name} provider is the Responses API; use -m openai/{model} \
+                     for Chat Completions"
+                ));
+            }
+            (choice, api) => {
+                return Err(format!(
+                    "--api {}: only OpenAI and OpenAI-compatible providers have a choice of API, \
+                     not {}",
+                    api.as_str(),
+                    choice.name()
+                ));
+            }
+        })
     }
 
     /// Refuses what the provider or the model would reject, before any request is made.
@@ -104,7 +178,8 @@ impl ProviderChoice {
                     _ => Ok(()),
                 }
             }
-            ProviderChoice::OpenAi { name, flavor, .. } => {
+            ProviderChoice::OpenAi { name, flavor, .. }
+            | ProviderChoice::OpenAiResponses { name, flavor, .. } => {
                 if options.thinking_budget.is_some() {
                     return Err(format!(
                         "--thinking-budget is for Anthropic and Gemini; {name} models take \
@@ -123,6 +198,26 @@ impl ProviderChoice {
                 Ok(())
             }
             ProviderChoice::Gemini { .. } | ProviderChoice::Replay { .. } => Ok(()),
+        }
+    }
+}
+
+/// `--api`: which OpenAI wire API a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Api {
+    /// Responses for OpenAI's reasoning families, Chat Completions otherwise.
+    #[default]
+    Auto,
+    Chat,
+    Responses,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Auto => "auto",
+            Api::Chat => "chat",
+            Api::Responses => "responses",
         }
     }
 }
@@ -160,6 +255,22 @@ pub fn build(
             key,
             options,
         } => Arc::new(OpenAi::new(
+            name,
+            *flavor,
+            client()?,
+            base_url,
+            key.clone(),
+            model,
+            idle,
+            *options,
+        )),
+        ProviderChoice::OpenAiResponses {
+            name,
+            flavor,
+            base_url,
+            key,
+            options,
+        } => Arc::new(OpenAiResponses::new(
             name,
             *flavor,
             client()?,
