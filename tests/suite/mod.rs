@@ -4,6 +4,7 @@ mod manifest;
 mod mcp;
 mod outputs;
 mod providers;
+mod reasoning;
 mod resume;
 mod retries;
 mod run_control;
