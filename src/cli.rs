@@ -69,9 +69,32 @@ pub struct Cli {
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// Cap on each response's output tokens. [default for anthropic: 8192]
+    /// Cap on each response's output tokens. [default for anthropic: 8192, plus the thinking
+    /// budget when thinking]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
+
+    /// The OpenAI wire API: auto takes the Responses API for OpenAI's reasoning models (o1, o3,
+    /// o4, gpt-5…) and Chat Completions for the rest and for compatible servers (ollama, …).
+    /// -m openai-responses/MODEL is the Responses API too.
+    #[arg(long, value_enum, default_value_t = Api::Auto)]
+    pub api: Api,
+
+    /// How hard a reasoning model thinks: OpenAI reasoning.effort, Gemini thinkingLevel
+    /// (Gemini 3) or a thinking budget, an Anthropic thinking budget (1024, 8192 or 24576
+    /// tokens).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+
+    /// Turn on Anthropic extended thinking with this many tokens (at least 1024; --max-tokens
+    /// must be larger), or set Gemini's thinkingBudget. Wins over --reasoning-effort.
+    #[arg(long, value_name = "TOKENS")]
+    pub thinking_budget: Option<u32>,
+
+    /// Sampling temperature, 0 to 2 (Anthropic: 0 to 1). Refused for OpenAI reasoning models
+    /// and with Anthropic thinking, which only run at their default.
+    #[arg(long, value_name = "T", value_parser = temperature)]
+    pub temperature: Option<f64>,
 
     /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin. Exit 0 goes on
     /// (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's stderr as
@@ -313,6 +336,20 @@ pub enum CacheTtl {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Api {
+    Auto,
+    Chat,
+    Responses,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnMaxRounds {
     Stop,
     Summarize,
@@ -369,6 +406,13 @@ fn positive_usd(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "expected a positive amount of US dollars, got {s:?}"
         )),
+    }
+}
+
+fn temperature(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=2.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected a temperature from 0 to 2, got {s:?}")),
     }
 }
 
@@ -430,6 +474,14 @@ mod tests {
         assert!(Cli::try_parse_from(["rounds", "--mcp-startup-timeout", "0", "x"]).is_err());
         assert!(Cli::try_parse_from(["rounds", "-f", "p.txt", "words"]).is_err());
         assert!(Cli::try_parse_from(["rounds", "--transcript", "t", "--no-transcript"]).is_err());
+        for bad in ["-0.1", "2.01", "NaN", "warm"] {
+            let parsed = Cli::try_parse_from(["rounds", "--temperature", bad, "x"]);
+            assert!(parsed.is_err(), "--temperature {bad} was accepted");
+        }
+        let cli = Cli::try_parse_from(["rounds", "--temperature", "0", "--api", "responses", "x"])
+            .unwrap();
+        assert_eq!((cli.temperature, cli.api), (Some(0.0), Api::Responses));
+        assert!(Cli::try_parse_from(["rounds", "--reasoning-effort", "max", "x"]).is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::pricing::{Catalog, ModelInfo, PricesError};
 use crate::process::{self, Sandbox, sandbox};
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
-use crate::provider::{Cache, CacheTtl, ProviderChoice};
+use crate::provider::{Api, Cache, CacheTtl, Effort, Options, ProviderChoice};
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
@@ -78,11 +78,15 @@ pub struct Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error(
-        "unknown provider {0:?} (known: anthropic, openai, gemini, ollama, llamacpp, vllm, replay:FILE)"
+        "unknown provider {0:?} (known: anthropic, openai, openai-responses, gemini, ollama, \
+         llamacpp, vllm, replay:FILE)"
     )]
     UnknownProvider(String),
     #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
     AmbiguousModel(String),
+    /// A model option the provider or the model does not take (`--temperature` for o3, …).
+    #[error("{0}")]
+    ModelOption(String),
     #[error(
         "{var} is not set: the {provider} provider needs an API key ({var}, {var}_FILE or \
          --api-key-file)"
@@ -225,6 +229,10 @@ impl Config {
             &env,
             &inputs.cwd,
         )?;
+        let (api, options) = model_options(&cli);
+        let provider = provider
+            .configure(api, options, &model, cli.max_tokens)
+            .map_err(ConfigError::ModelOption)?;
         let recorded = match &provider {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
             _ => None,
@@ -431,18 +439,28 @@ fn resolve_provider(
             flavor: Flavor::Compatible,
             base_url: url(None, default_url)?,
             key: optional_key(key_var)?,
+            options: Options::default(),
         })
     };
     let choice = match provider.as_str() {
         "anthropic" => ProviderChoice::Anthropic {
             base_url: url(Some("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")?,
             key: key("ANTHROPIC_API_KEY", "anthropic")?,
+            options: Options::default(),
         },
         "openai" => ProviderChoice::OpenAi {
             name: "openai",
             flavor: Flavor::OpenAi,
             base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
             key: Some(key("OPENAI_API_KEY", "openai")?),
+            options: Options::default(),
+        },
+        "openai-responses" => ProviderChoice::OpenAiResponses {
+            name: "openai-responses",
+            flavor: Flavor::OpenAi,
+            base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
+            key: Some(key("OPENAI_API_KEY", "openai-responses")?),
+            options: Options::default(),
         },
         "ollama" => compatible("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY")?,
         "llamacpp" => compatible("llamacpp", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY")?,
@@ -453,10 +471,31 @@ fn resolve_provider(
                 "https://generativelanguage.googleapis.com",
             )?,
             key: key("GEMINI_API_KEY", "gemini")?,
+            options: Options::default(),
         },
         _ => return Err(ConfigError::UnknownProvider(provider)),
     };
     Ok((choice, model))
+}
+
+/// The wire API and the model options the flags ask for; `ProviderChoice::configure` checks
+/// them against the provider and the model.
+fn model_options(cli: &Cli) -> (Api, Options) {
+    let api = match cli.api {
+        cli::Api::Auto => Api::Auto,
+        cli::Api::Chat => Api::Chat,
+        cli::Api::Responses => Api::Responses,
+    };
+    let options = Options {
+        reasoning_effort: cli.reasoning_effort.map(|e| match e {
+            cli::ReasoningEffort::Low => Effort::Low,
+            cli::ReasoningEffort::Medium => Effort::Medium,
+            cli::ReasoningEffort::High => Effort::High,
+        }),
+        thinking_budget: cli.thinking_budget,
+        temperature: cli.temperature,
+    };
+    (api, options)
 }
 
 /// A provider's key: from `--api-key-file`, else the variable `var`, else the file named by

@@ -164,6 +164,70 @@ fn models_resolve_to_providers() {
 }
 
 #[test]
+fn model_options_are_kept_or_refused_before_any_request() {
+    let mut w = World::new();
+    let c = w
+        .resolve(&["-m", "claude-x", "--thinking-budget", "3000", "q"])
+        .unwrap();
+    let ProviderChoice::Anthropic { options, .. } = &c.provider else {
+        panic!()
+    };
+    assert_eq!(options.thinking_budget, Some(3000));
+    let err = w
+        .resolve(&[
+            "-m",
+            "claude-x",
+            "--reasoning-effort",
+            "high",
+            "--max-tokens",
+            "20000",
+            "q",
+        ])
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "--max-tokens 20000 must be larger than the thinking budget of 24576 tokens: Anthropic \
+         counts thinking within max_tokens"
+    );
+}
+
+#[test]
+fn the_openai_api_is_picked_by_model_or_flag() {
+    let mut w = World::new();
+    w.env.insert("OPENAI_API_KEY".into(), "k".into());
+    let api = |c: &Config| match &c.provider {
+        ProviderChoice::OpenAi { name, .. } => format!("{name} chat"),
+        ProviderChoice::OpenAiResponses { name, .. } => format!("{name} responses"),
+        _ => panic!(),
+    };
+    for (args, want) in [
+        (&["-m", "o3-mini"][..], "openai responses"),
+        (&["-m", "openai/gpt-5.1"], "openai responses"),
+        (&["-m", "openai/gpt-4.1"], "openai chat"),
+        (&["-m", "openai/o3", "--api", "chat"], "openai chat"),
+        (
+            &["-m", "openai-responses/gpt-4.1"],
+            "openai-responses responses",
+        ),
+        (&["-m", "ollama/gpt-oss:20b"], "ollama chat"),
+        (
+            &["-m", "ollama/gpt-oss:20b", "--api", "responses"],
+            "ollama responses",
+        ),
+    ] {
+        let c = w.resolve(&[args, &["q"]].concat()).unwrap();
+        assert_eq!(api(&c), want, "{args:?}");
+    }
+    w.env.remove("OPENAI_API_KEY");
+    let err = w
+        .resolve(&["-m", "openai-responses/o3", "q"])
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
+}
+
+#[test]
 fn base_url_flag_beats_env_which_beats_default() {
     let mut w = World::new();
     let url = |c: &Config| match &c.provider {
@@ -268,7 +332,7 @@ fn gemini_models_need_gemini_api_key_and_take_its_base_url() {
         (c.provider.name(), c.model.as_str()),
         ("gemini", "gemini-2.5-flash")
     );
-    let ProviderChoice::Gemini { base_url, key } = &c.provider else {
+    let ProviderChoice::Gemini { base_url, key, .. } = &c.provider else {
         panic!()
     };
     assert_eq!(

@@ -30,6 +30,17 @@ pub enum Block {
     },
     /// Encrypted reasoning (Anthropic `redacted_thinking`): opaque, echoed unchanged.
     RedactedThinking { data: String },
+    /// A reasoning item of the OpenAI Responses API: the model's reasoning, encrypted (asked for
+    /// with `include: ["reasoning.encrypted_content"]`, since nothing is stored server-side), and
+    /// the summary texts when any were produced. Echoed unchanged, in place, and only to the
+    /// provider that made it; every other provider skips it.
+    Reasoning {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+    },
     /// A request to run a tool.
     ToolUse(ToolUse),
 }
@@ -307,6 +318,9 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_write_tokens: u64,
+    /// How many of `output_tokens` the model spent reasoning (already counted in them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -326,6 +340,7 @@ impl Usage {
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(other.cache_write_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 
     /// Every input token, cached or not.

@@ -225,6 +225,7 @@ mod tests {
             output_tokens: 100_000,
             cache_read_tokens: 2_000_000,
             cache_write_tokens: 1_000_000,
+            reasoning_tokens: 0,
         };
         let five = price.cost(&usage, false);
         assert!((five - (3.0 + 1.5 + 0.6 + 3.75)).abs() < 1e-9, "{five}");

@@ -105,6 +105,15 @@ fn bytes(history: &[Message]) -> u64 {
                         + match b {
                             Block::Text { text, .. } | Block::Thinking { text, .. } => text.len(),
                             Block::RedactedThinking { data } => data.len(),
+                            Block::Reasoning {
+                                id,
+                                encrypted_content,
+                                summary,
+                            } => {
+                                id.len()
+                                    + encrypted_content.as_ref().map_or(0, String::len)
+                                    + summary.iter().map(String::len).sum::<usize>()
+                            }
                             Block::ToolUse(call) => call.name.len() + call.arguments_text().len(),
                         } as u64
                 })

@@ -3,7 +3,9 @@
 //! Blocks are keyed by their stream `index`; tool input arrives as `partial_json` fragments and is
 //! parsed only at `content_block_stop`. A tool block still open when the response stops (the
 //! `max_tokens` case) is reported as truncated and never executed. Thinking blocks and their
-//! signatures are echoed back unchanged, and only to Anthropic.
+//! signatures are echoed back unchanged, and only to Anthropic. Extended thinking is asked for
+//! with `--thinking-budget` (or `--reasoning-effort`, as a budget); setup has checked that
+//! `max_tokens` exceeds the budget and that no temperature comes with it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,7 +17,8 @@ use serde_json::Value;
 
 use super::sse::SseEvent;
 use super::{
-    CacheTtl, EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+    CacheTtl, EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http,
+    parse_json,
 };
 use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
@@ -34,6 +37,7 @@ pub struct Anthropic {
     key: String,
     model: String,
     idle: Duration,
+    options: Options,
 }
 
 impl Anthropic {
@@ -44,6 +48,7 @@ impl Anthropic {
         key: String,
         model: String,
         idle: Duration,
+        options: Options,
     ) -> Anthropic {
         let url = format!("{}/v1/messages", base_url.trim_end_matches('/'));
         Anthropic {
@@ -52,6 +57,7 @@ impl Anthropic {
             key,
             model,
             idle,
+            options,
         }
     }
 }
@@ -67,7 +73,7 @@ impl Provider for Anthropic {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, request);
+        let wire = build_request(&self.model, request, &self.options);
         let mut headers = HeaderMap::new();
         headers.insert("x-api-key", http::secret_header(&self.key)?);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
@@ -99,6 +105,10 @@ pub struct WireRequest<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<ToolChoice>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
     messages: Vec<WireMessage>,
 }
 
@@ -144,14 +154,19 @@ enum WireContent {
     Blocks(Vec<Value>),
 }
 
-/// The request body for `request`, as Anthropic expects it.
+/// The request body for `request`, as Anthropic expects it. With thinking on, `tool_choice` is
+/// still only ever `auto` or `none`, the two that Anthropic allows with thinking.
 ///
 /// With caching, four breakpoints at most (the API's limit): the last tool definition and the
 /// system prompt (the prefix every round shares), the newest message's last block (this
 /// request's whole prompt, read back by the next round), and the last block of the previous
 /// request's newest message (what the previous round wrote, in case this round added more than
 /// the 20 blocks the API looks back from a breakpoint).
-pub fn build_request<'a>(model: &'a str, request: &Request<'a>) -> WireRequest<'a> {
+pub fn build_request<'a>(
+    model: &'a str,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
     let breakpoint = request.cache.map(|c| cache_control(c.ttl));
     let mut tools: Vec<WireTool> = request
         .tools
@@ -186,11 +201,15 @@ pub fn build_request<'a>(model: &'a str, request: &Request<'a>) -> WireRequest<'
     let tool_choice = (!tools.is_empty()).then_some(ToolChoice { kind });
     WireRequest {
         model,
-        max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        max_tokens: options.anthropic_max_tokens(request.max_tokens),
         stream: true,
         system,
         tools,
         tool_choice,
+        thinking: options
+            .anthropic_thinking()
+            .map(|budget| serde_json::json!({"type": "enabled", "budget_tokens": budget})),
+        temperature: options.temperature,
         messages,
     }
 }
@@ -290,7 +309,7 @@ fn assistant_blocks(blocks: &[Block], ours: bool) -> Vec<Value> {
             Block::RedactedThinking { data } if ours => {
                 Some(serde_json::json!({"type": "redacted_thinking", "data": data}))
             }
-            Block::RedactedThinking { .. } => None,
+            Block::RedactedThinking { .. } | Block::Reasoning { .. } => None,
             Block::ToolUse(call) => Some(serde_json::json!({
                 "type": "tool_use",
                 "id": call.id,

@@ -251,8 +251,12 @@ fn round_two(sample: &str) -> (Value, Value) {
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
     };
-    let got =
-        serde_json::to_value(build_request(want["model"].as_str().unwrap(), &request)).unwrap();
+    let got = serde_json::to_value(build_request(
+        want["model"].as_str().unwrap(),
+        &request,
+        &Options::default(),
+    ))
+    .unwrap();
     (got, want)
 }
 
@@ -317,7 +321,7 @@ fn thinking_from_another_provider_is_not_sent_and_turns_merge() {
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
     };
-    let got = serde_json::to_value(build_request("m", &request)).unwrap();
+    let got = serde_json::to_value(build_request("m", &request, &Options::default())).unwrap();
     assert_eq!(
         got["messages"],
         json!([

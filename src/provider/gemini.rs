@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::sse::SseEvent;
-use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
+use super::{
+    EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+};
 use crate::conversation::{Block, CallIds, Message, StopReason, ToolUse, Usage};
 
 const NAME: &str = "gemini";
@@ -31,6 +33,7 @@ pub struct Gemini {
     key: String,
     model: String,
     idle: Duration,
+    options: Options,
 }
 
 impl Gemini {
@@ -42,6 +45,7 @@ impl Gemini {
         key: String,
         model: String,
         idle: Duration,
+        options: Options,
     ) -> Gemini {
         let url = format!(
             "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
@@ -53,6 +57,7 @@ impl Gemini {
             key,
             model,
             idle,
+            options,
         }
     }
 }
@@ -68,7 +73,7 @@ impl Provider for Gemini {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, request);
+        let wire = build_request(&self.model, request, &self.options);
         let mut headers = HeaderMap::new();
         headers.insert("x-goog-api-key", http::secret_header(&self.key)?);
         let response = http::post(&self.client, NAME, &self.url, headers, &wire, self.idle).await?;
@@ -229,6 +234,7 @@ impl GeminiMapper {
                     .saturating_add(u.thoughts_token_count),
                 cache_read_tokens: cached,
                 cache_write_tokens: 0,
+                reasoning_tokens: u.thoughts_token_count,
             });
         }
         let Some(candidate) = chunk

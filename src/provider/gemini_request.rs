@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{FunctionCall, FunctionResponse, GENERATED_ID_PREFIX, NAME, Part};
 use crate::conversation::{Block, Message, ToolResult};
-use crate::provider::{Request, ToolChoice};
+use crate::provider::{Options, Request, ToolChoice};
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -72,8 +72,46 @@ pub(super) fn validates_call_signatures(model: &str) -> bool {
     major.parse::<u32>().map_or(true, |m| m >= 3)
 }
 
+/// Whether `model` is named as Gemini 3 or later, which take `thinkingLevel`. Older models (and
+/// aliases, whose generation is unknown) get `thinkingBudget`, which every thinking model takes.
+fn thinks_in_levels(model: &str) -> bool {
+    let name = model.strip_prefix("models/").unwrap_or(model);
+    let major: String = name
+        .strip_prefix("gemini-")
+        .unwrap_or("")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    major.parse::<u32>().is_ok_and(|m| m >= 3)
+}
+
+/// `generationConfig`: the output cap, the temperature and `thinkingConfig`. `--thinking-budget`
+/// is sent as `thinkingBudget`; `--reasoning-effort` as `thinkingLevel` (LOW, MEDIUM, HIGH) for
+/// Gemini 3, else as the effort's token budget.
+fn generation_config(model: &str, max_tokens: Option<u32>, options: &Options) -> Option<Value> {
+    let mut config = serde_json::Map::new();
+    if let Some(n) = max_tokens {
+        config.insert("maxOutputTokens".into(), n.into());
+    }
+    if let Some(t) = options.temperature {
+        config.insert("temperature".into(), t.into());
+    }
+    let thinking = match (options.thinking_budget, options.reasoning_effort) {
+        (Some(budget), _) => Some(json!({"thinkingBudget": budget})),
+        (None, Some(effort)) if thinks_in_levels(model) => {
+            Some(json!({"thinkingLevel": effort.as_str().to_ascii_uppercase()}))
+        }
+        (None, Some(effort)) => Some(json!({"thinkingBudget": effort.budget_tokens()})),
+        (None, None) => None,
+    };
+    if let Some(thinking) = thinking {
+        config.insert("thinkingConfig".into(), thinking);
+    }
+    (!config.is_empty()).then_some(Value::Object(config))
+}
+
 /// The request body for `request` to `model`, as Gemini expects it.
-pub fn build_request<'a>(model: &str, request: &Request<'a>) -> WireRequest<'a> {
+pub fn build_request<'a>(model: &str, request: &Request<'a>, options: &Options) -> WireRequest<'a> {
     let system_instruction = (!request.system.is_empty()).then(|| Content {
         role: None,
         parts: vec![Part::text(request.system)],
@@ -106,7 +144,7 @@ pub fn build_request<'a>(model: &str, request: &Request<'a>) -> WireRequest<'a> 
             };
             json!({"functionCallingConfig": {"mode": mode}})
         }),
-        generation_config: request.max_tokens.map(|n| json!({"maxOutputTokens": n})),
+        generation_config: generation_config(model, request.max_tokens, options),
     }
 }
 
@@ -179,7 +217,9 @@ fn model_parts<'m>(blocks: &'m [Block], ours: bool, ids: &mut HashSet<&'m str>) 
                 thought_signature: Some(signature.clone()),
                 ..Part::default()
             }),
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => None,
+            Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::Reasoning { .. } => {
+                None
+            }
             Block::ToolUse(call) => {
                 let id = (ours && !call.id.starts_with(GENERATED_ID_PREFIX)).then(|| {
                     ids.insert(&call.id);

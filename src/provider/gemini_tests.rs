@@ -77,6 +77,7 @@ fn parallel_calls_map_to_the_expected_blocks_at_every_chunking() {
                     output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
                     cache_read_tokens: 0,
                     cache_write_tokens: 0,
+                    reasoning_tokens: count("thoughtsTokenCount"),
                 })
             );
         }
@@ -391,7 +392,7 @@ fn body_for(
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
     };
-    serde_json::to_value(build_request(model, &request)).unwrap()
+    serde_json::to_value(build_request(model, &request, &Options::default())).unwrap()
 }
 
 #[test]
@@ -593,6 +594,7 @@ fn the_url_follows_the_sdk_convention() {
         "k".into(),
         "gemini-2.5-flash".into(),
         Duration::from_secs(1),
+        Options::default(),
     );
     assert_eq!(
         g.url,

@@ -22,13 +22,16 @@ mod choice;
 pub mod gemini;
 pub mod http;
 pub mod openai;
+pub mod openai_responses;
+pub mod options;
 pub mod replay;
 pub mod retry;
 pub mod sse;
 #[cfg(test)]
 pub mod testing;
 
-pub use choice::{BuildError, ProviderChoice, build};
+pub use choice::{Api, BuildError, ProviderChoice, build};
+pub use options::{Effort, Options};
 
 /// Everything a provider needs for one request.
 pub struct Request<'a> {

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::sse::SseEvent;
-use super::{EventStream, Mapper, Provider, ProviderError, Request, StreamEvent, http, parse_json};
+use super::{
+    EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+};
 use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
 /// Ids rounds gives calls whose own id is missing or unusable (see `CallIds`).
@@ -37,10 +39,12 @@ pub struct OpenAi {
     key: Option<String>,
     model: String,
     idle: Duration,
+    options: Options,
 }
 
 impl OpenAi {
     /// `base_url` follows the SDK convention: it ends in `/v1`; `/chat/completions` is added.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: &'static str,
         flavor: Flavor,
@@ -49,6 +53,7 @@ impl OpenAi {
         key: Option<String>,
         model: String,
         idle: Duration,
+        options: Options,
     ) -> OpenAi {
         let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
         OpenAi {
@@ -59,6 +64,7 @@ impl OpenAi {
             key,
             model,
             idle,
+            options,
         }
     }
 }
@@ -74,7 +80,7 @@ impl Provider for OpenAi {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, self.flavor, request);
+        let wire = build_request(&self.model, self.flavor, request, &self.options);
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.key {
             headers.insert(
@@ -120,6 +126,10 @@ pub struct WireRequest<'a> {
     /// Requests with the same key share a cache on api.openai.com (the run's id).
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
     messages: Vec<Value>,
 }
 
@@ -143,7 +153,12 @@ struct WireFunction<'a> {
 }
 
 /// The request body for `request`.
-pub fn build_request<'a>(model: &'a str, flavor: Flavor, request: &Request<'a>) -> WireRequest<'a> {
+pub fn build_request<'a>(
+    model: &'a str,
+    flavor: Flavor,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
     let tools: Vec<WireTool> = request
         .tools
         .iter()
@@ -193,6 +208,8 @@ pub fn build_request<'a>(model: &'a str, flavor: Flavor, request: &Request<'a>) 
             Flavor::OpenAi => request.cache.map(|c| c.key.as_str()),
             Flavor::Compatible => None,
         },
+        reasoning_effort: options.reasoning_effort.map(super::Effort::as_str),
+        temperature: options.temperature,
         messages,
     }
 }
@@ -314,6 +331,14 @@ struct WireUsage {
     completion_tokens: u64,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -505,6 +530,10 @@ impl Mapper for OpenAiMapper {
                 output_tokens: u.completion_tokens,
                 cache_read_tokens: cached,
                 cache_write_tokens: 0,
+                reasoning_tokens: u
+                    .completion_tokens_details
+                    .and_then(|d| d.reasoning_tokens)
+                    .unwrap_or(0),
             });
         }
         Ok(())

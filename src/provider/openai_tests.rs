@@ -267,7 +267,13 @@ fn round_two_request_matches_the_reference_body() {
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
     };
-    let got = serde_json::to_value(build_request("gpt-4.1", Flavor::OpenAi, &request)).unwrap();
+    let got = serde_json::to_value(build_request(
+        "gpt-4.1",
+        Flavor::OpenAi,
+        &request,
+        &Options::default(),
+    ))
+    .unwrap();
     // The reference uses strict mode and an explicit tool_choice; rounds' schemas have optional
     // properties (strict mode forbids them) and "auto" is the default.
     let mut want = want.clone();
@@ -302,7 +308,13 @@ fn compatible_servers_get_system_role_and_max_tokens_and_errors_are_marked() {
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
     };
-    let got = serde_json::to_value(build_request("qwen", Flavor::Compatible, &request)).unwrap();
+    let got = serde_json::to_value(build_request(
+        "qwen",
+        Flavor::Compatible,
+        &request,
+        &Options::default(),
+    ))
+    .unwrap();
     assert_eq!(got["messages"][0], json!({"role":"system","content":"sys"}));
     assert_eq!(got["messages"][2]["content"], "looking");
     assert_eq!(

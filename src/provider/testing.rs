@@ -105,6 +105,7 @@ mod every_split {
     use crate::provider::anthropic::AnthropicMapper;
     use crate::provider::gemini::GeminiMapper;
     use crate::provider::openai::OpenAiMapper;
+    use crate::provider::openai_responses::ResponsesMapper;
 
     /// Maps `bytes` with the mapper its file name calls for, in the given reads.
     fn mapped(name: &str, chunks: &[&[u8]]) -> String {
@@ -113,6 +114,8 @@ mod every_split {
             run_reads(AnthropicMapper::default(), chunks)
         } else if file.contains("gemini") || file.starts_with("vertexai") {
             run_reads(GeminiMapper::default(), chunks)
+        } else if file.starts_with("openai-responses") {
+            run_reads(ResponsesMapper::new("openai"), chunks)
         } else {
             run_reads(OpenAiMapper::new("openai"), chunks)
         };
@@ -132,8 +135,7 @@ mod every_split {
                 let path = entry.unwrap().path();
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();
                 let stream = path.extension().is_some_and(|e| e == "sse" || e == "txt");
-                if stream && !name.starts_with("sse-edge") && !name.starts_with("openai-responses")
-                {
+                if stream && !name.starts_with("sse-edge") {
                     files.push(format!("{dir}/{name}"));
                 }
             }

@@ -559,7 +559,9 @@ fn block_type(block: &Block) -> &'static str {
     match block {
         Block::Text { .. } => "text",
         // Redacted reasoning is still reasoning; its own JSON keeps it distinct.
-        Block::Thinking { .. } | Block::RedactedThinking { .. } => "thinking",
+        Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::Reasoning { .. } => {
+            "thinking"
+        }
         Block::ToolUse(_) => "tool_use",
     }
 }

@@ -179,3 +179,99 @@ pub fn gemini(blocks: &[B], prompt_tokens: u64, output_tokens: u64) -> Vec<Strin
     }
     out
 }
+
+/// A complete OpenAI Responses stream: each block one output item, added, streamed and done.
+/// `Thinking(summary, encrypted)` is a reasoning item (`rs_N`) carrying `encrypted` as its
+/// encrypted content and `summary` (when not empty) as its one summary text; text arrives in two
+/// deltas, call arguments in two fragments. Ends with `response.completed` and its usage.
+pub fn responses(
+    blocks: &[B],
+    input_tokens: u64,
+    output_tokens: u64,
+    reasoning_tokens: u64,
+) -> Vec<String> {
+    let mut seq = 0;
+    let mut ev = |mut data: Value| {
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        let name = data["type"].as_str().expect("type").to_owned();
+        event(&name, data)
+    };
+    let response = |status: &str, output: Vec<Value>, usage: Value| {
+        json!({"id":"resp_test","object":"response","created_at":1,"status":status,
+            "model":"o-test","output":output,"usage":usage})
+    };
+    let mut out = vec![ev(json!({"type":"response.created",
+        "response":response("in_progress", vec![], Value::Null)}))];
+    let mut done_items = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let (added, done) = match b {
+            B::Thinking(summary, encrypted) => {
+                let id = format!("rs_{i}");
+                let parts: Vec<Value> = if summary.is_empty() {
+                    vec![]
+                } else {
+                    vec![json!({"type":"summary_text","text":summary})]
+                };
+                (
+                    json!({"id":id,"type":"reasoning","summary":[]}),
+                    json!({"id":id,"type":"reasoning","summary":parts,"encrypted_content":encrypted}),
+                )
+            }
+            B::Text(t) => {
+                let id = format!("msg_{i}");
+                (
+                    json!({"id":id,"type":"message","status":"in_progress","role":"assistant","content":[]}),
+                    json!({"id":id,"type":"message","status":"completed","role":"assistant",
+                        "content":[{"type":"output_text","annotations":[],"text":t}]}),
+                )
+            }
+            B::Tool(call_id, name, args) => {
+                let id = format!("fc_{i}");
+                (
+                    json!({"id":id,"type":"function_call","status":"in_progress","arguments":"",
+                        "call_id":call_id,"name":name}),
+                    json!({"id":id,"type":"function_call","status":"completed","arguments":args,
+                        "call_id":call_id,"name":name}),
+                )
+            }
+        };
+        let item_id = added["id"].clone();
+        out.push(ev(
+            json!({"type":"response.output_item.added","output_index":i,"item":added}),
+        ));
+        match b {
+            B::Thinking(summary, _) if !summary.is_empty() => {
+                out.push(ev(json!({"type":"response.reasoning_summary_text.delta",
+                    "item_id":item_id,"output_index":i,"summary_index":0,"delta":summary})));
+            }
+            B::Thinking(..) => {}
+            B::Text(t) => {
+                let (a, b2) = halves(t);
+                for half in [a, b2] {
+                    out.push(ev(
+                        json!({"type":"response.output_text.delta","item_id":item_id,
+                        "output_index":i,"content_index":0,"delta":half}),
+                    ));
+                }
+            }
+            B::Tool(_, _, args) => {
+                let (a, b2) = halves(args);
+                for half in [a, b2] {
+                    out.push(ev(json!({"type":"response.function_call_arguments.delta",
+                        "item_id":item_id,"output_index":i,"delta":half})));
+                }
+            }
+        }
+        out.push(ev(
+            json!({"type":"response.output_item.done","output_index":i,"item":done.clone()}),
+        ));
+        done_items.push(done);
+    }
+    let usage = json!({"input_tokens":input_tokens,"input_tokens_details":{"cached_tokens":0},
+        "output_tokens":output_tokens,"output_tokens_details":{"reasoning_tokens":reasoning_tokens},
+        "total_tokens":input_tokens + output_tokens});
+    out.push(ev(json!({"type":"response.completed",
+        "response":response("completed", done_items, usage)})));
+    out
+}

@@ -194,6 +194,22 @@ fn openai_gets_one_prompt_cache_key_per_run_kept_across_resume() {
         run_id.as_str()
     );
 
+    // The Responses API (a reasoning model) gets the same key.
+    let server = MockServer::start(vec![Reply::sse(sse::responses(&[B::Text("x")], 1, 1, 0))]);
+    let out = run(sb
+        .rounds()
+        .env("OPENAI_API_KEY", "k")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+        .args(["-m", "openai/o4-mini", "--no-transcript", "--resume"])
+        .arg(&first)
+        .arg("more"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests()[0].path, "/v1/responses");
+    assert_eq!(
+        server.requests()[0].json()["prompt_cache_key"],
+        run_id.as_str()
+    );
+
     // --no-cache: no key; a compatible server never gets the field.
     let server = MockServer::start(vec![Reply::sse(sse::openai(&[B::Text("x")], "stop", 1, 1))]);
     let out = openai_run(&sb, &server, &["--no-transcript", "--no-cache", "go"]);

@@ -8,6 +8,7 @@ mod mcp;
 mod mcp_limits;
 mod outputs;
 mod providers;
+mod reasoning;
 mod resume;
 mod retries;
 mod run_control;
