@@ -271,14 +271,16 @@ fn every_script_the_parser_accepts_parses_into_the_commands_it_was_built_from() 
 fn bash_passes_the_words_the_parser_computed() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("in.txt"), "").unwrap();
-    let record = dir.path().join("record");
-    // One write per record, so the commands of a pipeline, which run at once, cannot interleave.
+    let records = dir.path().join("records");
+    // Each process records into a file of its own: the commands of a pipeline run at once, and
+    // bash's printf may split one record into several writes (at a newline in a word), which
+    // would interleave in a shared file.
     let prelude: String = NAMES
         .iter()
         .map(|n| {
             format!(
                 "{n}() {{ local r; printf -v r '%s\\037' \"${{FUNCNAME[0]}}\" \"$@\"; \
-                 printf '%s\\036' \"$r\" >> \"$RECORD\"; }}\n"
+                 printf '%s\\036' \"$r\" >> \"$RECORDS/$BASHPID\"; }}\n"
             )
         })
         .collect();
@@ -287,16 +289,20 @@ fn bash_passes_the_words_the_parser_computed() {
     let mut refused = Vec::new();
     for _ in 0..cases {
         let case = case(&mut rng);
-        std::fs::write(&record, "").unwrap();
+        let _ = std::fs::remove_dir_all(&records);
+        std::fs::create_dir(&records).unwrap();
         let out = Command::new("bash")
             .arg("-c")
             .arg(format!("{prelude}{}", case.script))
-            .env("RECORD", &record)
+            .env("RECORDS", &records)
             .current_dir(dir.path())
             .output()
             .unwrap();
         assert!(out.status.success(), "{:?}: {out:?}", case.script);
-        let text = std::fs::read_to_string(&record).unwrap();
+        let text: String = std::fs::read_dir(&records)
+            .unwrap()
+            .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+            .collect();
         let mut ran: Vec<Vec<String>> = text
             .split_terminator('\u{1e}')
             .map(|r| r.split_terminator('\u{1f}').map(str::to_owned).collect())
