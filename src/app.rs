@@ -3,6 +3,7 @@
 //! Returns the run's `Outcome`; never prints (the face does) and never exits the process
 //! (except on a second interrupt, on purpose).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -52,6 +53,8 @@ struct Ready {
     servers: McpServers,
     records: Records,
     history: Vec<Message>,
+    /// `--output-last-message`: where the final answer also goes.
+    output_last_message: Option<PathBuf>,
 }
 
 async fn execute(
@@ -64,6 +67,7 @@ async fn execute(
         servers,
         mut records,
         mut history,
+        output_last_message,
     } = set_up(config, observer.clone()).await?;
 
     let cancel = Cancel::default();
@@ -81,6 +85,11 @@ async fn execute(
         let _ = std::fs::remove_dir_all(agent.toolbox.outputs().dir());
     }
     outcome.duration_ms = started.elapsed().as_millis() as u64;
+    if let Some(path) = &output_last_message {
+        if let Err(e) = write_answer(path, &outcome.final_text) {
+            outcome = failed_record(outcome, e);
+        }
+    }
     Ok(close(outcome, &mut records, observer.as_ref()).await)
 }
 
@@ -102,6 +111,8 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         limits,
         cache,
         model_info,
+        output_schema,
+        output_last_message,
         transcript,
         store,
     } = config;
@@ -125,6 +136,11 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         .await
         .map_err(SetupFailure::usage)?;
     let tool_timeout = tool_settings.timeout;
+    // Without native structured output, the model is told the schema.
+    let system = match &output_schema {
+        Some(schema) if !provider.structured_output() => system + &schema.instruction(),
+        _ => system,
+    };
     let toolbox = Arc::new(Toolbox::new(registry, policy, workspace, tool_settings));
     let mut records = Records::open(transcript.as_deref(), store.as_deref())
         .await
@@ -157,8 +173,10 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
             limits,
             cache,
             price: model_info.price,
+            output_schema,
             observer,
         },
+        output_last_message,
         servers,
         records,
         history: conversation(resume, prompt),
@@ -176,14 +194,28 @@ fn conversation(resume: Option<Resume>, prompt: String) -> Vec<Message> {
 /// whatever it did before.
 async fn close(mut outcome: Outcome, records: &mut Records, observer: &dyn Observer) -> Outcome {
     if let Err(e) = records.write(&Line::End(End::from(&outcome))).await {
-        let error = match outcome.error.take() {
-            Some(earlier) => format!("{earlier}; then {e}"),
-            None => e,
-        };
-        outcome = outcome.end(Status::Error, error);
+        outcome = failed_record(outcome, e);
     }
     observer.finished(&End::from(&outcome));
     outcome
+}
+
+/// A run whose record or output could not be written failed, whatever it did before; the
+/// earlier error, if any, is kept in the message.
+fn failed_record(mut outcome: Outcome, e: String) -> Outcome {
+    let error = match outcome.error.take() {
+        Some(earlier) => format!("{earlier}; then {e}"),
+        None => e,
+    };
+    outcome.end(Status::Error, error)
+}
+
+/// `--output-last-message`: the final answer (empty when there is none), private to its owner.
+fn write_answer(path: &std::path::Path, answer: &str) -> Result<(), String> {
+    use std::io::Write;
+    crate::files::create_private(path)
+        .and_then(|mut f| f.write_all(answer.as_bytes()))
+        .map_err(|e| format!("--output-last-message {}: {e}", path.display()))
 }
 
 /// SIGINT and SIGTERM cancel the run with their status. A second signal ends the process at

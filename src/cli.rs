@@ -12,8 +12,9 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 /// answers without calling tools or a limit is hit. The final answer goes to stdout; a JSONL
 /// transcript records every round.
 ///
-/// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 token budget, 5 deadline,
-/// 6 tool failure (--fail-on), 130/143 interrupted.
+/// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 budget (tokens or USD),
+/// 5 deadline, 6 tool failure (--fail-on), 7 answer not valid against --output-schema,
+/// 130/143 interrupted.
 #[derive(Debug, Parser)]
 #[command(
     name = "rounds",
@@ -194,6 +195,16 @@ pub struct Cli {
     /// written as each round completes. The JSONL transcript is still written.
     #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
     pub store: Option<String>,
+
+    /// The final answer must be JSON valid against this JSON Schema: sent as the provider's
+    /// structured output where it has one (OpenAI), as an instruction elsewhere, and checked;
+    /// an invalid answer gets one corrective turn, then exit 7. -o json adds it as final_json.
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
+
+    /// Also write the final answer to FILE (as codex exec's flag of that name).
+    #[arg(long, value_name = "FILE")]
+    pub output_last_message: Option<PathBuf>,
 
     /// What to print on stdout.
     #[arg(short, long, value_enum, default_value_t = OutputMode::Text)]

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{FailOn, LoopLimits, OnMaxRounds};
+use crate::agent::{FailOn, LoopLimits, OnMaxRounds, OutputSchema};
 use crate::cli::{self, Cli, ToolFlags};
 use crate::conversation::Message;
 use crate::pricing::{Catalog, ModelInfo, PricesError};
@@ -70,6 +70,10 @@ pub struct Config {
     pub cache: Option<Cache>,
     /// The model's price and context window, from the compiled-in table and `--prices`.
     pub model_info: ModelInfo,
+    /// `--output-schema`, compiled.
+    pub output_schema: Option<OutputSchema>,
+    /// `--output-last-message`.
+    pub output_last_message: Option<PathBuf>,
     pub transcript: Option<PathBuf>,
     /// `--store`: the PostgreSQL URL every line is also written to.
     pub store: Option<String>,
@@ -134,6 +138,8 @@ pub enum ConfigError {
     Sandbox(String),
     #[error(transparent)]
     Prices(#[from] PricesError),
+    #[error("--output-schema {}: not a JSON Schema: {message}", path.display())]
+    OutputSchema { path: PathBuf, message: String },
     #[error(
         "--budget-usd: the price of {provider}/{model} is not known; give it with --prices FILE"
     )]
@@ -347,9 +353,15 @@ impl Config {
                 .as_ref()
                 .map_or_else(|| run_id.clone(), |r| r.origin_run_id.clone()),
         });
+        let output_schema = match &cli.output_schema {
+            Some(path) => Some(output_schema(&inputs.cwd.join(path))?),
+            None => None,
+        };
         Ok(Config {
             cache,
             model_info,
+            output_schema,
+            output_last_message: cli.output_last_message.as_ref().map(|p| inputs.cwd.join(p)),
             run_id,
             provider,
             model,
@@ -698,6 +710,17 @@ fn latest_transcript(runs: &Path) -> Option<PathBuf> {
         .collect();
     days.sort();
     days.iter().rev().find_map(|day| newest(day, false))
+}
+
+/// `--output-schema FILE`: a JSON Schema that compiles.
+fn output_schema(path: &Path) -> Result<OutputSchema, ConfigError> {
+    let text = read_file("output schema", path)?;
+    let bad = |message: String| ConfigError::OutputSchema {
+        path: path.to_owned(),
+        message,
+    };
+    let schema = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    OutputSchema::new(schema).map_err(bad)
 }
 
 /// Whether two paths name the same existing file (a path that does not exist yet is no file).

@@ -42,6 +42,8 @@ pub enum Status {
     Timeout,
     /// `--fail-on` triggered.
     ToolFailure,
+    /// `--output-schema`: the final answer did not validate, even after a corrective turn.
+    Schema,
     /// SIGINT (130) or SIGTERM (143).
     Interrupted(Signal),
 }
@@ -57,6 +59,7 @@ impl Status {
             Status::Budget => "budget",
             Status::Timeout => "timeout",
             Status::ToolFailure => "tool_failure",
+            Status::Schema => "schema",
             Status::Interrupted(_) => "interrupted",
         }
     }
@@ -70,6 +73,7 @@ impl Status {
             Status::Budget => 4,
             Status::Timeout => 5,
             Status::ToolFailure => 6,
+            Status::Schema => 7,
             Status::Interrupted(Signal::Interrupt) => 130,
             Status::Interrupted(Signal::Terminate) => 143,
         }
@@ -85,6 +89,7 @@ impl Status {
             "budget" => Status::Budget,
             "timeout" => Status::Timeout,
             "tool_failure" => Status::ToolFailure,
+            "schema" => Status::Schema,
             "interrupted" if exit_code == 143 => Status::Interrupted(Signal::Terminate),
             "interrupted" => Status::Interrupted(Signal::Interrupt),
             _ => return None,
@@ -111,6 +116,8 @@ pub struct Outcome {
     pub error: Option<String>,
     pub transcript: Option<PathBuf>,
     pub stop_reason: Option<StopReason>,
+    /// With `--output-schema`: the final answer, parsed and valid.
+    pub final_json: Option<serde_json::Value>,
     pub tool_calls: u32,
     pub tool_errors: BTreeMap<ErrorKind, u32>,
 }
@@ -128,6 +135,7 @@ impl Outcome {
             error,
             transcript: None,
             stop_reason: None,
+            final_json: None,
             tool_calls: 0,
             tool_errors: BTreeMap::new(),
         }
@@ -153,10 +161,13 @@ impl Outcome {
 /// `--output json`: the outcome with its exit code, which is derived, never stored.
 impl Serialize for Outcome {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Outcome", 12)?;
+        let mut s = serializer.serialize_struct("Outcome", 13)?;
         s.serialize_field("status", &self.status)?;
         s.serialize_field("exit_code", &self.exit_code())?;
         s.serialize_field("final_text", &self.final_text)?;
+        if self.final_json.is_some() {
+            s.serialize_field("final_json", &self.final_json)?;
+        }
         s.serialize_field("rounds", &self.rounds)?;
         s.serialize_field("usage", &self.usage)?;
         if self.cost_usd.is_some() {
@@ -186,6 +197,7 @@ mod tests {
             Status::Budget,
             Status::Timeout,
             Status::ToolFailure,
+            Status::Schema,
             Status::Interrupted(Signal::Interrupt),
             Status::Interrupted(Signal::Terminate),
         ];

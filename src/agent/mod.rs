@@ -17,11 +17,13 @@ use crate::records::Records;
 use crate::tools::pipeline::Toolbox;
 use crate::transcript::{self, Line, RetryNote, Round};
 
+mod answer;
 mod cancel;
 mod context;
 mod observer;
 pub mod scheduler;
 
+pub use answer::OutputSchema;
 pub use cancel::Cancel;
 pub use observer::{Fanout, Observer, Quiet};
 use scheduler::Scheduler;
@@ -88,6 +90,8 @@ pub struct Agent {
     pub cache: Option<Cache>,
     /// The model's price, when known: each round's cost, and `--budget-usd`.
     pub price: Option<Price>,
+    /// `--output-schema`: what the final answer must be.
+    pub output_schema: Option<OutputSchema>,
     pub observer: Arc<dyn Observer>,
 }
 
@@ -129,6 +133,7 @@ impl Agent {
         let mut context = context::Context::new(self.limits.context_window, fixed as u64);
         let mut next_input = estimate_tokens(history) + (self.system.len() / 4) as u64;
         let mut number = 0;
+        let mut corrected = false;
         loop {
             let summary = number == self.limits.max_rounds;
             if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {
@@ -218,8 +223,23 @@ impl Agent {
                 return done;
             }
             if !has_calls && stop_reason != Some(StopReason::PauseTurn) {
-                done.status = Status::Completed;
-                return done;
+                let Some(schema) = &self.output_schema else {
+                    done.status = Status::Completed;
+                    return done;
+                };
+                match schema.check(&done.final_text) {
+                    Ok(value) => {
+                        done.final_json = Some(value);
+                        done.status = Status::Completed;
+                        return done;
+                    }
+                    Err(errors) if corrected => return done.end(Status::Schema, errors),
+                    Err(errors) => {
+                        // One corrective turn, quoting what was wrong.
+                        corrected = true;
+                        history.push(Message::User(schema.corrective(&errors)));
+                    }
+                }
             }
         }
     }
@@ -250,6 +270,7 @@ impl Agent {
                     ToolChoice::Auto
                 },
                 cache: self.cache.as_ref(),
+                output_schema: self.output_schema.as_ref().map(|s| &s.schema),
             };
             let end = self.round(number, &request, summary, cancel.token()).await;
             match end {

@@ -250,6 +250,7 @@ fn round_two(sample: &str) -> (Value, Value) {
         max_tokens: Some(want["max_tokens"].as_u64().unwrap() as u32),
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
+        output_schema: None,
     };
     let got = serde_json::to_value(build_request(
         want["model"].as_str().unwrap(),
@@ -320,6 +321,7 @@ fn thinking_from_another_provider_is_not_sent_and_turns_merge() {
         max_tokens: None,
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
+        output_schema: None,
     };
     let got = serde_json::to_value(build_request("m", &request, &Options::default())).unwrap();
     assert_eq!(

@@ -391,6 +391,7 @@ fn body_for(
         max_tokens: max,
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
+        output_schema: None,
     };
     serde_json::to_value(build_request(model, &request, &Options::default())).unwrap()
 }

@@ -45,6 +45,9 @@ pub struct Request<'a> {
     pub tool_choice: ToolChoice,
     /// Prompt caching for this request; `None` asks for none (`--no-cache`).
     pub cache: Option<&'a Cache>,
+    /// `--output-schema`: the JSON Schema the final answer must follow, for providers with
+    /// native structured output (the others are told in the system prompt).
+    pub output_schema: Option<&'a serde_json::Value>,
 }
 
 /// How a run asks providers to cache the prompt it resends every round. Anthropic needs
@@ -97,6 +100,11 @@ pub trait Provider: Send + Sync {
     fn name(&self) -> &str;
     /// The model name sent to the provider.
     fn model(&self) -> &str;
+    /// Whether the provider constrains answers to `Request::output_schema` itself; if not, the
+    /// schema is given to the model as an instruction.
+    fn structured_output(&self) -> bool {
+        false
+    }
     /// Starts one streamed response. HTTP-level failures are returned here; failures after the
     /// response started arrive through the stream.
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError>;

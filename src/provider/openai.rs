@@ -79,6 +79,12 @@ impl Provider for OpenAi {
         &self.model
     }
 
+    /// api.openai.com's `response_format`; compatible servers turn it into a grammar that
+    /// would leave no room for tool calls, so they get the instruction instead.
+    fn structured_output(&self) -> bool {
+        self.flavor == Flavor::OpenAi
+    }
+
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
         let wire = build_request(&self.model, self.flavor, request, &self.options);
         let mut headers = HeaderMap::new();
@@ -126,6 +132,9 @@ pub struct WireRequest<'a> {
     /// Requests with the same key share a cache on api.openai.com (the run's id).
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
+    /// `--output-schema`: text answers must follow it (tool calls are unaffected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,6 +215,13 @@ pub fn build_request<'a>(
         // Compatible servers cache by prefix on their own and may refuse unknown fields.
         prompt_cache_key: match flavor {
             Flavor::OpenAi => request.cache.map(|c| c.key.as_str()),
+            Flavor::Compatible => None,
+        },
+        response_format: match flavor {
+            Flavor::OpenAi => request.output_schema.map(|schema| {
+                serde_json::json!({"type": "json_schema", "json_schema": {
+                    "name": "final_answer", "schema": schema, "strict": false}})
+            }),
             Flavor::Compatible => None,
         },
         reasoning_effort: options.reasoning_effort.map(super::Effort::as_str),

@@ -77,6 +77,10 @@ impl Provider for OpenAiResponses {
         &self.model
     }
 
+    fn structured_output(&self) -> bool {
+        true
+    }
+
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
         let wire = build_request(&self.model, self.name, self.flavor, request, &self.options);
         let mut headers = HeaderMap::new();

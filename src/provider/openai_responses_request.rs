@@ -38,6 +38,9 @@ pub struct WireRequest<'a> {
     /// Requests with the same key share a cache (the run's id, kept across `--resume`).
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
+    /// `--output-schema`: text answers must follow it (function calls are unaffected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -136,6 +139,10 @@ pub fn build_request<'a>(
         max_output_tokens: request.max_tokens,
         temperature: options.temperature,
         prompt_cache_key: request.cache.map(|c| c.key.as_str()),
+        text: request.output_schema.map(|schema| {
+            serde_json::json!({"format": {"type": "json_schema", "name": "final_answer",
+                "schema": schema, "strict": false}})
+        }),
     }
 }
 

@@ -340,6 +340,7 @@ fn round_two_echoes_the_reasoning_item_unchanged_before_the_calls_and_their_outp
         max_tokens: Some(2000),
         tool_choice: ToolChoice::Auto,
         cache: None,
+        output_schema: None,
     };
     let got = body(
         "o4-mini",
@@ -432,6 +433,7 @@ fn other_providers_thinking_and_foreign_reasoning_are_never_sent() {
         max_tokens: None,
         tool_choice: ToolChoice::Auto,
         cache: None,
+        output_schema: None,
     };
     let got = body(
         "gpt-4.1",
@@ -477,6 +479,7 @@ fn options_become_reasoning_effort_and_temperature() {
         max_tokens: None,
         tool_choice: ToolChoice::None,
         cache: None,
+        output_schema: None,
     };
     let effort = Options {
         reasoning_effort: Some(Effort::High),

@@ -266,6 +266,7 @@ fn round_two_request_matches_the_reference_body() {
         max_tokens: None,
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
+        output_schema: None,
     };
     let got = serde_json::to_value(build_request(
         "gpt-4.1",
@@ -307,6 +308,7 @@ fn compatible_servers_get_system_role_and_max_tokens_and_errors_are_marked() {
         max_tokens: Some(100),
         tool_choice: crate::provider::ToolChoice::Auto,
         cache: None,
+        output_schema: None,
     };
     let got = serde_json::to_value(build_request(
         "qwen",

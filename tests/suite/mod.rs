@@ -1,3 +1,4 @@
+mod answers;
 mod caching;
 mod call_ids;
 mod context;
