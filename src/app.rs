@@ -34,10 +34,16 @@ impl SetupFailure {
     }
 }
 
-/// Runs one configured run to its end. `observer` hears about it as it happens.
-pub async fn run(config: Config, observer: Arc<dyn Observer>) -> Outcome {
-    let started = Instant::now();
-    match execute(config, observer, started).await {
+/// Runs one configured run to its end. `observer` hears about it as it happens; `cancel` stops
+/// it early (signals are watched here; the face may cancel too, e.g. when stdout closes);
+/// `started` is when the run began for the user (stdin waited for included).
+pub async fn run(
+    config: Config,
+    observer: Arc<dyn Observer>,
+    cancel: Cancel,
+    started: Instant,
+) -> Outcome {
+    match execute(config, observer, cancel, started).await {
         Ok(outcome) => outcome,
         Err(failure) => {
             let mut outcome = Outcome::new(failure.status, Some(failure.message));
@@ -60,6 +66,7 @@ struct Ready {
 async fn execute(
     config: Config,
     observer: Arc<dyn Observer>,
+    cancel: Cancel,
     started: Instant,
 ) -> Result<Outcome, SetupFailure> {
     let Ready {
@@ -70,7 +77,6 @@ async fn execute(
         output_last_message,
     } = set_up(config, observer.clone()).await?;
 
-    let cancel = Cancel::default();
     let signals = watch_signals(&cancel);
     let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
     servers.shutdown().await;
@@ -114,6 +120,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         output_schema,
         output_last_message,
         transcript,
+        transcript_is_default,
         store,
     } = config;
     let provider = provider::build(&choice, &model, idle_timeout).map_err(|e| SetupFailure {
@@ -144,7 +151,12 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
     let toolbox = Arc::new(Toolbox::new(registry, policy, workspace, tool_settings));
     let mut records = Records::open(transcript.as_deref(), store.as_deref())
         .await
-        .map_err(SetupFailure::usage)?;
+        .map_err(|e| match transcript_is_default {
+            true if e.starts_with("transcript ") => SetupFailure::usage(format!(
+                "{e}; pass --no-transcript, or set ROUNDS_HOME to a writable directory"
+            )),
+            _ => SetupFailure::usage(e),
+        })?;
 
     let start = Start {
         run_id,

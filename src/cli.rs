@@ -20,7 +20,11 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
     name = "rounds",
     version,
     max_term_width = 100,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    // `-o json -o text`: the last one wins, as in ripgrep and cargo.
+    args_override_self = true,
+    // `--max-rounds -1` is a bad number, not a mistyped flag that needs `-- -1`.
+    allow_negative_numbers = true
 )]
 #[command(after_help = AFTER_HELP)]
 pub struct Cli {
@@ -222,6 +226,10 @@ pub struct Cli {
     #[arg(short, long)]
     pub quiet: bool,
 
+    /// Colour on stderr (progress, `show`): auto is on a terminal unless NO_COLOR is set.
+    #[arg(long, value_enum, value_name = "auto|always|never", default_value_t = Color::Auto, global = true)]
+    pub color: Color,
+
     /// Log more on stderr (-v: info, -vv: debug).
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,
@@ -358,6 +366,13 @@ pub enum ReasoningEffort {
     Low,
     Medium,
     High,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -75,6 +75,8 @@ pub struct Config {
     /// `--output-last-message`.
     pub output_last_message: Option<PathBuf>,
     pub transcript: Option<PathBuf>,
+    /// The transcript goes where rounds put it by default, not where `--transcript` said.
+    pub transcript_is_default: bool,
     /// `--store`: the PostgreSQL URL every line is also written to.
     pub store: Option<String>,
 }
@@ -88,6 +90,8 @@ pub enum ConfigError {
     UnknownProvider(String),
     #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
     AmbiguousModel(String),
+    #[error("-m {0:?}: the model name after the provider is empty (e.g. openai/gpt-4.1)")]
+    EmptyModel(String),
     /// A model option the provider or the model does not take (`--temperature` for o3, …).
     #[error("{0}")]
     ModelOption(String),
@@ -114,6 +118,11 @@ pub enum ConfigError {
     Stdin(std::io::Error),
     #[error("stdin is larger than {} MiB", MAX_STDIN_BYTES / 1024 / 1024)]
     StdinTooLarge,
+    #[error(
+        "stdin is binary ({0} bytes that are not UTF-8 text): a model cannot read it; save it \
+         in the workspace and name the file in the prompt (with read_file allowed)"
+    )]
+    BinaryStdin(usize),
     #[error("the prompt is empty: give it as arguments, with -f FILE, or on stdin")]
     EmptyPrompt,
     #[error("\"-\" reads the prompt from stdin, but stdin is a terminal")]
@@ -217,7 +226,16 @@ pub fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
     if bytes.len() as u64 > MAX_STDIN_BYTES {
         return Err(ConfigError::StdinTooLarge);
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    text_stdin(bytes)
+}
+
+/// Piped input as text. Binary input is refused rather than sent as a page of U+FFFD: a
+/// model cannot read it, and a file in the workspace is how to give it one.
+fn text_stdin(bytes: Vec<u8>) -> Result<String, ConfigError> {
+    if bytes.contains(&0) {
+        return Err(ConfigError::BinaryStdin(bytes.len()));
+    }
+    String::from_utf8(bytes).map_err(|e| ConfigError::BinaryStdin(e.into_bytes().len()))
 }
 
 impl Config {
@@ -374,6 +392,7 @@ impl Config {
             tool_settings,
             sandbox_record,
             limits,
+            transcript_is_default: transcript.is_some() && cli.transcript.is_none(),
             transcript,
             // An empty ROUNDS_STORE means no store, as empty variables mean unset elsewhere.
             store: cli.store.clone().filter(|url| !url.is_empty()),
@@ -419,7 +438,7 @@ fn resolve_provider(
         }
     };
     if model.is_empty() {
-        return Err(ConfigError::AmbiguousModel(spec.to_owned()));
+        return Err(ConfigError::EmptyModel(spec.to_owned()));
     }
     let url = |env_name: Option<&str>, default: &str| -> Result<String, ConfigError> {
         let url = base_url
@@ -546,12 +565,15 @@ fn resolve_prompt(
     recorded: Option<&str>,
     cwd: &Path,
 ) -> Result<String, ConfigError> {
+    let dash_file = cli.prompt_file.as_deref() == Some(Path::new("-"));
     let from_args = match &cli.prompt_file {
+        // `-f -`: the prompt is stdin, as `-` alone says.
+        Some(_) if dash_file => None,
         Some(path) => Some(read_file("prompt file", &cwd.join(path))?),
         None if cli.prompt.is_empty() || cli.prompt == ["-"] => None,
         None => Some(cli.prompt.join(" ")),
     };
-    let explicit_dash = cli.prompt == ["-"];
+    let explicit_dash = cli.prompt == ["-"] || dash_file;
     let prompt = match from_args {
         Some(prompt) => {
             // A prompt plus piped input: the input is context for the prompt.

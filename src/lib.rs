@@ -34,6 +34,9 @@ use outcome::Outcome;
 
 /// Runs the program for parsed flags and returns the exit code.
 pub fn run(cli: Cli) -> u8 {
+    // The run's duration, as the user sees it, includes waiting for stdin.
+    let started = std::time::Instant::now();
+    render::set_color(cli.color);
     // Before anything reads a key: tool processes must not be able to read our memory.
     process::protect_self();
     // Before any tool process starts: a tree whose supervisor a tool killed comes back to us
@@ -66,8 +69,9 @@ pub fn run(cli: Cli) -> u8 {
     let outcome = match Config::resolve(cli, inputs) {
         Ok(config) => match runtime() {
             Ok(rt) => {
-                let observer = render::observer(output, quiet, config.limits.max_rounds);
-                rt.block_on(app::run(config, observer))
+                let cancel = agent::Cancel::default();
+                let observer = render::observer(output, quiet, config.limits.max_rounds, &cancel);
+                rt.block_on(app::run(config, observer, cancel, started))
             }
             Err(e) => Outcome::new(
                 outcome::Status::Error,
@@ -107,7 +111,7 @@ fn init_logging(verbose: u8, quiet: bool) {
         .and_then(|s| s.parse::<Targets>().ok())
         .unwrap_or_else(|| Targets::new().with_target("rounds", level));
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(render::LogWriter)
         .event_format(render::LogStyle);
     let _ = tracing_subscriber::registry()
         .with(layer.with_filter(filter))

@@ -15,6 +15,8 @@ use crate::conversation::{ErrorKind, StopReason, Usage};
 pub enum Signal {
     Interrupt,
     Terminate,
+    /// The reader of stdout went away (`-o stream-json | head`): what SIGPIPE would have meant.
+    Pipe,
 }
 
 impl Signal {
@@ -22,6 +24,7 @@ impl Signal {
         match self {
             Signal::Interrupt => "SIGINT",
             Signal::Terminate => "SIGTERM",
+            Signal::Pipe => "SIGPIPE",
         }
     }
 }
@@ -76,6 +79,7 @@ impl Status {
             Status::Schema => 7,
             Status::Interrupted(Signal::Interrupt) => 130,
             Status::Interrupted(Signal::Terminate) => 143,
+            Status::Interrupted(Signal::Pipe) => 141,
         }
     }
 
@@ -91,6 +95,7 @@ impl Status {
             "tool_failure" => Status::ToolFailure,
             "schema" => Status::Schema,
             "interrupted" if exit_code == 143 => Status::Interrupted(Signal::Terminate),
+            "interrupted" if exit_code == 141 => Status::Interrupted(Signal::Pipe),
             "interrupted" => Status::Interrupted(Signal::Interrupt),
             _ => return None,
         })
@@ -200,6 +205,7 @@ mod tests {
             Status::Schema,
             Status::Interrupted(Signal::Interrupt),
             Status::Interrupted(Signal::Terminate),
+            Status::Interrupted(Signal::Pipe),
         ];
         for status in all {
             let back = Status::from_record(status.as_str(), status.exit_code());

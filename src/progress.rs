@@ -14,6 +14,24 @@ use crate::agent::Observer;
 use crate::conversation::{ToolResult, ToolUse};
 use crate::terminal;
 
+/// The progress display on screen, if any: log lines are printed above it, never through it.
+static SHOWN: Mutex<Option<MultiProgress>> = Mutex::new(None);
+
+/// Writes `text` to stderr; while progress is on screen, above it (the bars are redrawn
+/// below), so a warning never leaves half a spinner line behind.
+pub fn eprint_above(text: &[u8]) {
+    use std::io::Write;
+    let shown = SHOWN.lock().ok().and_then(|s| s.clone());
+    let write = || {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text).and_then(|()| err.flush());
+    };
+    match shown {
+        Some(multi) => multi.suspend(write),
+        None => write(),
+    }
+}
+
 pub struct Progress {
     multi: MultiProgress,
     round: ProgressBar,
@@ -38,6 +56,9 @@ impl Progress {
         let round = multi.add(ProgressBar::new_spinner());
         round.set_style(style("{spinner:.cyan} {msg} {elapsed:.dim}"));
         round.enable_steady_tick(Duration::from_millis(100));
+        if let Ok(mut shown) = SHOWN.lock() {
+            *shown = Some(multi.clone());
+        }
         Some(Progress {
             multi,
             round,
@@ -131,6 +152,9 @@ impl Observer for Progress {
 
 impl Drop for Progress {
     fn drop(&mut self) {
+        if let Ok(mut shown) = SHOWN.lock() {
+            *shown = None;
+        }
         self.round.finish_and_clear();
         let _ = self.multi.clear();
     }

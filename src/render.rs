@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use std::sync::Arc;
 
-use crate::agent::{Fanout, Observer};
+use crate::agent::{Cancel, Fanout, Observer};
 use crate::cli::OutputMode;
 use crate::conversation::{Class, ToolResult, ToolUse};
 use crate::inventory::Inventory;
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{Outcome, Signal, Status};
 use crate::process::sandbox::Summary;
 use crate::progress::Progress;
 use crate::terminal;
@@ -21,10 +21,17 @@ use crate::transcript::{End, RetryNote, Round, Start, VERSION};
 
 /// Who hears about a run as it happens: events on stdout in stream-json mode, and progress on
 /// a terminal's stderr unless quiet.
-pub fn observer(mode: OutputMode, quiet: bool, max_rounds: u32) -> Arc<dyn Observer> {
+/// A reader of the event stream that goes away ends the run (`cancel`): no more tokens are
+/// spent on events nobody reads.
+pub fn observer(
+    mode: OutputMode,
+    quiet: bool,
+    max_rounds: u32,
+    cancel: &Cancel,
+) -> Arc<dyn Observer> {
     let mut all: Vec<Arc<dyn Observer>> = Vec::new();
     if mode == OutputMode::StreamJson {
-        all.push(Arc::new(StreamJson::default()));
+        all.push(Arc::new(StreamJson::new(cancel.clone())));
     }
     if !quiet {
         if let Some(progress) = Progress::for_terminal(max_rounds) {
@@ -172,14 +179,22 @@ struct Versioned<'a> {
 }
 
 /// `--output stream-json`: every event as one line on stdout, flushed at once. When the reader
-/// goes away (broken pipe), the run goes on and the events stop.
-#[derive(Default)]
+/// goes away (broken pipe), the events stop and the run is cancelled (exit 141, as SIGPIPE).
 pub struct StreamJson {
     round: AtomicU32,
     closed: AtomicBool,
+    cancel: Cancel,
 }
 
 impl StreamJson {
+    pub fn new(cancel: Cancel) -> StreamJson {
+        StreamJson {
+            round: AtomicU32::new(0),
+            closed: AtomicBool::new(false),
+            cancel,
+        }
+    }
+
     fn emit(&self, event: StreamEvent<'_>) {
         if self.closed.load(Ordering::Relaxed) {
             return;
@@ -191,6 +206,10 @@ impl StreamJson {
         let mut out = std::io::stdout().lock();
         if out.write_all(&line).and_then(|()| out.flush()).is_err() {
             self.closed.store(true, Ordering::Relaxed);
+            self.cancel.cancel(
+                Status::Interrupted(Signal::Pipe),
+                "stdout was closed: the reader of the events went away",
+            );
         }
     }
 
@@ -347,4 +366,49 @@ where
         )?;
         writeln!(writer, "rounds: {level}: {}", terminal::text(&message))
     }
+}
+
+/// Log lines go to stderr through [`crate::progress::eprint_above`], one whole line at a time.
+pub struct LogWriter;
+
+/// One log line being formatted.
+pub struct LogLine(Vec<u8>);
+
+impl std::io::Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogLine {
+    fn drop(&mut self) {
+        crate::progress::eprint_above(&self.0);
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogLine;
+
+    fn make_writer(&'a self) -> LogLine {
+        LogLine(Vec::new())
+    }
+}
+
+/// Whether stdout and stderr get colour: `--color always|never`, else (auto) only on a
+/// terminal and never when `NO_COLOR` is set (to anything).
+pub fn set_color(choice: crate::cli::Color) {
+    use crate::cli::Color;
+    let allowed = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let on = |terminal: bool| match choice {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => allowed && terminal,
+    };
+    console::set_colors_enabled_stderr(on(std::io::stderr().is_terminal()));
+    console::set_colors_enabled(on(std::io::stdout().is_terminal()));
 }

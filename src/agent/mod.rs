@@ -41,6 +41,7 @@ pub enum OnMaxRounds {
 pub struct FailOn {
     /// Any error result except a denial.
     pub tool_error: bool,
+    /// A call outside its rule, or to a tool the allowlist did not offer.
     pub denied: bool,
 }
 
@@ -319,15 +320,12 @@ impl Agent {
         let fail = self.limits.fail_on;
         results.iter().find_map(|r| {
             let kind = r.error_kind?;
-            let hit = if kind == ErrorKind::Denied {
-                fail.denied
+            // A tool the allowlist did not offer is as denied as a call outside its rule.
+            let denied = matches!(kind, ErrorKind::Denied | ErrorKind::UnknownTool);
+            let (hit, rule) = if denied {
+                (fail.denied, "denied")
             } else {
-                fail.tool_error
-            };
-            let rule = if kind == ErrorKind::Denied {
-                "denied"
-            } else {
-                "tool-error"
+                (fail.tool_error, "tool-error")
             };
             hit.then(|| {
                 format!(

@@ -39,6 +39,8 @@ pub async fn post(
         provider: provider.to_owned(),
         message: e.to_string(),
     })?;
+    let shown = shown_url(url);
+    let started = std::time::Instant::now();
     let sent = client
         .post(url)
         .headers(headers)
@@ -53,11 +55,20 @@ pub async fn post(
         })?
         .map_err(|e| ProviderError::Transport {
             provider: provider.to_owned(),
-            message: describe(&e),
+            message: format!("POST {shown}: {}", describe(&e)),
         })?;
     let status = response.status();
+    let request_id = ["request-id", "x-request-id"]
+        .iter()
+        .find_map(|h| response.headers().get(*h)?.to_str().ok())
+        .map(|id| format!(", request id {id}"))
+        .unwrap_or_default();
+    tracing::info!(
+        "POST {shown}: {status} after {} ms{request_id}",
+        started.elapsed().as_millis()
+    );
     if status.is_success() {
-        return Ok(response);
+        return expect_event_stream(provider, &shown, response).await;
     }
     let retry_after = retry_after(response.headers());
     // An error body is small; a huge one is cut rather than buffered whole.
@@ -84,6 +95,62 @@ pub async fn post(
                 .to_owned()
         },
         retry_after,
+    })
+}
+
+/// A URL as messages show it: scheme, host, port and path, never a query (where a key could
+/// be) or user info.
+fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            format!(
+                "{}://{}{port}{}",
+                u.scheme(),
+                u.host_str().unwrap_or(""),
+                u.path()
+            )
+        }
+        Err(_) => "(an unparsable URL)".to_owned(),
+    }
+}
+
+/// A success that is not an event stream (an HTML page from a wrong base URL, a JSON error, a
+/// proxy's login page) fails at once, saying what came back, instead of being retried as a
+/// broken stream.
+async fn expect_event_stream(
+    provider: &str,
+    shown: &str,
+    response: reqwest::Response,
+) -> Result<reqwest::Response, ProviderError> {
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if essence.is_empty() || essence.eq_ignore_ascii_case("text/event-stream") {
+        return Ok(response);
+    }
+    let status = response.status();
+    let mut head = Vec::new();
+    let mut stream = response.bytes_stream();
+    use futures_util::StreamExt;
+    while let Some(Ok(chunk)) = stream.next().await {
+        head.extend_from_slice(&chunk);
+        if head.len() >= 200 {
+            break;
+        }
+    }
+    head.truncate(200);
+    Err(ProviderError::Protocol {
+        provider: provider.to_owned(),
+        message: format!(
+            "POST {shown} answered {status} with {content_type} instead of an event stream \
+             (is the base URL right?): {}",
+            String::from_utf8_lossy(&head).trim()
+        ),
     })
 }
 

@@ -328,6 +328,12 @@ fn feed<M: Mapper>(
         if mapper.is_done() {
             break;
         }
+        // Names only: data can be long, and is in the transcript anyway.
+        tracing::debug!(
+            "{}: event {}",
+            mapper.provider(),
+            crate::terminal::line(&ev.event)
+        );
         mapper.map(ev, out)?;
     }
     mapper.stray(decoder.take_stray())?;

@@ -113,11 +113,20 @@ impl Toolbox {
     /// Runs one call through the whole pipeline. Always returns a result.
     pub async fn execute(&self, call: &ToolUse, cancel: CancellationToken) -> ToolResult {
         let started = Instant::now();
+        tracing::info!("{} started ({})", call.name, call.id);
         let mut result = match self.checked(call, &call.input) {
             Err(result) => result,
             Ok(entry) => self.hooked(call, entry, cancel).await,
         };
         result.duration_ms = started.elapsed().as_millis() as u64;
+        match result.error_kind {
+            None => tracing::info!("{} done in {} ms", call.name, result.duration_ms),
+            Some(kind) => tracing::info!(
+                "{} failed ({kind:?}) in {} ms",
+                call.name,
+                result.duration_ms
+            ),
+        }
         self.cap(result)
     }
 

@@ -142,11 +142,9 @@ fn connection_refused_is_exit_1() {
         "hi",
     ]));
     assert_eq!(out.code, 1);
-    assert!(
-        out.stderr.contains("anthropic: connection failed"),
-        "{}",
-        out.stderr
-    );
+    let expected =
+        format!("anthropic: POST http://127.0.0.1:{port}/v1/messages: connection failed");
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
 }
 
 #[test]

@@ -1,7 +1,9 @@
 mod answers;
 mod caching;
 mod call_ids;
+mod cli;
 mod context;
+mod diagnostics;
 mod exit_codes;
 mod hooks;
 mod manifest;

@@ -274,6 +274,23 @@ fn fail_on_tool_error_and_denied_end_the_run_after_that_round_with_exit_6() {
     ]);
     let out = run(rounds(&sb, &server).args(["--deny", "read_file(secret.txt)", "go"]));
     ended(&sb, &out, "completed", 0);
+
+    // A tool the allowlist did not offer (bash, by default) is denied too, for --fail-on.
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![
+        tool_round("t1", "bash", r#"{"command":"touch ran"}"#),
+        answer("no"),
+    ]);
+    let out = run(rounds(&sb, &server).args(["--fail-on", "denied", "go"]));
+    let end = ended(&sb, &out, "tool_failure", 6);
+    assert!(
+        end["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("--fail-on denied: bash"),
+        "{end}"
+    );
+    assert!(!sb.ws().join("ran").exists());
 }
 
 /// Starts a run of the scripted tool call and waits until the tool is running.
@@ -466,13 +483,13 @@ fn the_schema_rejects_what_it_should() {
 }
 
 #[test]
-fn a_reader_that_closes_stdout_early_does_not_crash_the_run() {
+fn a_reader_that_closes_stdout_early_stops_the_run_and_spends_nothing_more() {
     let sb = Sandbox::new();
     sb.write("a.txt", "alpha\n");
-    let server = MockServer::start(vec![
-        tool_round("t1", "read_file", r#"{"path":"a.txt"}"#),
-        answer("done"),
-    ]);
+    // The first reply waits long enough for the reader to take the start line and leave.
+    let mut slow = tool_round("t1", "read_file", r#"{"path":"a.txt"}"#);
+    slow.body.insert(0, Step::Sleep(Duration::from_millis(500)));
+    let server = MockServer::start(vec![slow, answer("never asked")]);
     let mut child = rounds_with_output(&sb, &server, "stream-json")
         .arg("go")
         .stdout(Stdio::piped())
@@ -483,7 +500,8 @@ fn a_reader_that_closes_stdout_early_does_not_crash_the_run() {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
-    // The reader is gone (like `| head -1`); the run must finish normally.
+    // The reader is gone (like `| head -1`): the run stops, as a SIGPIPE would have stopped it,
+    // but cleanly: the transcript is closed and no further request is made.
     let mut stderr = String::new();
     child
         .stderr
@@ -491,13 +509,24 @@ fn a_reader_that_closes_stdout_early_does_not_crash_the_run() {
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(0), "{stderr}");
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
-        "{stderr}"
-    );
+    assert_eq!(child.wait().unwrap().code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(first.contains("\"start\""));
-    assert_eq!(types(&sb.transcript()), ["start", "round", "round", "end"]);
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no tokens spent after the reader left"
+    );
+    let lines = sb.transcript();
+    let end = lines.last().unwrap();
+    assert_eq!(
+        (end["status"].as_str(), end["exit_code"].as_i64()),
+        (Some("interrupted"), Some(141))
+    );
+    assert!(
+        end["error"].as_str().unwrap().contains("stdout was closed"),
+        "{end}"
+    );
 }
 
 #[test]
