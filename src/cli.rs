@@ -14,7 +14,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 budget (tokens or USD),
 /// 5 deadline, 6 tool failure (--fail-on), 7 answer not valid against --output-schema,
-/// 130/143 interrupted.
+/// 130/143 interrupted (SIGINT/SIGTERM), 141 the reader of stream-json went away.
 #[derive(Debug, Parser)]
 #[command(
     name = "rounds",
