@@ -54,6 +54,11 @@ pub struct Cli {
     #[arg(long, value_name = "TEXT", conflicts_with = "system_file")]
     pub system: Option<String>,
 
+    /// Add TEXT (or the contents of FILE, with @FILE) after the system prompt, keeping the
+    /// built-in one (repeatable).
+    #[arg(long, value_name = "TEXT|@FILE")]
+    pub append_system_prompt: Vec<String>,
+
     /// Read the system prompt from FILE.
     #[arg(long, value_name = "FILE")]
     pub system_file: Option<PathBuf>,
@@ -230,6 +235,16 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "auto|always|never", default_value_t = Color::Auto, global = true)]
     pub color: Color,
 
+    /// Use the settings of [profile.NAME] in the settings files (./.rounds.toml and
+    /// $XDG_CONFIG_HOME/rounds/config.toml, whose keys are the long flags).
+    #[arg(long, value_name = "NAME", env = "ROUNDS_PROFILE", global = true)]
+    pub profile: Option<String>,
+
+    /// One setting, as a settings file would give it: -c key=value (repeatable). Flags and
+    /// environment variables still win.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", global = true)]
+    pub config: Vec<String>,
+
     /// Log more on stderr (-v: info, -vv: debug).
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,
@@ -314,6 +329,9 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Write a run kept with --store back out as a transcript that --resume accepts.
     Export(ExportArgs),
+    /// Show the settings a run would use (with --profile and -c applied) and where each comes
+    /// from: a flag's default, an environment variable, a settings file and line, or -c.
+    Config,
 }
 
 #[derive(Debug, Args)]

@@ -69,3 +69,82 @@ fn write_file(path: &Path, jsonl: &str) -> Result<(), (Status, String)> {
         )
     })
 }
+
+/// `rounds config`: every setting a run would use that is not left unset, with where it comes
+/// from, in the settings files' own format (so a line can be pasted into one).
+pub fn config(layers: &crate::settings::Layers) -> u8 {
+    use clap::CommandFactory;
+    let command = crate::cli::Cli::command();
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        if matches!(long, "help" | "version" | "profile" | "config") {
+            continue;
+        }
+        let env = arg
+            .get_env()
+            .and_then(|name| Some((name.to_str()?, std::env::var(name).ok()?)))
+            .filter(|(_, v)| !v.is_empty());
+        let (values, source): (Vec<String>, String) = match (env, layers.settings.get(long)) {
+            (Some((name, value)), _) => {
+                // Shown as a name only: an environment value may be a secret (a store URL).
+                let shown = if arg.is_hide_env_values_set() {
+                    "(hidden)".to_owned()
+                } else {
+                    value
+                };
+                (vec![shown], format!("env {name}"))
+            }
+            (None, Some(s)) => (s.values.clone(), s.origin.to_string()),
+            (None, None) => {
+                let defaults: Vec<String> = arg
+                    .get_default_values()
+                    .iter()
+                    .map(|v| v.to_string_lossy().into_owned())
+                    .collect();
+                if defaults.is_empty() {
+                    continue;
+                }
+                (defaults, "default".to_owned())
+            }
+        };
+        let quoted: Vec<String> = values.iter().map(|v| toml_value(v)).collect();
+        let value = match (arg.get_action().takes_values(), quoted.as_slice()) {
+            (false, _) => "true".to_owned(),
+            (true, [one]) if !is_list(arg) => one.clone(),
+            (true, many) => format!("[{}]", many.join(", ")),
+        };
+        rows.push((format!("{long} = {value}"), source));
+    }
+    let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0).min(60);
+    let mut out = String::new();
+    for (line, source) in rows {
+        out.push_str(&format!("{line:width$}  # {source}\n"));
+    }
+    let aliases: Vec<String> = layers
+        .aliases
+        .iter()
+        .map(|(k, v)| format!("{k} = {}", toml_value(v)))
+        .collect();
+    if !aliases.is_empty() {
+        out.push_str("\n[alias]\n");
+        out.push_str(&aliases.join("\n"));
+        out.push('\n');
+    }
+    render::print_export(&out);
+    0
+}
+
+/// Whether an argument is repeatable (its value is a list in a settings file).
+fn is_list(arg: &clap::Arg) -> bool {
+    matches!(arg.get_action(), clap::ArgAction::Append)
+}
+
+/// A value as TOML writes it: numbers and booleans bare, everything else a quoted string.
+fn toml_value(v: &str) -> String {
+    if v.parse::<f64>().is_ok() || v == "true" || v == "false" {
+        v.to_owned()
+    } else {
+        serde_json::to_string(v).unwrap_or_default()
+    }
+}

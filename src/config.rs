@@ -178,6 +178,8 @@ pub struct Inputs<'a> {
     pub stdin_kind: StdinKind,
     pub read_stdin: &'a mut dyn FnMut() -> Result<String, ConfigError>,
     pub cwd: PathBuf,
+    /// Model aliases from the settings files (`[alias]`), over the built-in ones.
+    pub aliases: std::collections::BTreeMap<String, String>,
 }
 
 /// Looks at the process's real stdin.
@@ -245,6 +247,13 @@ impl Config {
             .model
             .clone()
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        // `-m sonnet`: the settings files' aliases, then the built-in ones.
+        let model_spec = inputs
+            .aliases
+            .get(&model_spec)
+            .cloned()
+            .or_else(|| crate::pricing::builtin_aliases().remove(&model_spec))
+            .unwrap_or(model_spec);
         let key_file = cli.api_key_file.as_ref().map(|f| inputs.cwd.join(f));
         let (provider, model) = resolve_provider(
             &model_spec,
@@ -290,6 +299,7 @@ impl Config {
             ),
         };
 
+        let system = append_system(system, &cli.append_system_prompt, &inputs.cwd)?;
         let (tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
 
         let run_id = new_run_id();
@@ -732,6 +742,19 @@ fn latest_transcript(runs: &Path) -> Option<PathBuf> {
         .collect();
     days.sort();
     days.iter().rev().find_map(|day| newest(day, false))
+}
+
+/// `--append-system-prompt TEXT|@FILE` (repeatable): each added after the system prompt, which
+/// stays as it was (the built-in one, or `--system`).
+fn append_system(mut system: String, extra: &[String], cwd: &Path) -> Result<String, ConfigError> {
+    for item in extra {
+        let text = match item.strip_prefix('@') {
+            Some(file) => read_file("--append-system-prompt file", &cwd.join(file))?,
+            None => item.clone(),
+        };
+        system = format!("{}\n\n{}\n", system.trim_end(), text.trim_end());
+    }
+    Ok(system)
 }
 
 /// `--output-schema FILE`: a JSON Schema that compiles.

@@ -40,6 +40,7 @@ impl World {
             stdin_kind: self.stdin,
             read_stdin: &mut read,
             cwd: self.dir.path().to_owned(),
+            aliases: Default::default(),
         };
         Config::resolve(cli, inputs)
     }

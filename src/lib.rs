@@ -23,6 +23,7 @@ pub mod progress;
 pub mod provider;
 pub mod records;
 pub mod render;
+pub mod settings;
 pub mod store;
 pub mod terminal;
 pub mod tools;
@@ -32,8 +33,26 @@ use cli::Cli;
 use config::{Config, Inputs};
 use outcome::Outcome;
 
-/// Runs the program for parsed flags and returns the exit code.
-pub fn run(cli: Cli) -> u8 {
+/// The program: parses `args` (settings files beneath them) and runs; returns the exit code.
+pub fn main(args: Vec<std::ffi::OsString>) -> u8 {
+    let env = |name: &str| std::env::var(name).ok();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    match settings::parse(args, &env, &cwd) {
+        Ok((cli, layers)) => run(cli, layers),
+        Err(settings::ParseError::Clap(e)) => {
+            // --help and --version go to stdout with 0; bad flags to stderr with 2.
+            let _ = e.print();
+            if e.use_stderr() { 2 } else { 0 }
+        }
+        Err(settings::ParseError::Settings(e)) => {
+            render::print_error("usage error", &e.to_string());
+            outcome::Status::Usage.exit_code()
+        }
+    }
+}
+
+/// Runs the program for parsed flags (and the settings layered beneath them).
+pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
     // The run's duration, as the user sees it, includes waiting for stdin.
     let started = std::time::Instant::now();
     render::set_color(cli.color);
@@ -53,6 +72,7 @@ pub fn run(cli: Cli) -> u8 {
             init_logging(cli.verbose, cli.quiet);
             return commands::export(&args);
         }
+        Some(cli::Command::Config) => return commands::config(&layers),
         None => {}
     }
     let (quiet, output) = (cli.quiet, cli.output);
@@ -65,6 +85,7 @@ pub fn run(cli: Cli) -> u8 {
         stdin_kind: config::stdin_kind(),
         read_stdin: &mut read_stdin,
         cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        aliases: layers.aliases,
     };
     let outcome = match Config::resolve(cli, inputs) {
         Ok(config) => match runtime() {

@@ -2,8 +2,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     // Tool processes run under a re-exec of this binary (see `process::supervisor`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -14,13 +12,5 @@ fn main() -> ExitCode {
         let code = rounds::process::supervisor::main(&args[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
-    let cli = match rounds::cli::Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version go to stdout with 0; bad flags to stderr with 2.
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-        }
-    };
-    ExitCode::from(rounds::run(cli))
+    ExitCode::from(rounds::main(args))
 }

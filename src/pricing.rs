@@ -48,6 +48,13 @@ impl Price {
     }
 }
 
+/// The compiled-in model aliases (`-m sonnet`), `name → provider/model`.
+pub fn builtin_aliases() -> std::collections::BTreeMap<String, String> {
+    toml::from_str::<File>(BUILTIN)
+        .map(|f| f.aliases)
+        .unwrap_or_default()
+}
+
 /// What the catalog knows of one model.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ModelInfo {
@@ -66,6 +73,8 @@ struct File {
     source: Option<String>,
     #[serde(default)]
     model: Vec<Entry>,
+    #[serde(default)]
+    aliases: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -189,6 +198,14 @@ mod tests {
     #[test]
     fn the_compiled_in_table_parses_and_knows_the_common_models() {
         parse(BUILTIN).unwrap();
+        let aliases = builtin_aliases();
+        assert_eq!(aliases["sonnet"], "anthropic/claude-sonnet-4-5");
+        // Every alias names a model the table prices.
+        let catalog = Catalog::load(None).unwrap();
+        for (name, target) in &aliases {
+            let (provider, model) = target.split_once('/').unwrap();
+            assert!(catalog.lookup(provider, model).price.is_some(), "{name}");
+        }
         let catalog = Catalog::load(None).unwrap();
         let sonnet = catalog.lookup("anthropic", "claude-sonnet-4-5-20250929");
         let price = sonnet.price.unwrap();

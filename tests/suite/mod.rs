@@ -17,6 +17,7 @@ mod retries;
 mod run_control;
 mod sandbox;
 mod sandbox_run;
+mod settings;
 mod shell_rules;
 mod store;
 mod terminal;
