@@ -61,6 +61,7 @@ struct Ready {
     history: Vec<Message>,
     /// `--output-last-message`: where the final answer also goes.
     output_last_message: Option<PathBuf>,
+    run_id: String,
 }
 
 async fn execute(
@@ -75,6 +76,7 @@ async fn execute(
         mut records,
         mut history,
         output_last_message,
+        run_id,
     } = set_up(config, observer.clone()).await?;
 
     let signals = watch_signals(&cancel);
@@ -85,6 +87,7 @@ async fn execute(
     signals.abort();
 
     outcome.transcript = records.transcript_path();
+    outcome.run_id = Some(run_id);
     if outcome.transcript.is_none() {
         // Without a transcript nothing refers to the saved outputs (they live in the temp
         // directory): they go with the run.
@@ -159,7 +162,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         })?;
 
     let start = Start {
-        run_id,
+        run_id: run_id.clone(),
         time: crate::agent::now_rfc3339(),
         provider: provider.name().to_owned(),
         model: provider.model().to_owned(),
@@ -189,6 +192,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
             observer,
         },
         output_last_message,
+        run_id,
         servers,
         records,
         history: conversation(resume, prompt),

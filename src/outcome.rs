@@ -111,6 +111,8 @@ impl Serialize for Status {
 /// Everything the outputs report about a finished run.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The run's id (its transcript's and the store's), once the run started.
+    pub run_id: Option<String>,
     pub status: Status,
     pub final_text: String,
     pub rounds: u32,
@@ -131,6 +133,7 @@ impl Outcome {
     /// A run that ended before its first round, or never started (bad flags, a missing key).
     pub fn new(status: Status, error: Option<String>) -> Outcome {
         Outcome {
+            run_id: None,
             status,
             final_text: String::new(),
             rounds: 0,
@@ -166,7 +169,10 @@ impl Outcome {
 /// `--output json`: the outcome with its exit code, which is derived, never stored.
 impl Serialize for Outcome {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Outcome", 13)?;
+        let mut s = serializer.serialize_struct("Outcome", 14)?;
+        if self.run_id.is_some() {
+            s.serialize_field("run_id", &self.run_id)?;
+        }
         s.serialize_field("status", &self.status)?;
         s.serialize_field("exit_code", &self.exit_code())?;
         s.serialize_field("final_text", &self.final_text)?;

@@ -25,6 +25,8 @@ fn json_output_is_one_object_with_the_whole_outcome() {
     assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["status"], "completed");
+    let start = crate::common::read_jsonl(&sb.transcript_path())[0].clone();
+    assert_eq!(v["run_id"], start["run_id"], "-o json names the run");
     assert_eq!(v["exit_code"], 0);
     assert_eq!(v["final_text"], "42");
     assert_eq!(v["rounds"], 1);
