@@ -69,15 +69,16 @@ pub struct CommandLine {
     text: String,
     script: Result<Script, shell::NotUnderstood>,
     /// Each path a redirection opens, as bash will open it, with the workspace-relative path
-    /// file tool rules match, or `None` when it lies outside the workspace.
-    places: Vec<(String, Option<String>)>,
+    /// as written and where it leads (what file tool rules match), or `None` when it lies
+    /// outside the workspace.
+    places: Vec<(String, Option<(String, String)>)>,
 }
 
 impl CommandLine {
     /// Parses `text`. `locate` maps a path as a redirection names it (relative paths are
     /// relative to the workspace root, where bash runs) to its workspace-relative form, or `None`
     /// when it is outside: the policy has no workspace, so the caller, which has, resolves them.
-    pub fn new(text: &str, locate: impl Fn(&str) -> Option<String>) -> CommandLine {
+    pub fn new(text: &str, locate: impl Fn(&str) -> Option<(String, String)>) -> CommandLine {
         let script = shell::parse(text);
         let places = match &script {
             Ok(script) => script
@@ -97,11 +98,11 @@ impl CommandLine {
         }
     }
 
-    fn place(&self, path: &str) -> Option<&str> {
+    fn place(&self, path: &str) -> Option<&(String, String)> {
         self.places
             .iter()
             .find(|(p, _)| p == path)
-            .and_then(|(_, rel)| rel.as_deref())
+            .and_then(|(_, place)| place.as_ref())
     }
 }
 
@@ -416,28 +417,31 @@ impl Policy {
                 Target::Write(path) => ("write_file", path, "writes"),
             };
             let what = format!("the redirection `{}`", redirect.shown);
-            let Some(rel) = line.place(path) else {
+            let Some((rel, real)) = line.place(path) else {
                 return not_covered(&format!("{what}: it {verb} outside the workspace"));
             };
-            let subject = Subject::Path(rel.to_owned());
-            if let Some(deny) = self
-                .deny
-                .iter()
-                .find(|r| r.denies(file_tool, Some(&subject)))
-            {
-                return not_covered(&format!(
-                    "{what}: it {verb} {rel:?}, which the rule --deny {} denies",
-                    deny.text
-                ));
-            }
-            if !self
-                .allow
-                .iter()
-                .any(|r| r.matches(file_tool, Some(&subject)))
-            {
-                return not_covered(&format!(
-                    "{what}: it {verb} {rel:?}, and no {file_tool} rule allows that"
-                ));
+            // As the file tool would be judged: the path as written and where it leads.
+            for view in [rel, real] {
+                let subject = Subject::Path(view.clone());
+                if let Some(deny) = self
+                    .deny
+                    .iter()
+                    .find(|r| r.denies(file_tool, Some(&subject)))
+                {
+                    return not_covered(&format!(
+                        "{what}: it {verb} {view:?}, which the rule --deny {} denies",
+                        deny.text
+                    ));
+                }
+                if !self
+                    .allow
+                    .iter()
+                    .any(|r| r.matches(file_tool, Some(&subject)))
+                {
+                    return not_covered(&format!(
+                        "{what}: it {verb} {view:?}, and no {file_tool} rule allows that"
+                    ));
+                }
             }
         }
         Decision::Allowed

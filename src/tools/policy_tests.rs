@@ -23,8 +23,10 @@ fn path(s: &str) -> Subject {
 /// are inside the workspace, everything else is outside.
 fn command(s: &str) -> Subject {
     Subject::Command(CommandLine::new(s, |p| {
-        (!p.starts_with('/') && !p.split('/').any(|c| c == ".."))
-            .then(|| p.trim_start_matches("./").to_owned())
+        (!p.starts_with('/') && !p.split('/').any(|c| c == "..")).then(|| {
+            let rel = p.trim_start_matches("./").to_owned();
+            (rel.clone(), rel)
+        })
     }))
 }
 

@@ -77,6 +77,11 @@ fn ls_bypass(sb: &Sandbox) -> Bypass {
 /// Runs one round in which the model calls bash once per command, then a final answer, with
 /// `allow` as the allowlist; returns the round's results.
 fn run_round(sb: &Sandbox, allow: &str, commands: &[&str]) -> Vec<Value> {
+    run_with(sb, &["-a", allow], commands)
+}
+
+/// One round running `commands` as parallel bash calls under `rules`; their results.
+fn run_with(sb: &Sandbox, rules: &[&str], commands: &[&str]) -> Vec<Value> {
     let inputs: Vec<String> = commands
         .iter()
         .map(|c| json!({"command": c}).to_string())
@@ -93,7 +98,8 @@ fn run_round(sb: &Sandbox, allow: &str, commands: &[&str]) -> Vec<Value> {
     ]);
     let out = run(sb
         .anthropic(&server)
-        .args(["-a", allow, "--transcript"])
+        .args(rules)
+        .arg("--transcript")
         .arg(sb.transcript_path())
         .arg("go"));
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -189,4 +195,39 @@ fn what_the_rules_understand_runs_streams_and_allowed_writes_included() {
     assert!(sb.ws().join("out/listing.txt").exists());
     assert_eq!(results[2]["error_kind"], "denied", "{}", results[2]);
     assert!(!sb.ws().join("listing.txt").exists());
+}
+
+#[test]
+fn a_redirection_through_a_symlink_is_judged_where_it_leads() {
+    // `--deny write_file(.env)` must hold against `> link` when link -> .env.
+    let sb = Sandbox::new();
+    sb.write(".env", "SECRET=1\n");
+    std::os::unix::fs::symlink(".env", sb.ws().join("link")).unwrap();
+    std::fs::create_dir(sb.ws().join("notes")).unwrap();
+    std::os::unix::fs::symlink("../.env", sb.ws().join("notes/env")).unwrap();
+    let hostile = ["echo pwned > link", "echo pwned >> notes/env"];
+    let allow = "bash(echo *),write_file(**)";
+    let results = run_with(&sb, &["-a", allow, "--deny", "write_file(.env)"], &hostile);
+    for (command, r) in hostile.iter().zip(&results) {
+        assert_eq!(r["error_kind"], "denied", "{command}: {r}");
+        assert!(
+            r["content"].as_str().unwrap().contains(".env"),
+            "{command}: {r}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(sb.ws().join(".env")).unwrap(),
+        "SECRET=1\n"
+    );
+    // The control: without the deny rule the same redirections write .env.
+    let results = run_round(&sb, allow, &hostile);
+    assert!(
+        results.iter().all(|r| r["is_error"] == false),
+        "{results:?}"
+    );
+    assert!(
+        std::fs::read_to_string(sb.ws().join(".env"))
+            .unwrap()
+            .contains("pwned")
+    );
 }

@@ -127,15 +127,14 @@ impl Workspace {
     }
 
     /// Where a path a shell redirection names lies, for the allowlist: its workspace-relative
-    /// form (as `subject`), or `None` when it lies outside. Unlike the file tools, bash opens the
-    /// path as written, so besides the lexical check the kernel's own reading must stay inside
-    /// (see `locate`). (A symlink created by the same script after this check is the sandbox's to
-    /// stop.)
-    pub fn shell_target(&self, path: &str) -> Option<String> {
+    /// form as written (as `subject`) and where it leads (as `locate`), or `None` when either
+    /// lies outside. Rules judge both, so a symlink cannot lead a redirection past a deny rule.
+    /// (A symlink created by the same script after this check is the sandbox's to stop.)
+    pub fn shell_target(&self, path: &str) -> Option<(String, String)> {
         let Some(Subject::Path(rel)) = self.subject(path) else {
             return None;
         };
-        self.locate(path).map(|_| rel)
+        self.locate(path).map(|real| (rel, real))
     }
 
     /// Where a path leads once every symlink on the way is followed, as the kernel would open

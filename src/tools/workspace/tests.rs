@@ -62,11 +62,13 @@ fn shell_targets_are_where_the_kernel_would_open_them() {
     symlink(outside_dir.path().join("gone"), root.join("dangling")).unwrap();
     symlink(root.join("sub"), root.join("in")).unwrap();
     let target = |p: &str| ws.shell_target(p);
-    assert_eq!(target("new.txt"), Some("new.txt".to_owned()));
-    assert_eq!(target("./sub/new.txt"), Some("sub/new.txt".to_owned()));
-    assert_eq!(target("in/x"), Some("in/x".to_owned()));
+    let at = |written: &str, real: &str| Some((written.to_owned(), real.to_owned()));
+    assert_eq!(target("new.txt"), at("new.txt", "new.txt"));
+    assert_eq!(target("./sub/new.txt"), at("sub/new.txt", "sub/new.txt"));
+    // Written through a link, it leads to the link's target: rules see both.
+    assert_eq!(target("in/x"), at("in/x", "sub/x"));
     let abs = root.join("sub/x");
-    assert_eq!(target(abs.to_str().unwrap()), Some("sub/x".to_owned()));
+    assert_eq!(target(abs.to_str().unwrap()), at("sub/x", "sub/x"));
     // Lexically these stay inside; the kernel follows the link first.
     for escape in ["out/x", "out/../x", "dangling", "../x", "/etc/passwd"] {
         assert_eq!(target(escape), None, "{escape}");
