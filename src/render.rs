@@ -292,7 +292,9 @@ pub fn print_tool_list(json: bool, inventory: &Inventory) {
                 terminal::line(&t.origin)
             ));
             let first = terminal::line(first_sentence(&t.description));
-            out.push_str(&format!("{:width$}  {first}\n", ""));
+            for line in wrap(&first, columns().map(|c| c.saturating_sub(width + 2))) {
+                out.push_str(&format!("{:width$}  {line}\n", ""));
+            }
         }
         out.push_str(&sandbox_line(&inventory.sandbox));
     }
@@ -300,6 +302,36 @@ pub fn print_tool_list(json: bool, inventory: &Inventory) {
     let _ = stdout
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush());
+}
+
+/// The terminal's width when stdout is one; into a pipe, lines are not wrapped.
+fn columns() -> Option<usize> {
+    let term = console::Term::stdout();
+    term.is_term()
+        .then(|| term.size_checked())
+        .flatten()
+        .map(|(_, cols)| usize::from(cols))
+}
+
+/// `text` in lines of at most `width` characters (at least 20), broken at spaces; one line
+/// when there is no width.
+fn wrap(text: &str, width: Option<usize>) -> Vec<String> {
+    let Some(width) = width.map(|w| w.max(20)) else {
+        return vec![text.to_owned()];
+    };
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
 }
 
 /// `rounds tools`' last line: the sandbox tool processes run in, and what of it is in force.
@@ -411,4 +443,24 @@ pub fn set_color(choice: crate::cli::Color) {
     };
     console::set_colors_enabled_stderr(on(std::io::stderr().is_terminal()));
     console::set_colors_enabled(on(std::io::stdout().is_terminal()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_wrap_at_spaces_to_the_width_and_not_into_a_pipe() {
+        let text = "Search file contents in the workspace with a regular expression, matched line by line.";
+        let lines = wrap(text, Some(30));
+        assert!(lines.iter().all(|l| l.chars().count() <= 30), "{lines:?}");
+        assert_eq!(lines.join(" "), text);
+        assert_eq!(wrap(text, None), vec![text.to_owned()]);
+        // A width too small to be useful is raised to 20.
+        assert!(
+            wrap(text, Some(3))
+                .iter()
+                .all(|l| l.chars().count() <= 20 || !l.contains(' '))
+        );
+    }
 }
