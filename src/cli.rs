@@ -63,9 +63,11 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub system_file: Option<PathBuf>,
 
-    /// PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5, openai/gpt-4.1, ollama/qwen3:8b,
-    /// or replay:FILE.jsonl to replay a transcript. A bare claude-*, gpt-*/o* name picks its
-    /// provider. [default: anthropic/claude-sonnet-4-5]
+    /// PROVIDER/MODEL. Providers: anthropic, openai (Chat Completions or Responses, see
+    /// --api), openai-responses, gemini, ollama, llamacpp, vllm (OpenAI-compatible servers),
+    /// and replay:FILE.jsonl to replay a transcript. A bare claude-*, gpt-*, o1/o3/o4* or
+    /// gemini-* name picks its provider. Aliases: sonnet, opus, haiku, gpt, mini, gemini, flash
+    /// (and [alias] in the settings files). [default: anthropic/claude-sonnet-4-5]
     #[arg(short, long, value_name = "PROVIDER/MODEL", env = "ROUNDS_MODEL")]
     pub model: Option<String>,
 
@@ -75,7 +77,9 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub api_key_file: Option<PathBuf>,
 
-    /// Provider endpoint, overriding ANTHROPIC_BASE_URL / OPENAI_BASE_URL and the defaults.
+    /// Provider endpoint, overriding ANTHROPIC_BASE_URL and GEMINI_BASE_URL (http://host:port),
+    /// OPENAI_BASE_URL (http://host:port/v1), and the defaults of ollama
+    /// (http://127.0.0.1:11434/v1), llamacpp (:8080/v1) and vllm (:8000/v1).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
@@ -356,7 +360,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
     pub store: String,
 
-    /// The run id (in the transcript's start line and in --output json).
+    /// The run id: the `run_id` of the transcript's start line, of `-o json` and of the store's
+    /// runs table; the transcript's file name is RUN_ID.jsonl.
     pub run_id: String,
 
     /// Write to FILE instead of stdout.
