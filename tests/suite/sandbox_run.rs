@@ -230,9 +230,16 @@ fn a_tool_that_kills_its_supervisor_leaves_nothing_behind_when_rounds_exits() {
             .args(flags)
             .arg("go"));
         assert_eq!(out.code, 0, "{flags:?}: {}", out.stderr);
-        std::thread::sleep(Duration::from_millis(200));
+        // Killed processes take a moment to go on a loaded machine; an escaped one would
+        // stay for a thousand seconds.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut left = running(&["sleep", seconds]);
+        while !left.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            left = running(&["sleep", seconds]);
+        }
         assert_eq!(
-            running(&["sleep", seconds]),
+            left,
             Vec::<u32>::new(),
             "{flags:?}: an escaped process outlived rounds"
         );
