@@ -5,14 +5,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::agent::{Agent, Cancel, Observer};
 use crate::config::{Config, Resume};
 use crate::conversation::Message;
 use crate::outcome::{Outcome, Signal, Status};
 use crate::process::ProcessContext;
-use crate::provider;
+use crate::provider::{self, BuildError, Provider, ProviderChoice};
 use crate::records::Records;
 use crate::tools::assemble::{Assembled, assemble};
 use crate::tools::mcp::McpServers;
@@ -34,10 +34,37 @@ impl SetupFailure {
     }
 }
 
+/// What a run shares with the other runs of its process (`rounds batch`). A lone run shares
+/// nothing: it builds its own provider and watches the signals itself.
+#[derive(Clone, Default)]
+pub struct Shared {
+    /// Cancels the run from outside; whoever holds it watches SIGINT and SIGTERM instead of the
+    /// run.
+    pub cancel: Option<Cancel>,
+    /// Builds the run's provider in place of `provider::build`: one HTTP client and one rate
+    /// limiter per provider for all the runs.
+    pub providers: Option<Arc<dyn ProviderSource>>,
+}
+
+/// Where a run that shares its process gets its provider.
+pub trait ProviderSource: Send + Sync {
+    fn build(
+        &self,
+        choice: &ProviderChoice,
+        model: &str,
+        idle: Duration,
+    ) -> Result<Arc<dyn Provider>, BuildError>;
+}
+
 /// Runs one configured run to its end. `observer` hears about it as it happens.
 pub async fn run(config: Config, observer: Arc<dyn Observer>) -> Outcome {
+    run_shared(config, observer, Shared::default()).await
+}
+
+/// [`run`] for a run that shares its process with others (see [`Shared`]).
+pub async fn run_shared(config: Config, observer: Arc<dyn Observer>, shared: Shared) -> Outcome {
     let started = Instant::now();
-    match execute(config, observer, started).await {
+    match execute(config, observer, started, shared).await {
         Ok(outcome) => outcome,
         Err(failure) => {
             let mut outcome = Outcome::new(failure.status, Some(failure.message));
@@ -61,6 +88,7 @@ async fn execute(
     config: Config,
     observer: Arc<dyn Observer>,
     started: Instant,
+    shared: Shared,
 ) -> Result<Outcome, SetupFailure> {
     let Ready {
         agent,
@@ -68,15 +96,23 @@ async fn execute(
         mut records,
         mut history,
         output_last_message,
-    } = set_up(config, observer.clone()).await?;
+    } = set_up(config, observer.clone(), shared.providers.as_deref()).await?;
 
-    let cancel = Cancel::default();
-    let signals = watch_signals(&cancel);
+    let (cancel, signals) = match shared.cancel {
+        Some(cancel) => (cancel, None),
+        None => {
+            let cancel = Cancel::default();
+            let signals = watch_signals(&cancel);
+            (cancel, Some(signals))
+        }
+    };
     let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
     servers.shutdown().await;
     // Whatever a tool left behind (its supervisor killed, the tree re-parented to rounds).
     crate::process::reap_orphans();
-    signals.abort();
+    if let Some(signals) = signals {
+        signals.abort();
+    }
 
     outcome.transcript = records.transcript_path();
     if outcome.transcript.is_none() {
@@ -95,7 +131,11 @@ async fn execute(
 
 /// Builds the provider and the toolbox, opens the records and writes the start line. Every
 /// failure here comes before any model call.
-async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, SetupFailure> {
+async fn set_up(
+    config: Config,
+    observer: Arc<dyn Observer>,
+    providers: Option<&dyn ProviderSource>,
+) -> Result<Ready, SetupFailure> {
     let Config {
         run_id,
         provider: choice,
@@ -116,7 +156,11 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         transcript,
         store,
     } = config;
-    let provider = provider::build(&choice, &model, idle_timeout).map_err(|e| SetupFailure {
+    let provider = match providers {
+        Some(source) => source.build(&choice, &model, idle_timeout),
+        None => provider::build(&choice, &model, idle_timeout),
+    };
+    let provider = provider.map_err(|e| SetupFailure {
         status: Status::Error,
         message: e.to_string(),
     })?;

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod batch;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> u8 {
             init_logging(cli.verbose, cli.quiet);
             return commands::export(&args);
         }
+        Some(cli::Command::Batch(args)) => return batch::main(args.args),
         None => {}
     }
     let (quiet, output) = (cli.quiet, cli.output);
@@ -93,7 +95,7 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// Logs go to stderr, and only when asked for (-v) or for warnings; never to stdout.
 /// `ROUNDS_LOG` takes `tracing` target directives (`rounds=debug,reqwest=info`). A plain
 /// `Targets` filter is used because `EnvFilter` compiles regexes at startup.
-fn init_logging(verbose: u8, quiet: bool) {
+pub(crate) fn init_logging(verbose: u8, quiet: bool) {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::prelude::*;
     let level = match (quiet, verbose) {
