@@ -1,4 +1,5 @@
 mod answers;
+mod batch;
 mod caching;
 mod call_ids;
 mod context;
