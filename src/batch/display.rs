@@ -132,7 +132,6 @@ pub fn warning(message: &str) {
     eprintln!("rounds: warning: {}", terminal::text(message));
 }
 
-#[allow(dead_code)]
 /// One line of a command's product on stdout (a queued batch's id, a status table).
 pub fn stdout(text: &str) {
     let mut out = std::io::stdout().lock();
@@ -140,7 +139,7 @@ pub fn stdout(text: &str) {
 }
 
 /// The table that closes a batch, on stderr.
-pub fn summary(s: &Summary, results: &std::path::Path, backoffs: u32, seconds: f64) {
+pub fn summary(s: &Summary, results: Option<&std::path::Path>, backoffs: u32, seconds: f64) {
     let mut text = format!(
         "rounds batch: {} of {} job{} completed in {seconds:.1}s\n",
         s.completed,
@@ -175,9 +174,9 @@ pub fn summary(s: &Summary, results: &std::path::Path, backoffs: u32, seconds: f
             .collect();
         text.push_str(&format!("  slowest: {}\n", slow.join(", ")));
     }
-    text.push_str(&format!(
-        "  results: {}\n",
-        terminal::line(&results.display().to_string())
-    ));
+    if let Some(path) = results {
+        let path = path.display().to_string();
+        text.push_str(&format!("  results: {}\n", terminal::line(&path)));
+    }
     eprint!("{text}");
 }

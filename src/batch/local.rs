@@ -100,12 +100,14 @@ pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant
     let finish = Finish {
         results: all,
         bad,
-        results_path: batch.results.path().to_owned(),
+        results_path: Some(batch.results.path().to_owned()),
         backoffs: batch.pool.backoffs(),
         seconds: started.elapsed().as_secs_f64(),
         quiet: cli.quiet,
+        junit: flags.junit.clone(),
+        step_summary: flags.step_summary.clone(),
     };
-    finish.report(&flags, batch.control.signal())
+    finish.report(batch.control.signal())
 }
 
 /// A running local batch.

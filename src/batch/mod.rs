@@ -38,7 +38,7 @@ pub const INCOMPLETE: u8 = 8;
 
 /// Runs `rounds batch` with its words (after "batch") and returns the exit code.
 pub fn main(words: Vec<OsString>) -> u8 {
-    let parsed = match args::parse(words) {
+    let parsed = match args::parse(words.clone()) {
         Ok(parsed) => parsed,
         Err(e) => {
             // --help goes to stdout with 0; bad flags to stderr with 2.
@@ -72,7 +72,7 @@ pub fn main(words: Vec<OsString>) -> u8 {
     match flags.command {
         Some(BatchCommand::Status(a)) => rt.block_on(queue::status(&a)),
         Some(BatchCommand::Results(a)) => rt.block_on(queue::results(&a)),
-        None if flags.worker => rt.block_on(queue::work(job::Setup::new(parsed), started)),
+        None if flags.worker => rt.block_on(queue::work(words, started)),
         None => {
             let Some((jobs, source)) = load(&flags) else {
                 return Status::Usage.exit_code();
@@ -231,27 +231,31 @@ fn watch_signals(control: Arc<Control>) -> tokio::task::JoinHandle<()> {
 struct Finish<'a> {
     results: Vec<ResultLine>,
     bad: &'a [BadLine],
-    results_path: PathBuf,
+    /// Where `results.jsonl` is (a worker writes none).
+    results_path: Option<PathBuf>,
     backoffs: u32,
     seconds: f64,
     quiet: bool,
+    junit: Option<PathBuf>,
+    step_summary: Option<PathBuf>,
 }
 
 impl Finish<'_> {
     /// Prints the table, writes `--junit` and the step summary, and returns the exit code:
     /// the signal's, else 0 when every job completed, else 8.
-    fn report(&self, flags: &BatchFlags, signal: Option<Signal>) -> u8 {
+    fn report(&self, signal: Option<Signal>) -> u8 {
         let summary = report::Summary::of(&self.results, self.bad.len());
         if !self.quiet {
-            display::summary(&summary, &self.results_path, self.backoffs, self.seconds);
+            let results = self.results_path.as_deref();
+            display::summary(&summary, results, self.backoffs, self.seconds);
         }
-        if let Some(path) = &flags.junit {
+        if let Some(path) = &self.junit {
             let xml = report::junit(&self.results, self.bad, self.seconds);
             if let Err(e) = write_new(path, xml.as_bytes()) {
                 display::error("error", &format!("--junit {}: {e}", path.display()));
             }
         }
-        if let Some(path) = flags
+        if let Some(path) = self
             .step_summary
             .as_ref()
             .filter(|p| !p.as_os_str().is_empty())

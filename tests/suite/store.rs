@@ -103,7 +103,7 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
             .collect()
     };
     let first = applied(&schema.url);
-    assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1, 2, 3]);
 
     let server = MockServer::start(vec![sse::answer("second")]);
     let out = run(rounds_with_store(&sb, &server, &schema.url).arg("two"));
@@ -751,7 +751,7 @@ fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
     .iter()
     .map(|r| r.get(0))
     .collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     assert_eq!(
         block_on(rounds::store::export(&schema.url, "old")).unwrap(),
         jsonl
