@@ -102,12 +102,19 @@ impl Display {
     }
 }
 
-impl Drop for Display {
-    fn drop(&mut self) {
+impl Display {
+    /// Takes the live view off the terminal, before the final table.
+    pub fn clear(&self) {
         if let Some(live) = &self.live {
             live.bar.finish_and_clear();
             let _ = live.multi.clear();
         }
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        self.clear();
     }
 }
 

@@ -60,6 +60,19 @@ pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant
             plan => todo.push((job, plan)),
         }
     }
+    // Flags that cannot run the first job (a missing key, a file that is not there) stop the
+    // batch before any request, as they would stop a run.
+    if let Some((job, _)) = todo.first() {
+        let probe = Placement {
+            transcript: &out.transcript(&job.id),
+            resume: None,
+            store: None,
+        };
+        if let Err(e) = setup.config(job, &probe) {
+            display::error("usage error", &format!("job {:?}: {e}", job.id));
+            return Status::Usage.exit_code();
+        }
+    }
     let results = match ResultsFile::create(&out.results(), &done) {
         Ok(r) => r,
         Err(e) => {
@@ -91,6 +104,7 @@ pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant
         })
         .await;
     signals.abort();
+    batch.display.clear();
 
     let mut all = done;
     if let Ok(mut finished) = batch.finished.lock() {
@@ -167,7 +181,13 @@ impl Local {
             store: self.store.as_deref(),
         };
         let (outcome, run_id) = match self.setup.config(job, &placement) {
-            Err(e) => (Outcome::usage_error(e), None),
+            Err(e) => {
+                // The interrupted transcript goes back: a later batch may still resume it.
+                if let Some(aside) = &resume {
+                    let _ = std::fs::rename(aside, &transcript);
+                }
+                (Outcome::usage_error(e), None)
+            }
             Ok(config) => {
                 let Some(cancel) = self.control.start(key) else {
                     let why = self.control.stopped().unwrap_or_default();

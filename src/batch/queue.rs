@@ -160,6 +160,7 @@ pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
         control: Arc::new(Control::default()),
         keys: AtomicUsize::new(0),
         broken: AtomicBool::new(false),
+        misconfigured: AtomicBool::new(false),
         finished: std::sync::Mutex::new(Vec::new()),
     });
     let signals = super::watch_signals(worker.control.clone());
@@ -169,6 +170,7 @@ pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
     });
     futures_util::future::join_all(loops).await;
     signals.abort();
+    worker.display.clear();
     let results = worker
         .finished
         .lock()
@@ -185,6 +187,9 @@ pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
         step_summary: flags.step_summary.clone(),
     };
     let code = finish.report(worker.control.signal());
+    if worker.misconfigured.load(Ordering::Relaxed) {
+        return Status::Usage.exit_code();
+    }
     if worker.broken.load(Ordering::Relaxed) && code == 0 {
         return Status::Error.exit_code();
     }
@@ -214,6 +219,8 @@ struct Worker {
     keys: AtomicUsize,
     /// The queue failed: the worker stopped taking jobs.
     broken: AtomicBool,
+    /// The worker cannot run jobs at all (exit 2).
+    misconfigured: AtomicBool,
     finished: std::sync::Mutex<Vec<ResultLine>>,
 }
 
@@ -284,6 +291,15 @@ impl Worker {
         };
         let config = match self.setup.config(&job, &placement) {
             Ok(c) => c,
+            Err(e) if !self.can_run(&job, &transcript) => {
+                // Not even without its overrides: the worker's flags or environment are wrong
+                // (a missing key), not the job. It goes back for a worker that can run it.
+                let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
+                display::error("usage error", &format!("job {:?}: {e}", job.id));
+                self.misconfigured.store(true, Ordering::Relaxed);
+                self.broken.store(true, Ordering::Relaxed);
+                return;
+            }
             Err(e) => {
                 let line = ResultLine::finished(&job, &Outcome::usage_error(e), None, &prior);
                 return self.finish(&job, line).await;
@@ -327,6 +343,21 @@ impl Worker {
             return;
         }
         self.finish(&job, line).await;
+    }
+
+    /// Whether this worker's flags and environment can configure `job` without its
+    /// per-job overrides.
+    fn can_run(&self, job: &Job, transcript: &Path) -> bool {
+        let bare = Job {
+            overrides: Overrides::default(),
+            ..job.clone()
+        };
+        let placement = Placement {
+            transcript,
+            resume: None,
+            store: None,
+        };
+        self.setup.config(&bare, &placement).is_ok()
     }
 
     /// Marks the job done, if this worker still holds it.
