@@ -180,16 +180,21 @@ impl Local {
             resume: resume.as_deref(),
             store: self.store.as_deref(),
         };
+        // A job that does not start after all gives its interrupted transcript back: a later
+        // batch may still resume it.
+        let put_back = || {
+            if let Some(aside) = &resume {
+                let _ = std::fs::rename(aside, &transcript);
+            }
+        };
         let (outcome, run_id) = match self.setup.config(job, &placement) {
             Err(e) => {
-                // The interrupted transcript goes back: a later batch may still resume it.
-                if let Some(aside) = &resume {
-                    let _ = std::fs::rename(aside, &transcript);
-                }
+                put_back();
                 (Outcome::usage_error(e), None)
             }
             Ok(config) => {
                 let Some(cancel) = self.control.start(key) else {
+                    put_back();
                     let why = self.control.stopped().unwrap_or_default();
                     return ResultLine::not_started(job, &why);
                 };

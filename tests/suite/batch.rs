@@ -450,3 +450,40 @@ fn sigint_stops_the_batch_and_a_rerun_resumes_the_interrupted_jobs() {
         );
     }
 }
+
+#[test]
+fn a_template_makes_each_prompt_from_lines_read_on_stdin() {
+    let sb = Sandbox::new();
+    let server = MockServer::respond(|r| sse::answer(&format!("ok {}", job_of(r))));
+    let template = sb.path("review.md");
+    std::fs::write(&template, "Review {{file}} for job-{{ n }}.").unwrap();
+    let mut cmd = batch(&sb, &server, Path::new("-"), "out");
+    cmd.arg("--template").arg(&template).stdin(Stdio::piped());
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(
+                b"{\"id\":\"src/a.rs\",\"file\":\"src/a.rs\",\"n\":1}\n{\"id\":\"b\",\"n\":2}\n",
+            )
+            .unwrap();
+    }
+    let out = wait(child);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stdin, line 2: no field \"file\""),
+        "{}",
+        out.stderr
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(body.contains("Review src/a.rs for job-1."), "{body}");
+    // The id names a file of its own in the directory.
+    assert!(sb.path("out/src%2Fa.rs.jsonl").exists());
+}
