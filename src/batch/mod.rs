@@ -5,8 +5,9 @@
 //! flag), reads the jobs (`jobs`), and for each job resolves a `Config` and calls
 //! `app::run_shared` (`job`). A local batch (`local`) keeps its state in `--out DIR` (`out`,
 //! `results`) and is resumable by running it again; with `--store`, a batch can instead be a
-//! queue in PostgreSQL that workers on any machine drain (`queue`). `limits` holds what the jobs
-//! share per provider, `report` what a batch reports, and `display` prints.
+//! queue in PostgreSQL that workers on any machine drain (`queue`; `inspect` reads it back).
+//! `limits` holds what the jobs share per provider, `report` what a batch reports, and
+//! `display` prints.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -19,6 +20,7 @@ use crate::outcome::{Signal, Status};
 
 pub mod args;
 mod display;
+mod inspect;
 mod job;
 pub mod jobs;
 pub mod limits;
@@ -70,8 +72,8 @@ pub fn main(words: Vec<OsString>) -> u8 {
     let started = Instant::now();
     let flags = parsed.flags.clone();
     match flags.command {
-        Some(BatchCommand::Status(a)) => rt.block_on(queue::status(&a)),
-        Some(BatchCommand::Results(a)) => rt.block_on(queue::results(&a)),
+        Some(BatchCommand::Status(a)) => rt.block_on(inspect::status(&a)),
+        Some(BatchCommand::Results(a)) => rt.block_on(inspect::results(&a)),
         None if flags.worker => rt.block_on(queue::work(words, started)),
         None => {
             let Some((jobs, source)) = load(&flags) else {
