@@ -230,3 +230,30 @@ fn a_worker_killed_mid_job_loses_nothing_and_the_job_finishes_once_elsewhere() {
     assert_eq!(run(&killed), (None, 1, false));
     assert_eq!(run(&finished), (Some("completed".into()), 2, true));
 }
+
+#[test]
+fn a_worker_without_a_key_gives_the_job_back_and_exits_2() {
+    let Some(pg) = server() else { return };
+    let schema = Schema::new(pg);
+    let sb = Sandbox::new();
+    let server = MockServer::respond(three_rounds);
+    let jobs = jobs_file(&sb, 2);
+    let batch = enqueue(&sb, &server, &schema.url, &jobs);
+    let out = run(sb.rounds().args([
+        "batch",
+        "--worker",
+        "--store",
+        &schema.url,
+        "--batch",
+        &batch,
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("ANTHROPIC_API_KEY"), "{}", out.stderr);
+    let rows = sql(
+        &schema.url,
+        "SELECT state, attempts FROM batch_jobs ORDER BY line",
+    );
+    let rows: Vec<(String, i32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(rows, [("queued".into(), 0), ("queued".into(), 0)]);
+    assert!(server.requests().is_empty());
+}
