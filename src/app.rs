@@ -5,14 +5,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::agent::{Agent, Cancel, Observer};
 use crate::config::{Config, Resume};
 use crate::conversation::Message;
 use crate::outcome::{Outcome, Signal, Status};
 use crate::process::ProcessContext;
-use crate::provider;
+use crate::provider::{self, BuildError, Provider, ProviderChoice};
 use crate::records::Records;
 use crate::tools::assemble::{Assembled, assemble};
 use crate::tools::mcp::McpServers;
@@ -34,16 +34,57 @@ impl SetupFailure {
     }
 }
 
+/// What a run shares with the other runs of its process (`rounds batch`). A lone run shares
+/// nothing: it builds its own provider and watches the signals itself.
+#[derive(Clone, Default)]
+pub struct Shared {
+    /// Cancels the run from outside; whoever holds it watches SIGINT and SIGTERM instead of the
+    /// run.
+    pub cancel: Option<Cancel>,
+    /// Builds the run's provider in place of `provider::build`: one HTTP client and one rate
+    /// limiter per provider for all the runs.
+    pub providers: Option<Arc<dyn ProviderSource>>,
+}
+
+/// Where a run that shares its process gets its provider.
+pub trait ProviderSource: Send + Sync {
+    fn build(
+        &self,
+        choice: &ProviderChoice,
+        model: &str,
+        idle: Duration,
+    ) -> Result<Arc<dyn Provider>, BuildError>;
+}
+
 /// Runs one configured run to its end. `observer` hears about it as it happens; `cancel` stops
-/// it early (signals are watched here; the face may cancel too, e.g. when stdout closes);
-/// `started` is when the run began for the user (stdin waited for included).
+/// it early (signals are watched here too; the face cancels when stdout closes); `started` is
+/// when the run began for the user (stdin waited for included).
 pub async fn run(
     config: Config,
     observer: Arc<dyn Observer>,
     cancel: Cancel,
     started: Instant,
 ) -> Outcome {
-    match execute(config, observer, cancel, started).await {
+    finish(
+        execute(config, observer, started, cancel, true, None).await,
+        started,
+    )
+}
+
+/// [`run`] for a run that shares its process with others (see [`Shared`]).
+pub async fn run_shared(config: Config, observer: Arc<dyn Observer>, shared: Shared) -> Outcome {
+    let started = Instant::now();
+    let (cancel, watch) = match shared.cancel {
+        Some(cancel) => (cancel, false),
+        None => (Cancel::default(), true),
+    };
+    let ran = execute(config, observer, started, cancel, watch, shared.providers).await;
+    finish(ran, started)
+}
+
+/// The outcome of a run, or of a run that could not start.
+fn finish(ran: Result<Outcome, SetupFailure>, started: Instant) -> Outcome {
+    match ran {
         Ok(outcome) => outcome,
         Err(failure) => {
             let mut outcome = Outcome::new(failure.status, Some(failure.message));
@@ -67,8 +108,10 @@ struct Ready {
 async fn execute(
     config: Config,
     observer: Arc<dyn Observer>,
-    cancel: Cancel,
     started: Instant,
+    cancel: Cancel,
+    watch: bool,
+    providers: Option<Arc<dyn ProviderSource>>,
 ) -> Result<Outcome, SetupFailure> {
     let Ready {
         agent,
@@ -77,14 +120,16 @@ async fn execute(
         mut history,
         output_last_message,
         run_id,
-    } = set_up(config, observer.clone()).await?;
+    } = set_up(config, observer.clone(), providers.as_deref()).await?;
 
-    let signals = watch_signals(&cancel);
+    let signals = watch.then(|| watch_signals(&cancel));
     let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
     servers.shutdown().await;
     // Whatever a tool left behind (its supervisor killed, the tree re-parented to rounds).
     crate::process::reap_orphans();
-    signals.abort();
+    if let Some(signals) = signals {
+        signals.abort();
+    }
 
     outcome.transcript = records.transcript_path();
     outcome.run_id = Some(run_id);
@@ -104,7 +149,11 @@ async fn execute(
 
 /// Builds the provider and the toolbox, opens the records and writes the start line. Every
 /// failure here comes before any model call.
-async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, SetupFailure> {
+async fn set_up(
+    config: Config,
+    observer: Arc<dyn Observer>,
+    providers: Option<&dyn ProviderSource>,
+) -> Result<Ready, SetupFailure> {
     let Config {
         run_id,
         provider: choice,
@@ -126,7 +175,11 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         transcript_is_default,
         store,
     } = config;
-    let provider = provider::build(&choice, &model, idle_timeout).map_err(|e| SetupFailure {
+    let provider = match providers {
+        Some(source) => source.build(&choice, &model, idle_timeout),
+        None => provider::build(&choice, &model, idle_timeout),
+    };
+    let provider = provider.map_err(|e| SetupFailure {
         status: Status::Error,
         message: e.to_string(),
     })?;

@@ -14,7 +14,8 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 budget (tokens or USD),
 /// 5 deadline, 6 tool failure (--fail-on), 7 answer not valid against --output-schema,
-/// 130/143 interrupted (SIGINT/SIGTERM), 141 the reader of stream-json went away.
+/// 8 a batch job did not complete (rounds batch), 130/143 interrupted (SIGINT/SIGTERM),
+/// 141 the reader of stream-json went away.
 #[derive(Debug, Parser)]
 #[command(
     name = "rounds",
@@ -336,6 +337,17 @@ pub enum Command {
     /// Show the settings a run would use (with --profile and -c applied) and where each comes
     /// from: a flag's default, an environment variable, a settings file and line, or -c.
     Config,
+    /// Run many jobs (a JSONL file, one job per line) in one process, or through a queue in the
+    /// store; every run flag applies to every job. See rounds batch --help.
+    #[command(disable_help_flag = true)]
+    Batch(BatchArgs),
+}
+
+/// `rounds batch`: its flags are parsed by `batch::args`, which adds every run flag to them.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod batch;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -73,6 +74,7 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
             return commands::export(&args);
         }
         Some(cli::Command::Config) => return commands::config(&layers),
+        Some(cli::Command::Batch(args)) => return batch::main(args.args),
         None => {}
     }
     let (quiet, output) = (cli.quiet, cli.output);
@@ -118,7 +120,7 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// Logs go to stderr, and only when asked for (-v) or for warnings; never to stdout.
 /// `ROUNDS_LOG` takes `tracing` target directives (`rounds=debug,reqwest=info`). A plain
 /// `Targets` filter is used because `EnvFilter` compiles regexes at startup.
-fn init_logging(verbose: u8, quiet: bool) {
+pub(crate) fn init_logging(verbose: u8, quiet: bool) {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::prelude::*;
     let level = match (quiet, verbose) {

@@ -233,7 +233,21 @@ pub fn build(
     model: &str,
     idle: Duration,
 ) -> Result<Arc<dyn Provider>, BuildError> {
-    let client = || super::http::client().map_err(|e| BuildError(e.to_string()));
+    build_with(choice, model, idle, None)
+}
+
+/// [`build`] over `shared`, a client (and so a connection pool) that other providers use too,
+/// or a new one.
+pub fn build_with(
+    choice: &ProviderChoice,
+    model: &str,
+    idle: Duration,
+    shared: Option<&reqwest::Client>,
+) -> Result<Arc<dyn Provider>, BuildError> {
+    let client = || match shared {
+        Some(client) => Ok(client.clone()),
+        None => super::http::client().map_err(|e| BuildError(e.to_string())),
+    };
     let model = model.to_owned();
     Ok(match choice {
         ProviderChoice::Anthropic {

@@ -30,7 +30,7 @@ pub mod sse;
 #[cfg(test)]
 pub mod testing;
 
-pub use choice::{Api, BuildError, ProviderChoice, build};
+pub use choice::{Api, BuildError, ProviderChoice, build, build_with};
 pub use options::{Effort, Options};
 
 /// Everything a provider needs for one request.

@@ -14,6 +14,7 @@
 
 mod nul;
 mod postgres;
+pub mod queue;
 mod tls;
 
 pub use postgres::{PgStore, connect, export};

@@ -26,6 +26,7 @@ use crate::transcript::{End, Line, Record, Round, Start, VERSION};
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_runs.sql")),
     (2, include_str!("migrations/0002_v0_2.sql")),
+    (3, include_str!("migrations/0003_batches.sql")),
 ];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new
@@ -397,7 +398,7 @@ fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Ve
 }
 
 /// Opens a connection and returns it with the database's name for messages.
-async fn open(url: &str) -> Result<(Client, String), StoreError> {
+pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
     if url.trim().is_empty() {
         return Err(StoreError::Url("it is empty".into()));
     }
@@ -491,7 +492,7 @@ pub(super) fn describe_error(e: &tokio_postgres::Error) -> String {
     message
 }
 
-fn database_error(database: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
+pub(super) fn database_error(database: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
     move |e| StoreError::Database {
         database: database.to_owned(),
         message: describe_error(&e),
@@ -511,7 +512,7 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
 /// Creates or updates the schema. Taken under a transaction-scoped advisory lock, so runs that
 /// start together against a new database wait for one another instead of racing to create the
 /// same tables; a database already at the latest version costs one short transaction.
-async fn migrate(client: &mut Client) -> Result<(), String> {
+pub(super) async fn migrate(client: &mut Client) -> Result<(), String> {
     let fail = |e: tokio_postgres::Error| describe_error(&e);
     let tx = client.transaction().await.map_err(fail)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])

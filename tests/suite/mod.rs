@@ -1,4 +1,6 @@
 mod answers;
+mod batch;
+mod batch_queue;
 mod caching;
 mod call_ids;
 mod cli;

@@ -103,7 +103,7 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
             .collect()
     };
     let first = applied(&schema.url);
-    assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1, 2, 3]);
 
     let server = MockServer::start(vec![sse::answer("second")]);
     let out = run(rounds_with_store(&sb, &server, &schema.url).arg("two"));
@@ -134,7 +134,7 @@ fn runs_starting_together_on_a_new_database_migrate_once() {
         assert!(r.is_ok(), "{:?}", r.as_ref().err());
     }
     let rows = sql(&schema.url, "SELECT count(*) FROM rounds_schema_migrations");
-    assert_eq!(rows[0].get::<_, i64>(0), 2);
+    assert_eq!(rows[0].get::<_, i64>(0), 3);
 }
 
 #[test]
@@ -751,7 +751,7 @@ fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
     .iter()
     .map(|r| r.get(0))
     .collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     assert_eq!(
         block_on(rounds::store::export(&schema.url, "old")).unwrap(),
         jsonl

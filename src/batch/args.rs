@@ -1,0 +1,371 @@
+//! `rounds batch`'s command line: its own flags, plus every flag of a single run (taken from
+//! `cli::Cli` as it is, so a flag added there applies to batches too) as the default of every
+//! job. Parsed here rather than by the top-level parser, which only hands the words over.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::parser::ValueSource;
+use clap::{ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Subcommand};
+
+use crate::cli::Cli;
+
+// The flags of `rounds batch` itself (no doc comment: it would become the command's about).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Batch")]
+pub struct BatchFlags {
+    /// The jobs: a JSONL file (or - for stdin), one job per line: {"id": …, "prompt": …} plus
+    /// any of model, workspace, allow, deny, system, output_schema, max_rounds, max_tokens,
+    /// timeout, budget_tokens, budget_usd, temperature, reasoning_effort for that job.
+    #[arg(value_name = "JOBS", index = 1)]
+    pub jobs_file: Option<PathBuf>,
+
+    /// Make each job's prompt from FILE, its {{field}} placeholders filled from the job's line
+    /// (which then may hold any fields).
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+
+    /// How many jobs run at once.
+    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub parallel: u16,
+
+    /// The batch's directory: DIR/<id>.jsonl per job, DIR/results.jsonl (one line per job, as
+    /// jobs finish). Running the same batch again skips the jobs that completed and resumes the
+    /// interrupted ones.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Also run again the jobs that ended without completing (from the start).
+    #[arg(long)]
+    pub retry_failed: bool,
+
+    /// Run only the jobs whose id hashes to shard I of N (0-based), e.g. --shard 0/4: shards
+    /// split a batch between machines with no coordination.
+    #[arg(long, value_name = "I/N", value_parser = super::jobs::Shard::parse)]
+    pub shard: Option<super::jobs::Shard>,
+
+    /// Requests per minute to each provider, shared by all the jobs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rpm: Option<u32>,
+
+    /// Tokens (input + output) per minute to each provider, shared by all the jobs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tpm: Option<u64>,
+
+    /// Each job's token budget (--budget-tokens is the whole batch's).
+    #[arg(long, value_name = "N")]
+    pub job_budget_tokens: Option<u64>,
+
+    /// Each job's budget in USD (--budget-usd is the whole batch's).
+    #[arg(long, value_name = "USD")]
+    pub job_budget_usd: Option<f64>,
+
+    /// Write a JUnit XML report to FILE: a testcase per job, a failure for each job that did
+    /// not complete.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
+    /// Append a Markdown summary to FILE (GitHub Actions' job summary by default).
+    #[arg(long, value_name = "FILE", env = "GITHUB_STEP_SUMMARY")]
+    pub step_summary: Option<PathBuf>,
+
+    /// Put the jobs in the store (--store) as a queue and print the batch id; workers run them.
+    #[arg(long, requires = "store", conflicts_with_all = ["worker", "shard"])]
+    pub enqueue: bool,
+
+    /// Run jobs of the queued batch --batch ID from the store until none is left.
+    #[arg(long, requires_all = ["store", "batch"])]
+    pub worker: bool,
+
+    /// The queued batch's id (with --worker; with --enqueue, the id to give it).
+    #[arg(long = "batch", value_name = "ID")]
+    pub batch: Option<String>,
+
+    /// A worker's hold on a job: renewed while it runs; when its worker dies, the job returns
+    /// to the queue this long after the last renewal.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = lease_secs)]
+    pub lease: f64,
+
+    /// How many workers may take a job whose worker died before it is given up.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_attempts: u32,
+
+    #[command(subcommand)]
+    pub command: Option<BatchCommand>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum BatchCommand {
+    /// Counts of a queued batch's jobs by state, and the jobs running longest.
+    Status(StatusArgs),
+    /// Write a queued batch's results.jsonl (and --junit) as a local batch does.
+    Results(ResultsArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    /// The PostgreSQL database the batch was queued in.
+    #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
+    pub store: String,
+    pub batch: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ResultsArgs {
+    #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
+    pub store: String,
+    pub batch: String,
+    /// Where results.jsonl goes.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Also write a JUnit XML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+/// Run flags that mean nothing per job in a batch: hidden, and refused when given.
+const NOT_PER_JOB: &[(&str, &str)] = &[
+    (
+        "prompt",
+        "a job's prompt comes from its line (or --template)",
+    ),
+    (
+        "prompt_file",
+        "a job's prompt comes from its line (or --template)",
+    ),
+    ("resume", "a batch resumes its interrupted jobs by itself"),
+    (
+        "transcript",
+        "each job's transcript is DIR/<id>.jsonl (--out DIR)",
+    ),
+    ("no_transcript", "a batch keeps every job's transcript"),
+    ("output", "a batch writes results.jsonl, not a run's output"),
+    (
+        "output_last_message",
+        "results.jsonl holds every job's final answer",
+    ),
+];
+
+/// A parsed `rounds batch` command line.
+pub struct Parsed {
+    pub flags: BatchFlags,
+    /// The matches, from which each job's `Cli` is made afresh.
+    pub matches: ArgMatches,
+}
+
+impl Parsed {
+    /// The run flags as a single run would have them.
+    pub fn cli(&self) -> Result<Cli, String> {
+        Cli::from_arg_matches(&self.matches).map_err(|e| e.to_string())
+    }
+
+    /// The run flags given on the command line, as words that parse back to them: what a
+    /// queued batch keeps for its workers (their environment is their own).
+    pub fn run_words(&self) -> Result<Vec<String>, String> {
+        let mut words = Vec::new();
+        let cli = Cli::command();
+        for arg in cli.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "store" || NOT_PER_JOB.iter().any(|(n, _)| *n == id) {
+                continue;
+            }
+            if self.matches.value_source(id) != Some(ValueSource::CommandLine) {
+                continue;
+            }
+            let Some(long) = arg.get_long() else { continue };
+            match arg.get_action() {
+                ArgAction::SetTrue | ArgAction::SetFalse => words.push(format!("--{long}")),
+                ArgAction::Count => {
+                    let n = self.matches.get_count(id);
+                    words.extend((0..n).map(|_| format!("--{long}")));
+                }
+                _ => {
+                    let Some(raw) = self.matches.get_raw_occurrences(id) else {
+                        continue;
+                    };
+                    for occurrence in raw {
+                        for value in occurrence {
+                            let value = value.to_str().ok_or_else(|| {
+                                format!("--{long}: a queued batch keeps only UTF-8 values")
+                            })?;
+                            words.push(format!("--{long}={value}"));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(words)
+    }
+}
+
+/// `rounds batch` with every run flag. A flag given twice takes the last value, so a worker's
+/// flags can follow (and override) the ones its batch was queued with.
+pub fn command() -> clap::Command {
+    let cmd = clap::Command::new("rounds batch")
+        .after_help(AFTER_HELP)
+        .max_term_width(100)
+        .args_override_self(true)
+        .args_conflicts_with_subcommands(true);
+    // The batch's own flags first: --help shows them before the run flags.
+    let mut cmd = BatchFlags::augment_args(cmd).about(ABOUT);
+    for arg in Cli::command().get_arguments() {
+        let id = arg.get_id().as_str();
+        let mut arg = arg.clone();
+        if id == "prompt" {
+            arg = arg.index(2);
+        }
+        if NOT_PER_JOB.iter().any(|(n, _)| *n == id) {
+            arg = arg.hide(true);
+        }
+        if arg.get_help_heading().is_none() {
+            arg = arg.help_heading("Run flags (every job's defaults)");
+        }
+        let help = match id {
+            "budget_tokens" => Some(
+                "Stop the batch once its jobs have used N tokens (input + output): no job \
+                 starts, and running jobs stop before their next request (exit 4 for them). \
+                 --job-budget-tokens is each job's",
+            ),
+            "budget_usd" => Some(
+                "Stop the batch once its jobs have cost USD, as --budget-tokens; \
+                 --job-budget-usd is each job's",
+            ),
+            "store" => Some(
+                "Keep every job's run in PostgreSQL (postgres://…); with --enqueue and \
+                 --worker, the batch's queue too",
+            ),
+            _ => None,
+        };
+        if let Some(help) = help {
+            arg = arg.help(help).long_help(help);
+        }
+        cmd = cmd.arg(arg);
+    }
+    cmd
+}
+
+/// Parses `rounds batch`'s words (without "rounds batch"). `Err` is clap's, to print as clap
+/// does (help and version included).
+pub fn parse<I: IntoIterator<Item = OsString>>(words: I) -> Result<Parsed, clap::Error> {
+    let argv = std::iter::once(OsString::from("rounds batch")).chain(words);
+    let matches = command().try_get_matches_from(argv)?;
+    let flags = BatchFlags::from_arg_matches(&matches)?;
+    Ok(Parsed { flags, matches })
+}
+
+/// Run flags given that a batch cannot honour, with why.
+pub fn refused(matches: &ArgMatches) -> Option<String> {
+    NOT_PER_JOB.iter().find_map(|(id, why)| {
+        (matches.value_source(id) == Some(ValueSource::CommandLine)).then(|| {
+            let flag = if *id == "prompt" {
+                "a prompt".to_owned()
+            } else {
+                format!("--{}", id.replace('_', "-"))
+            };
+            format!("{flag} does not apply to a batch: {why}")
+        })
+    })
+}
+
+fn lease_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (1.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected 1 to 86400 seconds, got {s:?}")),
+    }
+}
+
+const ABOUT: &str = "\
+Run many jobs, each an ordinary run with its own transcript, in one process: one runtime, one \
+connection pool and one rate limiter per provider. Every run flag applies to every job.";
+
+const AFTER_HELP: &str = "\
+Exit status: 0 every job completed, 8 some did not (each job's own code is in results.jsonl),
+2 usage (also when no line of JOBS is a valid job), 130/143 interrupted.
+
+Examples:
+  rounds batch jobs.jsonl --out runs/ --jobs 16 -m openai/gpt-4.1
+  git diff --name-only | jq -Rc '{id: ., file: .}' | rounds batch - --template review.md --out r/
+  rounds batch jobs.jsonl --out r/ --shard $JOB_COMPLETION_INDEX/8 --junit junit.xml
+  rounds batch jobs.jsonl --store $URL --enqueue       # prints the batch id
+  rounds batch --store $URL --batch ID --worker --jobs 8 --out r/
+  rounds batch status --store $URL ID";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &[&str]) -> Vec<OsString> {
+        s.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn run_flags_and_batch_flags_parse_together() {
+        let parsed = parse(words(&[
+            "jobs.jsonl",
+            "-j",
+            "8",
+            "-m",
+            "openai/gpt-4.1",
+            "-a",
+            "bash",
+            "--out",
+            "d",
+            "--max-rounds",
+            "5",
+            "--shard",
+            "1/4",
+            "--budget-tokens",
+            "1000",
+        ]))
+        .unwrap();
+        assert_eq!(parsed.flags.parallel, 8);
+        assert_eq!(parsed.flags.jobs_file, Some(PathBuf::from("jobs.jsonl")));
+        assert_eq!(parsed.flags.shard.map(|s| (s.index, s.count)), Some((1, 4)));
+        let cli = parsed.cli().unwrap();
+        assert_eq!(cli.model.as_deref(), Some("openai/gpt-4.1"));
+        assert_eq!(cli.tools.allow, ["bash"]);
+        assert_eq!((cli.max_rounds, cli.budget_tokens), (5, Some(1000)));
+        assert!(refused(&parsed.matches).is_none());
+        let words = parsed.run_words().unwrap();
+        assert_eq!(
+            words,
+            [
+                "--model=openai/gpt-4.1",
+                "--max-rounds=5",
+                "--budget-tokens=1000",
+                "--allow=bash"
+            ]
+        );
+    }
+
+    #[test]
+    fn per_run_flags_are_refused_and_subcommands_found() {
+        for bad in [
+            &["j", "--transcript", "t"][..],
+            &["j", "-o", "json"],
+            &["j", "extra"],
+        ] {
+            let parsed = parse(words(bad)).unwrap();
+            assert!(refused(&parsed.matches).is_some(), "{bad:?}");
+        }
+        let parsed = parse(words(&["status", "--store", "postgres://h/d", "b1"])).unwrap();
+        assert!(
+            matches!(parsed.flags.command, Some(BatchCommand::Status(ref s)) if s.batch == "b1")
+        );
+        assert!(parse(words(&["j", "--enqueue"])).is_err());
+        assert!(parse(words(&["--worker", "--store", "x"])).is_err());
+    }
+
+    #[test]
+    fn later_flags_override_earlier_ones() {
+        let parsed = parse(words(&["--max-rounds=3", "j", "--max-rounds", "7"])).unwrap();
+        assert_eq!(parsed.cli().unwrap().max_rounds, 7);
+    }
+
+    #[test]
+    fn help_is_well_formed() {
+        command().debug_assert();
+    }
+}

@@ -1,0 +1,127 @@
+//! Reading a queued batch back: `rounds batch status` (counts by state, the jobs running
+//! longest) and `rounds batch results` (its `results.jsonl` and JUnit, as a local batch writes).
+
+use std::time::Instant;
+
+use super::Finish;
+use super::args::{ResultsArgs, StatusArgs};
+use super::display;
+use super::jobs::{Job, Overrides};
+use super::results::ResultLine;
+use crate::outcome::Status;
+use crate::store::queue::Queue;
+
+fn usage(message: &str) -> u8 {
+    display::error("usage error", message);
+    Status::Usage.exit_code()
+}
+
+fn failed(message: &str) -> u8 {
+    display::error("error", message);
+    Status::Error.exit_code()
+}
+
+/// `rounds batch status --store URL ID`: counts by state and the jobs running longest.
+pub async fn status(a: &StatusArgs) -> u8 {
+    let queue = match Queue::connect(&a.store).await {
+        Ok(q) => q,
+        Err(e) => return usage(&e.to_string()),
+    };
+    let jobs = match queue.jobs(&a.batch).await {
+        Ok(Some(jobs)) => jobs,
+        Ok(None) => return usage(&format!("no batch {:?} in the store", a.batch)),
+        Err(e) => return failed(&e.to_string()),
+    };
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for j in &jobs {
+        let key = match (&j.state[..], &j.result) {
+            ("done", Some(r)) => format!("done: {}", r["status"].as_str().unwrap_or("?")),
+            ("running", _) if j.expired => "running, lease expired".to_owned(),
+            (state, _) => state.to_owned(),
+        };
+        *counts.entry(key).or_default() += 1;
+    }
+    let mut text = format!("batch {}: {} jobs\n", a.batch, jobs.len());
+    for (state, n) in &counts {
+        text.push_str(&format!("  {state:<26} {n:>6}\n"));
+    }
+    let mut running: Vec<_> = jobs.iter().filter(|j| j.state == "running").collect();
+    running.sort_by(|x, y| {
+        y.running_secs
+            .unwrap_or(0.0)
+            .total_cmp(&x.running_secs.unwrap_or(0.0))
+    });
+    if !running.is_empty() {
+        text.push_str("running longest:\n");
+    }
+    for j in running.iter().take(10) {
+        text.push_str(&format!(
+            "  {}  {:.0}s  attempt {}  {}{}\n",
+            crate::terminal::line(&j.job_id),
+            j.running_secs.unwrap_or(0.0),
+            j.attempts,
+            crate::terminal::line(j.lease_owner.as_deref().unwrap_or("")),
+            if j.expired { " (lease expired)" } else { "" }
+        ));
+    }
+    display::stdout(&text);
+    0
+}
+
+/// `rounds batch results --store URL ID --out DIR`: the batch's `results.jsonl` (and `--junit`)
+/// as a local batch writes them; a job not done yet is `not_started`, with its state.
+pub async fn results(a: &ResultsArgs) -> u8 {
+    let started = Instant::now();
+    let queue = match Queue::connect(&a.store).await {
+        Ok(q) => q,
+        Err(e) => return usage(&e.to_string()),
+    };
+    let jobs = match queue.jobs(&a.batch).await {
+        Ok(Some(jobs)) => jobs,
+        Ok(None) => return usage(&format!("no batch {:?} in the store", a.batch)),
+        Err(e) => return failed(&e.to_string()),
+    };
+    let lines: Vec<ResultLine> = jobs
+        .iter()
+        .map(|j| {
+            let recorded = j
+                .result
+                .clone()
+                .and_then(|r| serde_json::from_value::<ResultLine>(r).ok());
+            recorded.unwrap_or_else(|| {
+                let why = match (&j.state[..], j.expired) {
+                    ("running", true) => format!("its lease expired after {} attempts", j.attempts),
+                    ("running", false) => {
+                        format!("still running ({})", j.lease_owner.as_deref().unwrap_or(""))
+                    }
+                    (state, _) => format!("still {state}"),
+                };
+                let job = Job {
+                    id: j.job_id.clone(),
+                    line: usize::try_from(j.line).unwrap_or(0),
+                    prompt: String::new(),
+                    overrides: Overrides::default(),
+                };
+                ResultLine::not_started(&job, &why)
+            })
+        })
+        .collect();
+    let out = match super::out::OutDir::create(&a.out) {
+        Ok(o) => o,
+        Err(e) => return usage(&format!("--out {}: {e}", a.out.display())),
+    };
+    if let Err(e) = super::results::ResultsFile::create(&out.results(), &lines) {
+        return failed(&format!("{}: {e}", out.results().display()));
+    }
+    let finish = Finish {
+        results: lines,
+        bad: &[],
+        results_path: Some(out.results()),
+        backoffs: 0,
+        seconds: started.elapsed().as_secs_f64(),
+        quiet: false,
+        junit: a.junit.clone(),
+        step_summary: None,
+    };
+    finish.report(None)
+}

@@ -1,0 +1,156 @@
+//! One job is one ordinary run: its `Cli` is the batch's run flags with the job's line applied,
+//! resolved by `Config::resolve` like any run's, and run by `app::run_shared`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::args::Parsed;
+use super::display::Display;
+use super::jobs::{Effort, Job};
+use super::limits::Budget;
+use crate::agent::{Cancel, Observer};
+use crate::app::{self, Shared};
+use crate::cli::{self, Cli};
+use crate::config::{Config, Inputs, StdinKind};
+use crate::outcome::Outcome;
+use crate::transcript::Round;
+
+/// What every job of a batch resolves against.
+pub struct Setup {
+    pub parsed: Parsed,
+    pub env_all: Vec<(OsString, OsString)>,
+    pub cwd: PathBuf,
+}
+
+/// Where a job's run writes, and what it continues.
+pub struct Placement<'a> {
+    pub transcript: &'a Path,
+    /// The transcript a resumed job continues (its prompt is then "Continue from where you
+    /// left off.").
+    pub resume: Option<&'a Path>,
+    /// `--store` for the job's run (a worker's jobs always have it).
+    pub store: Option<&'a str>,
+}
+
+impl Setup {
+    pub fn new(parsed: Parsed) -> Setup {
+        Setup {
+            parsed,
+            env_all: std::env::vars_os().collect(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        }
+    }
+
+    /// The job's run, configured; `Err` is the usage error that ends it before it starts.
+    pub fn config(&self, job: &Job, at: &Placement<'_>) -> Result<Config, String> {
+        let cli = self.cli(job, at)?;
+        let env = |name: &str| std::env::var(name).ok();
+        let mut no_stdin = || Ok(String::new());
+        let inputs = Inputs {
+            env: &env,
+            env_all: self.env_all.clone(),
+            stdin_kind: StdinKind::Nothing,
+            read_stdin: &mut no_stdin,
+            cwd: self.cwd.clone(),
+            aliases: Default::default(),
+        };
+        Config::resolve(cli, inputs).map_err(|e| e.to_string())
+    }
+
+    /// The run flags of one job: the batch's, with the job's line and placement applied.
+    fn cli(&self, job: &Job, at: &Placement<'_>) -> Result<Cli, String> {
+        let flags = &self.parsed.flags;
+        let mut cli = self.parsed.cli()?;
+        cli.command = None;
+        cli.prompt = match at.resume {
+            Some(_) => Vec::new(),
+            None => vec![job.prompt.clone()],
+        };
+        cli.prompt_file = None;
+        cli.no_stdin = true;
+        cli.resume = at.resume.map(|p| p.display().to_string());
+        cli.transcript = Some(at.transcript.to_owned());
+        cli.no_transcript = false;
+        cli.output_last_message = None;
+        cli.store = at.store.map(str::to_owned);
+        let o = job.overrides.clone();
+        // --budget-* are the whole batch's; a job has its own.
+        cli.budget_tokens = o.budget_tokens.or(flags.job_budget_tokens);
+        cli.budget_usd = o.budget_usd.or(flags.job_budget_usd);
+        if let Some(model) = o.model {
+            cli.model = Some(model);
+        }
+        if let Some(dir) = o.workspace {
+            cli.tools.workspace = Some(dir);
+        }
+        if let Some(rules) = o.allow {
+            cli.tools.allow = rules.into_vec();
+        }
+        if let Some(rules) = o.deny {
+            cli.tools.deny = rules.into_vec();
+        }
+        if let Some(system) = o.system {
+            cli.system = Some(system);
+            cli.system_file = None;
+        }
+        if let Some(schema) = o.output_schema {
+            cli.output_schema = Some(schema);
+        }
+        if let Some(n) = o.max_rounds {
+            cli.max_rounds = n.get();
+        }
+        if let Some(n) = o.max_tokens {
+            cli.max_tokens = Some(n.get());
+        }
+        if let Some(secs) = o.timeout {
+            cli.timeout = Some(secs);
+        }
+        if let Some(t) = o.temperature {
+            cli.temperature = Some(t);
+        }
+        if let Some(e) = o.reasoning_effort {
+            cli.reasoning_effort = Some(match e {
+                Effort::Low => cli::ReasoningEffort::Low,
+                Effort::Medium => cli::ReasoningEffort::Medium,
+                Effort::High => cli::ReasoningEffort::High,
+            });
+        }
+        Ok(cli)
+    }
+}
+
+/// Runs one configured job: `cancel` stops it (the batch watches the signals), and what it
+/// spends counts against the batch's budget.
+pub async fn run(
+    config: Config,
+    key: usize,
+    cancel: Cancel,
+    pool: &Arc<super::limits::Pool>,
+    display: &Arc<Display>,
+) -> Outcome {
+    let observer = Arc::new(JobObserver {
+        key,
+        display: display.clone(),
+        budget: pool.budget.clone(),
+    });
+    let shared = Shared {
+        cancel: Some(cancel.clone()),
+        providers: Some(pool.for_job(cancel)),
+    };
+    app::run_shared(config, observer, shared).await
+}
+
+/// Hears a job's rounds: for the live view and the batch's budget.
+struct JobObserver {
+    key: usize,
+    display: Arc<Display>,
+    budget: Arc<Budget>,
+}
+
+impl Observer for JobObserver {
+    fn round_finished(&self, round: &Round) {
+        self.budget.add(&round.usage, round.cost_usd);
+        self.display.round(self.key, round.round);
+    }
+}

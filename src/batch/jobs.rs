@@ -1,0 +1,395 @@
+//! The jobs of a batch: one JSON object per line, `{"id": …, "prompt": …}` plus per-job
+//! overrides of the run flags, or, with `--template`, any fields that fill the template's
+//! `{{field}}` placeholders. A bad line is reported with its number and left out; the others run.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The fields a job line may set besides `id` and `prompt`: the run flags that make sense per
+/// job. Each replaces the batch's flag of the same name for that job.
+pub const OVERRIDES: &[&str] = &[
+    "model",
+    "workspace",
+    "allow",
+    "deny",
+    "system",
+    "output_schema",
+    "max_rounds",
+    "max_tokens",
+    "timeout",
+    "budget_tokens",
+    "budget_usd",
+    "temperature",
+    "reasoning_effort",
+];
+
+/// One valid job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    /// The line of the jobs file it came from (1-based).
+    pub line: usize,
+    pub prompt: String,
+    #[serde(flatten)]
+    pub overrides: Overrides,
+}
+
+/// Per-job values of run flags; `None` keeps the batch's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overrides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Rules>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny: Option<Rules>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rounds: Option<std::num::NonZeroU32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<std::num::NonZeroU32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<Effort>,
+}
+
+/// Allowlist rules: one string (comma-separated, as on the command line) or a list of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Rules {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Rules {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            Rules::One(s) => vec![s],
+            Rules::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
+}
+
+/// A line that is not a job, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadLine {
+    pub line: usize,
+    pub message: String,
+}
+
+/// The jobs of a file, in order, and the lines that were left out.
+#[derive(Debug, Default)]
+pub struct Jobs {
+    pub jobs: Vec<Job>,
+    pub bad: Vec<BadLine>,
+}
+
+/// The longest id: ids name files (`DIR/<id>.jsonl`), and file names have limits.
+const MAX_ID_BYTES: usize = 200;
+
+/// Parses a jobs file's text. With `template`, each line's fields fill its placeholders and
+/// form the prompt; any field may appear, and one the template needs but the line lacks makes
+/// the line bad.
+pub fn parse(text: &str, template: Option<&Template>) -> Jobs {
+    let mut out = Jobs::default();
+    let mut seen = HashSet::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        match parse_line(raw, line, template) {
+            Ok(job) if !seen.insert(job.id.clone()) => out.bad.push(BadLine {
+                line,
+                message: format!("the id {:?} was already used by an earlier line", job.id),
+            }),
+            Ok(job) => out.jobs.push(job),
+            Err(message) => out.bad.push(BadLine { line, message }),
+        }
+    }
+    out
+}
+
+fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job, String> {
+    let value: Value = serde_json::from_str(raw).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(mut fields) = value else {
+        return Err("not a JSON object".into());
+    };
+    let id = match fields.get("id") {
+        None | Some(Value::Null) => return Err("no \"id\"".into()),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) if n.is_u64() || n.is_i64() => n.to_string(),
+        Some(_) => return Err("\"id\" must be a string or an integer".into()),
+    };
+    check_id(&id)?;
+    let prompt = match template {
+        Some(t) => t.fill(&fields)?,
+        None => match fields.get("prompt") {
+            Some(Value::String(p)) => p.clone(),
+            None | Some(Value::Null) => return Err("no \"prompt\" (or give --template)".into()),
+            Some(_) => return Err("\"prompt\" must be a string".into()),
+        },
+    };
+    if prompt.trim().is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    fields.remove("id");
+    fields.remove("prompt");
+    let mut overrides = Map::new();
+    for (name, value) in fields {
+        if OVERRIDES.contains(&name.as_str()) {
+            overrides.insert(name, value);
+        } else if template.is_none() {
+            return Err(format!(
+                "unknown field {name:?} (a job has id, prompt and any of: {})",
+                OVERRIDES.join(", ")
+            ));
+        }
+    }
+    let overrides: Overrides =
+        serde_json::from_value(Value::Object(overrides)).map_err(|e| e.to_string())?;
+    check_overrides(&overrides)?;
+    Ok(Job {
+        id,
+        line,
+        prompt,
+        overrides,
+    })
+}
+
+fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("the id is empty".into());
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!("the id is longer than {MAX_ID_BYTES} bytes"));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("the id holds a control character".into());
+    }
+    if id == "results" {
+        return Err("the id \"results\" is taken by results.jsonl".into());
+    }
+    Ok(())
+}
+
+/// What the flags would refuse, refused per line with the flag's own rule.
+fn check_overrides(o: &Overrides) -> Result<(), String> {
+    if let Some(t) = o.timeout.filter(|t| !(*t > 0.0 && *t <= 1e9)) {
+        return Err(format!("timeout {t}: expected seconds above 0"));
+    }
+    if let Some(t) = o.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+        return Err(format!("temperature {t}: expected 0 to 2"));
+    }
+    if let Some(usd) = o.budget_usd.filter(|u| !(*u > 0.0 && u.is_finite())) {
+        return Err(format!("budget_usd {usd}: expected a positive amount"));
+    }
+    Ok(())
+}
+
+/// A prompt template: text with `{{field}}` placeholders.
+#[derive(Debug, Clone)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone)]
+enum Part {
+    Text(String),
+    Field(String),
+}
+
+impl Template {
+    /// `{{name}}` (spaces inside the braces allowed) is a placeholder; a `{{` that is not closed
+    /// is text.
+    pub fn parse(text: &str) -> Template {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find("{{") {
+            let Some(close) = rest[open + 2..].find("}}") else {
+                break;
+            };
+            let name = rest[open + 2..open + 2 + close].trim();
+            if name.is_empty() || name.contains(['{', '}']) {
+                parts.push(Part::Text(rest[..open + 2].to_owned()));
+                rest = &rest[open + 2..];
+                continue;
+            }
+            parts.push(Part::Text(rest[..open].to_owned()));
+            parts.push(Part::Field(name.to_owned()));
+            rest = &rest[open + 2 + close + 2..];
+        }
+        parts.push(Part::Text(rest.to_owned()));
+        Template { parts }
+    }
+
+    /// The prompt for one line: strings go in as they are, other values as JSON.
+    pub fn fill(&self, fields: &Map<String, Value>) -> Result<String, String> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Field(name) => match fields.get(name) {
+                    Some(Value::String(s)) => out.push_str(s),
+                    Some(Value::Null) | None => {
+                        return Err(format!(
+                            "no field {name:?} for the template's {{{{{name}}}}}"
+                        ));
+                    }
+                    Some(other) => out.push_str(&other.to_string()),
+                },
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `--shard I/N`: this process runs the jobs whose id hashes to I modulo N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || format!("expected I/N with 0 <= I < N (as 0/4), got {s:?}");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: u64 = i.trim().parse().map_err(|_| bad())?;
+        let count: u64 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        fnv1a(id.as_bytes()) % self.count == self.index
+    }
+}
+
+/// FNV-1a, 64 bits: the same on every machine and in every release, unlike std's hasher, so
+/// shards agree without talking to each other.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+/// The file name an id gets in the output directory (without extension): bytes other than
+/// ASCII letters, digits, `-`, `_` and `.` are written `%XX`, and so is a leading dot, so
+/// every id has a name of its own and none is hidden or leaves the directory.
+pub fn file_stem(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for (i, b) in id.bytes().enumerate() {
+        let plain = b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0);
+        if plain {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn good_and_bad_lines_are_told_apart_with_their_numbers() {
+        let text = concat!(
+            "{\"id\": \"a\", \"prompt\": \"one\", \"max_rounds\": 3, \"allow\": [\"bash\"]}\n",
+            "not json\n",
+            "\n",
+            "{\"prompt\": \"no id\"}\n",
+            "{\"id\": \"a\", \"prompt\": \"again\"}\n",
+            "{\"id\": 7, \"prompt\": \"seven\", \"colour\": \"red\"}\n",
+            "{\"id\": 8, \"prompt\": \"eight\", \"max_rounds\": 0}\n",
+            "{\"id\": 9, \"prompt\": \"nine\", \"model\": \"openai/gpt-4.1\"}\n",
+        );
+        let jobs = parse(text, None);
+        let ids: Vec<&str> = jobs.jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(ids, ["a", "9"]);
+        assert_eq!(jobs.jobs[0].overrides.max_rounds.map(|n| n.get()), Some(3));
+        assert_eq!(
+            jobs.jobs[0].overrides.allow.clone().map(Rules::into_vec),
+            Some(vec!["bash".to_owned()])
+        );
+        let bad: Vec<usize> = jobs.bad.iter().map(|b| b.line).collect();
+        assert_eq!(bad, [2, 4, 5, 6, 7]);
+        assert!(jobs.bad[0].message.starts_with("not JSON"));
+        assert!(jobs.bad[2].message.contains("already used"));
+        assert!(jobs.bad[3].message.contains("unknown field \"colour\""));
+    }
+
+    #[test]
+    fn a_template_is_filled_from_each_line() {
+        let t = Template::parse("Review {{ file }} ({{n}} lines). {{ not closed");
+        let jobs = parse(
+            "{\"id\": \"x\", \"file\": \"src/a.rs\", \"n\": 12, \"model\": \"m/x\"}\n{\"id\": \"y\"}\n",
+            Some(&t),
+        );
+        assert_eq!(jobs.jobs.len(), 1);
+        assert_eq!(
+            jobs.jobs[0].prompt,
+            "Review src/a.rs (12 lines). {{ not closed"
+        );
+        assert_eq!(jobs.jobs[0].overrides.model.as_deref(), Some("m/x"));
+        assert_eq!(jobs.bad[0].line, 2);
+        assert!(jobs.bad[0].message.contains("\"file\""), "{:?}", jobs.bad);
+    }
+
+    #[test]
+    fn shards_split_by_a_stable_hash_and_cover_everything_once() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        let shards = [
+            Shard::parse("0/3").unwrap(),
+            Shard::parse("1/3").unwrap(),
+            Shard::parse("2 / 3").unwrap(),
+        ];
+        for i in 0..300 {
+            let id = format!("job-{i}");
+            assert_eq!(shards.iter().filter(|s| s.contains(&id)).count(), 1);
+        }
+        for bad in ["3/3", "1", "a/2", "0/0", "-1/2"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_id_gets_a_plain_file_name_of_its_own() {
+        assert_eq!(file_stem("src/main.rs"), "src%2Fmain.rs");
+        assert_eq!(file_stem(".."), "%2E.");
+        assert_eq!(file_stem("a b%"), "a%20b%25");
+        assert_eq!(file_stem("é"), "%C3%A9");
+    }
+}

@@ -1,0 +1,217 @@
+//! A batch on one machine: plan each job from `--out DIR`, run up to `--jobs N` at once in this
+//! process, write each result as its job ends, then report.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures_util::StreamExt;
+
+use super::display::{self, Display};
+use super::job::{self, Placement, Setup};
+use super::jobs::{BadLine, Job};
+use super::limits::{Budget, Pool};
+use super::out::{OutDir, Plan};
+use super::results::{self, Prior, ResultLine, ResultsFile};
+use super::{Control, Finish};
+use crate::outcome::{Outcome, Status};
+
+/// Runs `jobs` (this shard's) and returns the batch's exit code.
+pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant) -> u8 {
+    let flags = setup.parsed.flags.clone();
+    let Some(dir) = &flags.out else {
+        display::error(
+            "usage error",
+            "a batch needs --out DIR for its transcripts and results",
+        );
+        return Status::Usage.exit_code();
+    };
+    let out = match OutDir::create(dir) {
+        Ok(out) => out,
+        Err(e) => {
+            display::error("usage error", &format!("--out {}: {e}", dir.display()));
+            return Status::Usage.exit_code();
+        }
+    };
+    let cli = match setup.parsed.cli() {
+        Ok(cli) => cli,
+        Err(e) => {
+            display::error("usage error", &e);
+            return Status::Usage.exit_code();
+        }
+    };
+
+    // What each job does; the results of those done before come first in results.jsonl.
+    let earlier = results::previous(&out.results());
+    let mut done = Vec::new();
+    let mut todo = Vec::new();
+    for job in jobs {
+        match out.plan(&job, flags.retry_failed) {
+            Plan::Skip(recorded) => {
+                // The earlier line has what the transcript lacks (final_json), if it is the
+                // same run's.
+                let line = match earlier.get(&job.id) {
+                    Some(e) if e.run_id == recorded.run_id && e.status == recorded.status => {
+                        e.clone()
+                    }
+                    _ => *recorded,
+                };
+                done.push(line);
+            }
+            plan => todo.push((job, plan)),
+        }
+    }
+    // Flags that cannot run the first job (a missing key, a file that is not there) stop the
+    // batch before any request, as they would stop a run.
+    if let Some((job, _)) = todo.first() {
+        let probe = Placement {
+            transcript: &out.transcript(&job.id),
+            resume: None,
+            store: None,
+        };
+        if let Err(e) = setup.config(job, &probe) {
+            display::error("usage error", &format!("job {:?}: {e}", job.id));
+            return Status::Usage.exit_code();
+        }
+    }
+    let results = match ResultsFile::create(&out.results(), &done) {
+        Ok(r) => r,
+        Err(e) => {
+            let path = out.results();
+            display::error("usage error", &format!("{}: {e}", path.display()));
+            return Status::Usage.exit_code();
+        }
+    };
+
+    let batch = Arc::new(Local {
+        setup,
+        out,
+        pool: Arc::new(Pool::new(
+            flags.rpm,
+            flags.tpm,
+            Budget::new(cli.budget_tokens, cli.budget_usd),
+        )),
+        display: Arc::new(Display::new(todo.len() as u64, cli.quiet)),
+        results,
+        control: Arc::new(Control::default()),
+        finished: Mutex::new(Vec::new()),
+        store: cli.store.clone().filter(|s| !s.is_empty()),
+    });
+    let signals = super::watch_signals(batch.control.clone());
+    futures_util::stream::iter(todo.into_iter().enumerate())
+        .for_each_concurrent(usize::from(flags.parallel), |(key, (job, plan))| {
+            let batch = batch.clone();
+            async move { batch.run_job(key, job, plan).await }
+        })
+        .await;
+    signals.abort();
+    batch.display.clear();
+
+    let mut all = done;
+    if let Ok(mut finished) = batch.finished.lock() {
+        all.append(&mut finished);
+    }
+    all.sort_by_key(|r| r.line);
+    let finish = Finish {
+        results: all,
+        bad,
+        results_path: Some(batch.results.path().to_owned()),
+        backoffs: batch.pool.backoffs(),
+        seconds: started.elapsed().as_secs_f64(),
+        quiet: cli.quiet,
+        junit: flags.junit.clone(),
+        step_summary: flags.step_summary.clone(),
+    };
+    finish.report(batch.control.signal())
+}
+
+/// A running local batch.
+struct Local {
+    setup: Setup,
+    out: OutDir,
+    pool: Arc<Pool>,
+    display: Arc<Display>,
+    results: ResultsFile,
+    control: Arc<Control>,
+    finished: Mutex<Vec<ResultLine>>,
+    /// `--store`: every job's run kept in PostgreSQL too.
+    store: Option<String>,
+}
+
+impl Local {
+    async fn run_job(&self, key: usize, job: Job, plan: Plan) {
+        let line = self.job_line(key, &job, plan).await;
+        if let Err(e) = self.results.append(&line) {
+            display::warning(&format!("{}: {e}", self.results.path().display()));
+        }
+        if let Ok(mut all) = self.finished.lock() {
+            all.push(line);
+        }
+    }
+
+    async fn job_line(&self, key: usize, job: &Job, plan: Plan) -> ResultLine {
+        let not_started = self.control.stopped().or_else(|| self.pool.budget.spent());
+        if let Some(why) = not_started {
+            return ResultLine::not_started(job, &why);
+        }
+        let transcript = self.out.transcript(&job.id);
+        let (resume, prior) = match plan {
+            Plan::Resume { prior } => match self.out.set_aside(&job.id) {
+                Ok(path) => (Some(path), prior),
+                Err(e) => {
+                    return self.failed_to_start(
+                        job,
+                        &format!("cannot set aside {}: {e}", transcript.display()),
+                    );
+                }
+            },
+            Plan::Fresh { set_aside: true } => match self.out.set_aside(&job.id) {
+                Ok(_) => (None, Prior::default()),
+                Err(e) => {
+                    return self.failed_to_start(
+                        job,
+                        &format!("cannot set aside {}: {e}", transcript.display()),
+                    );
+                }
+            },
+            Plan::Fresh { set_aside: false } | Plan::Skip(_) => (None, Prior::default()),
+        };
+        let placement = Placement {
+            transcript: &transcript,
+            resume: resume.as_deref(),
+            store: self.store.as_deref(),
+        };
+        // A job that does not start after all gives its interrupted transcript back: a later
+        // batch may still resume it.
+        let put_back = || {
+            if let Some(aside) = &resume {
+                let _ = std::fs::rename(aside, &transcript);
+            }
+        };
+        let (outcome, run_id) = match self.setup.config(job, &placement) {
+            Err(e) => {
+                put_back();
+                (Outcome::usage_error(e), None)
+            }
+            Ok(config) => {
+                let Some(cancel) = self.control.start(key) else {
+                    put_back();
+                    let why = self.control.stopped().unwrap_or_default();
+                    return ResultLine::not_started(job, &why);
+                };
+                self.display.started(key, &job.id);
+                let run_id = config.run_id.clone();
+                let outcome = job::run(config, key, cancel, &self.pool, &self.display).await;
+                self.control.done(key);
+                (outcome, Some(run_id))
+            }
+        };
+        let line = ResultLine::finished(job, &outcome, run_id, &prior);
+        self.display.finished(key, line.completed());
+        line
+    }
+
+    fn failed_to_start(&self, job: &Job, why: &str) -> ResultLine {
+        let outcome = Outcome::new(Status::Error, Some(why.to_owned()));
+        ResultLine::finished(job, &outcome, None, &Prior::default())
+    }
+}

@@ -1,0 +1,242 @@
+//! The batch's directory (`--out DIR`): `DIR/<id>.jsonl` is each job's transcript, and what is
+//! already there decides what a job does when the batch runs again.
+//!
+//! - no transcript: the job runs;
+//! - ended `completed`: skipped;
+//! - no `end` line (the process was killed) or ended `interrupted`: resumed, with `--resume`
+//!   semantics, from the rounds it finished;
+//! - ended otherwise: skipped, or with `--retry-failed` run again from the start.
+//!
+//! A transcript is never both read and written: before a job resumes or starts over, its
+//! transcript moves to `DIR/attempts/<id>.N.jsonl` (N = 1, 2, …), and the new run's transcript,
+//! again `DIR/<id>.jsonl`, names it in `resumed_from` when it continues it. `--resume` of
+//! `DIR/<id>.jsonl` therefore follows the whole chain.
+
+use std::path::{Path, PathBuf};
+
+use super::jobs::{Job, file_stem};
+use super::results::{Prior, ResultLine};
+use crate::outcome::Status;
+use crate::transcript;
+
+/// The batch's directory, absolute (transcripts name each other by absolute path).
+#[derive(Debug, Clone)]
+pub struct OutDir {
+    root: PathBuf,
+}
+
+/// What a job does in this batch, decided from what its directory holds.
+#[derive(Debug)]
+pub enum Plan {
+    /// Nothing to continue: a new run (setting aside a transcript that is there, if any).
+    Fresh { set_aside: bool },
+    /// Continue the interrupted transcript, once it is set aside; `prior` is what the runs
+    /// before this one did.
+    Resume { prior: Prior },
+    /// Done before: its result as recorded.
+    Skip(Box<ResultLine>),
+}
+
+impl OutDir {
+    /// Creates the directory (private to its owner) if need be.
+    pub fn create(path: &Path) -> std::io::Result<OutDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)?;
+        Ok(OutDir {
+            root: path.canonicalize()?,
+        })
+    }
+
+    pub fn transcript(&self, id: &str) -> PathBuf {
+        self.root.join(format!("{}.jsonl", file_stem(id)))
+    }
+
+    pub fn results(&self) -> PathBuf {
+        self.root.join("results.jsonl")
+    }
+
+    /// Moves the job's transcript to `attempts/<id>.N.jsonl` with the first free N and returns
+    /// where it went.
+    pub fn set_aside(&self, id: &str) -> std::io::Result<PathBuf> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = self.root.join("attempts");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
+        let stem = file_stem(id);
+        for n in 1..=10_000 {
+            let to = dir.join(format!("{stem}.{n}.jsonl"));
+            if std::fs::symlink_metadata(&to).is_err() {
+                std::fs::rename(self.transcript(id), &to)?;
+                return Ok(to);
+            }
+        }
+        Err(std::io::Error::other("more than 10000 earlier attempts"))
+    }
+
+    /// What `job` does, from its transcript (read only; nothing moves yet).
+    pub fn plan(&self, job: &Job, retry_failed: bool) -> Plan {
+        let path = self.transcript(job.id.as_str());
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Plan::Fresh { set_aside: false };
+        }
+        let chain = match transcript::read_chain(&path) {
+            Ok(chain) => chain,
+            Err(e) => {
+                tracing::warn!("job {:?}: {e}; starting it over", job.id);
+                return Plan::Fresh { set_aside: true };
+            }
+        };
+        let Some(last) = chain.last() else {
+            return Plan::Fresh { set_aside: true };
+        };
+        match last.end.as_ref().map(|e| e.status) {
+            Some(Status::Completed) => {
+                Plan::Skip(Box::new(ResultLine::recorded(job, &path, &chain)))
+            }
+            None | Some(Status::Interrupted(_)) => {
+                let prior = Prior::of(&chain);
+                if prior.rounds == 0 {
+                    // Nothing was done that a resume would keep; the prompt is in no round.
+                    Plan::Fresh { set_aside: true }
+                } else {
+                    Plan::Resume { prior }
+                }
+            }
+            Some(_) if retry_failed => Plan::Fresh { set_aside: true },
+            Some(_) => Plan::Skip(Box::new(ResultLine::recorded(job, &path, &chain))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::{End, Limits, Line, Round, Start, Writer};
+
+    fn job(id: &str) -> Job {
+        super::super::jobs::parse(&format!("{{\"id\":\"{id}\",\"prompt\":\"p\"}}"), None)
+            .jobs
+            .remove(0)
+    }
+
+    fn start(resumed_from: Option<String>) -> Line {
+        Line::Start(Start {
+            run_id: "r".into(),
+            time: "t".into(),
+            provider: "anthropic".into(),
+            model: "m".into(),
+            workspace: "/".into(),
+            prompt: "p".into(),
+            system: "s".into(),
+            tools: vec![],
+            limits: Limits {
+                max_rounds: 5,
+                max_tokens: None,
+                budget_tokens: None,
+                budget_usd: None,
+                context_window: None,
+                timeout_secs: None,
+                tool_timeout_secs: 1.0,
+                max_parallel: 1,
+            },
+            resumed_from,
+            sandbox: None,
+        })
+    }
+
+    fn round() -> Line {
+        Line::Round(Round {
+            round: 1,
+            time: "t".into(),
+            blocks: vec![crate::conversation::Block::text("hi")],
+            results: vec![],
+            stop_reason: None,
+            usage: crate::conversation::Usage {
+                input_tokens: 10,
+                output_tokens: 2,
+                ..Default::default()
+            },
+            cost_usd: None,
+            model_ms: 0,
+            tools_ms: 0,
+            retries: vec![],
+            error: None,
+            summary: false,
+            elided: vec![],
+        })
+    }
+
+    fn end(status: Status) -> Line {
+        let mut outcome = crate::outcome::Outcome::new(status, None);
+        outcome.rounds = 1;
+        Line::End(End::from(&outcome))
+    }
+
+    fn write(path: &Path, lines: &[Line]) {
+        let mut w = Writer::create(path).unwrap();
+        for l in lines {
+            w.write(l).unwrap();
+        }
+    }
+
+    #[test]
+    fn what_is_there_decides_what_a_job_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutDir::create(&dir.path().join("out")).unwrap();
+        let j = job("a/b");
+        assert!(matches!(
+            out.plan(&j, false),
+            Plan::Fresh { set_aside: false }
+        ));
+        let path = out.transcript("a/b");
+        assert!(path.ends_with("a%2Fb.jsonl"));
+
+        write(&path, &[start(None), round(), end(Status::Completed)]);
+        assert!(matches!(out.plan(&j, true), Plan::Skip(r) if r.status == "completed"));
+
+        write(&path, &[start(None), round(), end(Status::MaxRounds)]);
+        assert!(matches!(out.plan(&j, false), Plan::Skip(r) if r.exit_code == Some(3)));
+        assert!(matches!(
+            out.plan(&j, true),
+            Plan::Fresh { set_aside: true }
+        ));
+
+        write(&path, &[start(None)]);
+        assert!(matches!(
+            out.plan(&j, false),
+            Plan::Fresh { set_aside: true }
+        ));
+
+        write(&path, &[start(None), round()]);
+        let Plan::Resume { prior } = out.plan(&j, false) else {
+            panic!("not resumed")
+        };
+        assert_eq!((prior.rounds, prior.usage.input_tokens), (1, 10));
+        let aside = out.set_aside("a/b").unwrap();
+        assert!(aside.ends_with("attempts/a%2Fb.1.jsonl"), "{aside:?}");
+        assert!(!path.exists());
+        // The resumed run, killed again: its chain counts both.
+        write(
+            &path,
+            &[
+                start(Some(aside.display().to_string())),
+                round(),
+                end(Status::Interrupted(crate::outcome::Signal::Interrupt)),
+            ],
+        );
+        let Plan::Resume { prior } = out.plan(&j, false) else {
+            panic!("not resumed")
+        };
+        assert_eq!(prior.rounds, 2);
+        assert!(
+            out.set_aside("a/b")
+                .unwrap()
+                .ends_with("attempts/a%2Fb.2.jsonl")
+        );
+    }
+}

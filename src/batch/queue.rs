@@ -1,0 +1,504 @@
+//! A batch as a queue in the PostgreSQL store, for many machines: `--enqueue` puts the jobs and
+//! the run flags in, workers (`--worker`) claim jobs under a lease they renew while the job
+//! runs, and `batch status` / `batch results` read it back.
+//!
+//! A worker's jobs are always kept in the store (`--store`), and the queue remembers each job's
+//! runs: a job whose worker died is taken by the next worker once its lease expires, which
+//! exports those runs back into transcripts and resumes the last one, so no finished round is
+//! lost and none is done twice.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::args::{self, Parsed};
+use super::display::{self, Display};
+use super::job::{self, Placement, Setup};
+use super::jobs::{BadLine, Job, Overrides, file_stem};
+use super::limits::{Budget, Pool};
+use super::results::{Prior, ResultLine};
+use super::{Control, Finish};
+use crate::outcome::{Outcome, Status};
+use crate::store::queue::{Claim, Claimed, Queue};
+use crate::transcript::{Line, Record, Transcript};
+
+/// A job as the queue keeps it (its id and line have columns of their own).
+#[derive(Serialize, Deserialize)]
+struct Spec {
+    prompt: String,
+    #[serde(default)]
+    overrides: Overrides,
+}
+
+fn usage(message: &str) -> u8 {
+    display::error("usage error", message);
+    Status::Usage.exit_code()
+}
+
+fn failed(message: &str) -> u8 {
+    display::error("error", message);
+    Status::Error.exit_code()
+}
+
+/// `rounds batch JOBS --store URL --enqueue`: prints the batch id.
+pub async fn enqueue(parsed: &Parsed, jobs: &[Job], bad: &[BadLine]) -> u8 {
+    let Some(url) = store_url(parsed) else {
+        return usage("--enqueue needs --store URL (or ROUNDS_STORE)");
+    };
+    let words = match parsed.run_words() {
+        Ok(w) => w,
+        Err(e) => return usage(&e),
+    };
+    let mut rows = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        let spec = Spec {
+            prompt: j.prompt.clone(),
+            overrides: j.overrides.clone(),
+        };
+        let Ok(spec) = serde_json::to_value(&spec) else {
+            return failed("cannot encode a job");
+        };
+        rows.push((
+            j.id.clone(),
+            i32::try_from(j.line).unwrap_or(i32::MAX),
+            spec,
+        ));
+    }
+    let id = parsed.flags.batch.clone().unwrap_or_else(new_batch_id);
+    let mut queue = match Queue::connect(&url).await {
+        Ok(q) => q,
+        Err(e) => return usage(&e.to_string()),
+    };
+    if let Err(e) = queue.enqueue(&id, &words, &rows).await {
+        return failed(&e.to_string());
+    }
+    if !bad.is_empty() {
+        display::warning(&format!(
+            "{} bad line{} left out of batch {id}",
+            bad.len(),
+            if bad.len() == 1 { "" } else { "s" }
+        ));
+    }
+    display::stdout(&format!("{id}\n"));
+    0
+}
+
+fn store_url(parsed: &Parsed) -> Option<String> {
+    parsed.cli().ok()?.store.filter(|s| !s.is_empty())
+}
+
+fn new_batch_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
+    format!("b{stamp}-{:08x}", h.finish() as u32)
+}
+
+/// `rounds batch --store URL --batch ID --worker`: runs the batch's jobs until none is left.
+/// Exit 0 when every job it ran completed, 8 when one did not, 130/143 on a signal.
+pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
+    let first = match args::parse(words.clone()) {
+        Ok(p) => p,
+        Err(e) => return usage(&e.to_string()),
+    };
+    let (Some(url), Some(batch)) = (store_url(&first), first.flags.batch.clone()) else {
+        return usage("--worker needs --store URL and --batch ID");
+    };
+    let queue = match Queue::connect(&url).await {
+        Ok(q) => Arc::new(q),
+        Err(e) => return usage(&e.to_string()),
+    };
+    let queued_flags = match queue.run_flags(&batch).await {
+        Ok(Some(flags)) => flags,
+        Ok(None) => return usage(&format!("no batch {batch:?} in the store")),
+        Err(e) => return failed(&e.to_string()),
+    };
+    // The batch's run flags, then the worker's own (which win).
+    let all = queued_flags.into_iter().map(OsString::from).chain(words);
+    let parsed = match args::parse(all) {
+        Ok(p) => p,
+        Err(e) => return usage(&format!("the batch's flags with this worker's: {e}")),
+    };
+    let cli = match parsed.cli() {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    let flags = parsed.flags.clone();
+    let out = match &flags.out {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!(
+            "rounds-batch-{}-{}",
+            file_stem(&batch),
+            std::process::id()
+        )),
+    };
+    let out = match super::out::OutDir::create(&out) {
+        Ok(o) => o,
+        Err(e) => return usage(&format!("--out {}: {e}", out.display())),
+    };
+    let worker = Arc::new(Worker {
+        setup: Setup::new(parsed),
+        queue,
+        batch,
+        url,
+        owner: format!("{}-{}", hostname(), new_batch_id()),
+        lease: Duration::from_secs_f64(flags.lease),
+        max_attempts: i32::try_from(flags.max_attempts).unwrap_or(i32::MAX),
+        out,
+        pool: Arc::new(Pool::new(
+            flags.rpm,
+            flags.tpm,
+            Budget::new(cli.budget_tokens, cli.budget_usd),
+        )),
+        display: Arc::new(Display::new(0, cli.quiet)),
+        control: Arc::new(Control::default()),
+        keys: AtomicUsize::new(0),
+        broken: AtomicBool::new(false),
+        misconfigured: AtomicBool::new(false),
+        finished: std::sync::Mutex::new(Vec::new()),
+    });
+    let signals = super::watch_signals(worker.control.clone());
+    let loops = (0..flags.parallel).map(|_| {
+        let worker = worker.clone();
+        async move { worker.drain().await }
+    });
+    futures_util::future::join_all(loops).await;
+    signals.abort();
+    worker.display.clear();
+    let results = worker
+        .finished
+        .lock()
+        .map(|mut r| std::mem::take(&mut *r))
+        .unwrap_or_default();
+    let finish = Finish {
+        results,
+        bad: &[],
+        results_path: None,
+        backoffs: worker.pool.backoffs(),
+        seconds: started.elapsed().as_secs_f64(),
+        quiet: cli.quiet,
+        junit: flags.junit.clone(),
+        step_summary: flags.step_summary.clone(),
+    };
+    let code = finish.report(worker.control.signal());
+    if worker.misconfigured.load(Ordering::Relaxed) {
+        return Status::Usage.exit_code();
+    }
+    if worker.broken.load(Ordering::Relaxed) && code == 0 {
+        return Status::Error.exit_code();
+    }
+    code
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".to_owned())
+}
+
+/// One worker process: `--jobs N` loops that each claim and run jobs.
+struct Worker {
+    setup: Setup,
+    queue: Arc<Queue>,
+    batch: String,
+    url: String,
+    /// Who holds a lease: unique per worker process.
+    owner: String,
+    lease: Duration,
+    max_attempts: i32,
+    out: super::out::OutDir,
+    pool: Arc<Pool>,
+    display: Arc<Display>,
+    control: Arc<Control>,
+    keys: AtomicUsize,
+    /// The queue failed: the worker stopped taking jobs.
+    broken: AtomicBool,
+    /// The worker cannot run jobs at all (exit 2).
+    misconfigured: AtomicBool,
+    finished: std::sync::Mutex<Vec<ResultLine>>,
+}
+
+impl Worker {
+    async fn drain(&self) {
+        while self.control.signal().is_none() && !self.broken.load(Ordering::Relaxed) {
+            let claim = self
+                .queue
+                .claim(&self.batch, &self.owner, self.lease, self.max_attempts)
+                .await;
+            match claim {
+                Ok(Claim::Job(job)) => self.run(job).await,
+                Ok(Claim::Wait(d)) => tokio::time::sleep(d).await,
+                Ok(Claim::Drained) => return,
+                Err(e) => {
+                    display::error("error", &format!("the queue: {e}"));
+                    self.broken.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    async fn run(&self, claimed: Claimed) {
+        let key = self.keys.fetch_add(1, Ordering::Relaxed);
+        let job = match serde_json::from_value::<Spec>(claimed.spec.clone()) {
+            Ok(spec) => Job {
+                id: claimed.job_id.clone(),
+                line: usize::try_from(claimed.line).unwrap_or(0),
+                prompt: spec.prompt,
+                overrides: spec.overrides,
+            },
+            Err(e) => {
+                let why = format!("the queued job cannot be read: {e}");
+                let job = Job {
+                    id: claimed.job_id.clone(),
+                    line: 0,
+                    prompt: String::new(),
+                    overrides: Overrides::default(),
+                };
+                return self.finish(&job, ResultLine::not_started(&job, &why)).await;
+            }
+        };
+        let earlier = match self.restore(&job, &claimed.runs).await {
+            Ok(Restored::Finished(line)) => return self.finish(&job, *line).await,
+            Ok(earlier) => earlier,
+            Err(why) => {
+                let outcome = Outcome::new(Status::Error, Some(why));
+                return self
+                    .finish(
+                        &job,
+                        ResultLine::finished(&job, &outcome, None, &Prior::default()),
+                    )
+                    .await;
+            }
+        };
+        let (resume, prior, mut runs) = match earlier {
+            Restored::Resume { path, prior, runs } => (Some(path), prior, runs),
+            _ => (None, Prior::default(), Vec::new()),
+        };
+        let transcript = self.out.transcript(&job.id);
+        if transcript.exists() {
+            let _ = self.out.set_aside(&job.id);
+        }
+        let placement = Placement {
+            transcript: &transcript,
+            resume: resume.as_deref(),
+            store: Some(&self.url),
+        };
+        let config = match self.setup.config(&job, &placement) {
+            Ok(c) => c,
+            Err(e) if !self.can_run(&job, &transcript) => {
+                // Not even without its overrides: the worker's flags or environment are wrong
+                // (a missing key), not the job. It goes back for a worker that can run it.
+                let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
+                display::error("usage error", &format!("job {:?}: {e}", job.id));
+                self.misconfigured.store(true, Ordering::Relaxed);
+                self.broken.store(true, Ordering::Relaxed);
+                return;
+            }
+            Err(e) => {
+                let line = ResultLine::finished(&job, &Outcome::usage_error(e), None, &prior);
+                return self.finish(&job, line).await;
+            }
+        };
+        let run_id = config.run_id.clone();
+        runs.push(run_id.clone());
+        // The run is recorded before it starts: a worker that dies leaves a pointer to it.
+        match self
+            .queue
+            .set_runs(&self.batch, &job.id, &self.owner, &runs)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                display::error("error", &format!("the queue: {e}"));
+                self.broken.store(true, Ordering::Relaxed);
+                let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
+                return;
+            }
+        }
+        let Some(cancel) = self.control.start(key) else {
+            let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
+            return;
+        };
+        self.display.started(key, &job.id);
+        let lost = Arc::new(AtomicBool::new(false));
+        let heartbeat = self.heartbeat(&job.id, cancel.clone(), lost.clone());
+        let outcome = job::run(config, key, cancel, &self.pool, &self.display).await;
+        heartbeat.abort();
+        self.control.done(key);
+        let line = ResultLine::finished(&job, &outcome, Some(run_id), &prior);
+        self.display.finished(key, line.completed());
+        if lost.load(Ordering::Relaxed) {
+            return;
+        }
+        if matches!(outcome.status, Status::Interrupted(_)) {
+            // Not the job's failure: the next worker resumes it.
+            let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
+            return;
+        }
+        self.finish(&job, line).await;
+    }
+
+    /// Whether this worker's flags and environment can configure `job` without its
+    /// per-job overrides.
+    fn can_run(&self, job: &Job, transcript: &Path) -> bool {
+        let bare = Job {
+            overrides: Overrides::default(),
+            ..job.clone()
+        };
+        let placement = Placement {
+            transcript,
+            resume: None,
+            store: None,
+        };
+        self.setup.config(&bare, &placement).is_ok()
+    }
+
+    /// Marks the job done, if this worker still holds it.
+    async fn finish(&self, job: &Job, line: ResultLine) {
+        let value = serde_json::to_value(&line).unwrap_or(Value::Null);
+        let code = line.exit_code.map(i32::from);
+        match self
+            .queue
+            .finish(&self.batch, &job.id, &self.owner, &value, code)
+            .await
+        {
+            Ok(true) => {
+                if let Ok(mut all) = self.finished.lock() {
+                    all.push(line);
+                }
+            }
+            Ok(false) => display::warning(&format!(
+                "job {:?} was taken over by another worker; its result there counts",
+                job.id
+            )),
+            Err(e) => {
+                display::error("error", &format!("the queue: {e}"));
+                self.broken.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Renews the lease every third of it while the job runs. A lease that cannot be renewed
+    /// before it expires is lost: another worker may take the job, so this one stops it.
+    fn heartbeat(
+        &self,
+        job_id: &str,
+        cancel: crate::agent::Cancel,
+        lost: Arc<AtomicBool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let queue = self.queue.clone();
+        let (batch, job_id, owner, lease) = (
+            self.batch.clone(),
+            job_id.to_owned(),
+            self.owner.clone(),
+            self.lease,
+        );
+        tokio::spawn(async move {
+            let mut renewed = Instant::now();
+            loop {
+                tokio::time::sleep(lease / 3).await;
+                match queue.renew(&batch, &job_id, &owner, lease).await {
+                    Ok(true) => renewed = Instant::now(),
+                    Ok(false) => break,
+                    Err(e) if renewed.elapsed() >= lease => {
+                        tracing::error!("job {job_id:?}: cannot renew its lease: {e}");
+                        break;
+                    }
+                    Err(_) => {}
+                }
+            }
+            lost.store(true, Ordering::Relaxed);
+            cancel.cancel(
+                Status::Error,
+                format!("this worker lost its lease on job {job_id:?}; another worker may run it"),
+            );
+        })
+    }
+
+    /// The job's earlier runs, exported from the store into `attempts/` as a chain of
+    /// transcripts: what the job does now.
+    async fn restore(&self, job: &Job, runs: &[String]) -> Result<Restored, String> {
+        let mut chain: Vec<Transcript> = Vec::new();
+        let mut kept = Vec::new();
+        let mut previous: Option<PathBuf> = None;
+        for run_id in runs {
+            let jsonl = match crate::store::export(&self.url, run_id).await {
+                Ok(j) => j,
+                // The worker died before the run's start line was stored: nothing to keep.
+                Err(crate::store::StoreError::UnknownRun { .. }) => continue,
+                Err(e) => return Err(format!("cannot read the job's earlier run: {e}")),
+            };
+            let path = self
+                .out
+                .transcript(&job.id)
+                .with_file_name(format!("attempts/{}.{run_id}.jsonl", file_stem(&job.id)));
+            let transcript = relink(&jsonl, previous.as_deref(), &path)?;
+            chain.push(transcript);
+            kept.push(run_id.clone());
+            previous = Some(path);
+        }
+        let Some(path) = previous else {
+            return Ok(Restored::Fresh);
+        };
+        let last = chain.last().and_then(|t| t.end.as_ref()).map(|e| e.status);
+        Ok(match last {
+            // It ended, but its worker died before saying so: its result stands.
+            Some(status) if !matches!(status, Status::Interrupted(_)) => {
+                Restored::Finished(Box::new(ResultLine::recorded(job, &path, &chain)))
+            }
+            _ => {
+                let prior = Prior::of(&chain);
+                if prior.rounds == 0 {
+                    Restored::Fresh
+                } else {
+                    Restored::Resume {
+                        path,
+                        prior,
+                        runs: kept,
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// What a claimed job's earlier runs leave it to do.
+enum Restored {
+    Fresh,
+    Resume {
+        path: PathBuf,
+        prior: Prior,
+        runs: Vec<String>,
+    },
+    Finished(Box<ResultLine>),
+}
+
+/// Writes an exported run to `path` with `resumed_from` pointing at the local copy of the run
+/// before it (the exported one names a file on the machine that ran it), and reads it back.
+fn relink(jsonl: &str, previous: Option<&Path>, path: &Path) -> Result<Transcript, String> {
+    use std::io::Write;
+    let mut lines = jsonl.lines();
+    let first = lines.next().unwrap_or_default();
+    let mut record: Record =
+        serde_json::from_str(first).map_err(|e| format!("an exported run: {e}"))?;
+    if let Line::Start(start) = &mut record.line {
+        start.resumed_from = previous.map(|p| p.display().to_string());
+    }
+    let mut text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+    text.push('\n');
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    crate::files::create_private(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::transcript::read(path).map_err(|e| e.to_string())
+}

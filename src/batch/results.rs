@@ -1,0 +1,191 @@
+//! `results.jsonl`: one line per job, written as each job finishes, so a batch that is killed
+//! still has the results of every job that finished. A queued batch stores the same lines.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::jobs::Job;
+use crate::conversation::Usage;
+use crate::outcome::{Outcome, Status};
+use crate::transcript::Transcript;
+
+/// The status of a job the batch never started (stopped by a signal or the batch's budget, or
+/// given up after its workers died).
+pub const NOT_STARTED: &str = "not_started";
+
+/// One job's line in `results.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultLine {
+    pub id: String,
+    /// Its line in the jobs file.
+    pub line: usize,
+    /// A run status (`completed`, `max_rounds`, …), or `not_started`.
+    pub status: String,
+    /// The job's own exit code, as a single run would have exited; none if it never ran.
+    pub exit_code: Option<u8>,
+    /// Rounds, usage, cost and duration count every run of the job (a resumed job's earlier
+    /// runs too).
+    pub rounds: u32,
+    pub usage: Usage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub duration_ms: u64,
+    pub final_text: String,
+    /// With `--output-schema`: the final answer, parsed and valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_json: Option<Value>,
+    pub error: Option<String>,
+    pub transcript: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+impl ResultLine {
+    pub fn completed(&self) -> bool {
+        self.status == Status::Completed.as_str()
+    }
+
+    /// A job's result from its finished run; `prior` is what earlier runs of it did.
+    pub fn finished(job: &Job, outcome: &Outcome, run_id: Option<String>, prior: &Prior) -> Self {
+        let mut usage = prior.usage;
+        usage.add(&outcome.usage);
+        let cost_usd = match (prior.cost_usd, outcome.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        ResultLine {
+            id: job.id.clone(),
+            line: job.line,
+            status: outcome.status.as_str().to_owned(),
+            exit_code: Some(outcome.exit_code()),
+            rounds: prior.rounds + outcome.rounds,
+            usage,
+            cost_usd,
+            duration_ms: prior.duration_ms + outcome.duration_ms,
+            final_text: outcome.final_text.clone(),
+            final_json: outcome.final_json.clone(),
+            error: outcome.error.clone(),
+            transcript: outcome.transcript.clone(),
+            run_id,
+        }
+    }
+
+    /// A job's result as its transcript chain (oldest first) recorded it.
+    pub fn recorded(job: &Job, path: &Path, chain: &[Transcript]) -> Self {
+        let prior = Prior::of(chain);
+        let last = chain.last();
+        let end = last.and_then(|t| t.end.as_ref());
+        ResultLine {
+            id: job.id.clone(),
+            line: job.line,
+            status: end.map_or(NOT_STARTED, |e| e.status.as_str()).to_owned(),
+            exit_code: end.map(|e| e.exit_code),
+            rounds: prior.rounds,
+            usage: prior.usage,
+            cost_usd: prior.cost_usd,
+            duration_ms: prior.duration_ms,
+            final_text: end.map(|e| e.final_text.clone()).unwrap_or_default(),
+            final_json: None,
+            error: end.and_then(|e| e.error.clone()),
+            transcript: Some(path.to_owned()),
+            run_id: last.map(|t| t.start.run_id.clone()),
+        }
+    }
+
+    /// A job that never ran, and why.
+    pub fn not_started(job: &Job, why: &str) -> Self {
+        ResultLine {
+            id: job.id.clone(),
+            line: job.line,
+            status: NOT_STARTED.to_owned(),
+            exit_code: None,
+            rounds: 0,
+            usage: Usage::default(),
+            cost_usd: None,
+            duration_ms: 0,
+            final_text: String::new(),
+            final_json: None,
+            error: Some(why.to_owned()),
+            transcript: None,
+            run_id: None,
+        }
+    }
+}
+
+/// What the earlier runs of a job did (the transcripts a resume continues).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prior {
+    pub rounds: u32,
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+    pub duration_ms: u64,
+}
+
+impl Prior {
+    pub fn of(chain: &[Transcript]) -> Prior {
+        let mut prior = Prior::default();
+        for t in chain {
+            for r in &t.rounds {
+                prior.rounds += 1;
+                prior.usage.add(&r.usage);
+                if let Some(c) = r.cost_usd {
+                    prior.cost_usd = Some(prior.cost_usd.unwrap_or(0.0) + c);
+                }
+            }
+            prior.duration_ms += t.end.as_ref().map_or(0, |e| e.duration_ms);
+        }
+        prior
+    }
+}
+
+/// `results.jsonl`, written a whole line at a time.
+pub struct ResultsFile {
+    path: PathBuf,
+    file: Mutex<std::fs::File>,
+}
+
+impl ResultsFile {
+    /// Creates (or empties) the file with `first` in it: the results the batch already has.
+    pub fn create(path: &Path, first: &[ResultLine]) -> std::io::Result<ResultsFile> {
+        let file = crate::files::create_private(path)?;
+        let results = ResultsFile {
+            path: path.to_owned(),
+            file: Mutex::new(file),
+        };
+        for line in first {
+            results.append(line)?;
+        }
+        Ok(results)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn append(&self, line: &ResultLine) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("results.jsonl: a writer panicked"))?;
+        file.write_all(&bytes).and_then(|()| file.flush())
+    }
+}
+
+/// The lines of an earlier `results.jsonl` by id (the last line of an id wins); none when
+/// there is no such file or it cannot be read.
+pub fn previous(path: &Path) -> HashMap<String, ResultLine> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return HashMap::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<ResultLine>(l).ok())
+        .map(|r| (r.id.clone(), r))
+        .collect()
+}
