@@ -14,7 +14,8 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 budget (tokens or USD),
 /// 5 deadline, 6 tool failure (--fail-on), 7 answer not valid against --output-schema,
-/// 130/143 interrupted.
+/// 9 stuck (the same call kept returning the same result, see --max-repeats), 130/143
+/// interrupted.
 #[derive(Debug, Parser)]
 #[command(
     name = "rounds",
@@ -144,6 +145,17 @@ pub struct Cli {
     /// Most tool calls running at once (consecutive read-only calls run in parallel).
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_parallel: u16,
+
+    /// Most tool calls one response may ask for. At the first call past N the response is cut
+    /// (the request is cancelled, so no more output is generated), the first N run, and every
+    /// later call gets an error result saying it was dropped.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_calls_per_round: u32,
+
+    /// The K-th time the same call (same tool, same arguments) returns the same result, the
+    /// result tells the model so; once more ends the run as stuck (exit 9).
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_repeats: u32,
 
     /// Stop the whole run after SECS (exit 5): the stream stops, running tools are killed, and
     /// the transcript is closed.

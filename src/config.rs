@@ -328,6 +328,8 @@ impl Config {
             deadline: cli.timeout.map(Duration::from_secs_f64),
             max_tokens: cli.max_tokens,
             max_parallel: usize::from(cli.max_parallel),
+            max_calls_per_round: cli.max_calls_per_round,
+            max_repeats: cli.max_repeats,
             budget_tokens: cli.budget_tokens,
             budget_usd: cli.budget_usd,
             on_max_rounds: match cli.on_max_rounds {

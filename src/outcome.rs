@@ -44,6 +44,9 @@ pub enum Status {
     ToolFailure,
     /// `--output-schema`: the final answer did not validate, even after a corrective turn.
     Schema,
+    /// The model kept making the same call for the same result after being told it would not
+    /// change (the loop guards).
+    Stuck,
     /// SIGINT (130) or SIGTERM (143).
     Interrupted(Signal),
 }
@@ -60,6 +63,7 @@ impl Status {
             Status::Timeout => "timeout",
             Status::ToolFailure => "tool_failure",
             Status::Schema => "schema",
+            Status::Stuck => "stuck",
             Status::Interrupted(_) => "interrupted",
         }
     }
@@ -74,6 +78,7 @@ impl Status {
             Status::Timeout => 5,
             Status::ToolFailure => 6,
             Status::Schema => 7,
+            Status::Stuck => 9,
             Status::Interrupted(Signal::Interrupt) => 130,
             Status::Interrupted(Signal::Terminate) => 143,
         }
@@ -90,6 +95,7 @@ impl Status {
             "timeout" => Status::Timeout,
             "tool_failure" => Status::ToolFailure,
             "schema" => Status::Schema,
+            "stuck" => Status::Stuck,
             "interrupted" if exit_code == 143 => Status::Interrupted(Signal::Terminate),
             "interrupted" => Status::Interrupted(Signal::Interrupt),
             _ => return None,
@@ -198,6 +204,7 @@ mod tests {
             Status::Timeout,
             Status::ToolFailure,
             Status::Schema,
+            Status::Stuck,
             Status::Interrupted(Signal::Interrupt),
             Status::Interrupted(Signal::Terminate),
         ];

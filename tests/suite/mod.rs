@@ -3,6 +3,7 @@ mod caching;
 mod call_ids;
 mod context;
 mod exit_codes;
+mod guards;
 mod hooks;
 mod manifest;
 mod mcp;

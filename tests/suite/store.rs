@@ -360,6 +360,8 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             timeout_secs: Some(1.5),
             tool_timeout_secs: 30.0,
             max_parallel: 2,
+            max_calls_per_round: Some(16),
+            max_repeats: Some(3),
         },
         resumed_from: Some("/runs/earlier.jsonl".into()),
         sandbox: Some(
@@ -415,6 +417,12 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             error: Some("stream broke \u{0} off".into()),
             summary: false,
             elided: vec!["earlier_1".into()],
+            guards: vec![transcript::GuardNote {
+                kind: transcript::GuardKind::Duplicate,
+                tool_use_id: Some("b".into()),
+                of: Some("a".into()),
+                count: None,
+            }],
             cost_usd: Some(0.0123),
         }),
         // A round with no blocks at all still exists.
@@ -431,6 +439,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             error: None,
             summary: true,
             elided: vec![],
+            guards: vec![],
             cost_usd: None,
         }),
         Line::End(End {
@@ -667,6 +676,8 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
             timeout_secs: None,
             tool_timeout_secs: 1.0,
             max_parallel: 1,
+            max_calls_per_round: None,
+            max_repeats: None,
         },
         resumed_from: None,
         sandbox: None,
@@ -684,6 +695,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         error: None,
         summary: false,
         elided: vec![],
+        guards: vec![],
         cost_usd: None,
     };
     let exported = block_on(async {
