@@ -72,7 +72,7 @@ pub struct Cli {
     pub base_url: Option<String>,
 
     /// Cap on each response's output tokens. [default for anthropic: 8192, plus the thinking
-    /// budget when thinking]
+    /// budget when thinking; for ollama, llamacpp and vllm: 4096]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
 
@@ -97,6 +97,13 @@ pub struct Cli {
     /// and with Anthropic thinking, which only run at their default.
     #[arg(long, value_name = "T", value_parser = temperature)]
     pub temperature: Option<f64>,
+
+    /// Whether one response may ask for several tool calls. auto: hosted providers as they
+    /// default (OpenAI is asked for them), local servers (ollama, llamacpp, vllm) are sent
+    /// nothing. off: asked of every API that has the switch and enforced for the others (a
+    /// second call in a response is dropped).
+    #[arg(long, value_enum, value_name = "auto|on|off", default_value_t = ParallelToolCalls::Auto)]
+    pub parallel_tool_calls: ParallelToolCalls,
 
     /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin. Exit 0 goes on
     /// (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's stderr as
@@ -363,6 +370,13 @@ pub enum Api {
     Auto,
     Chat,
     Responses,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ParallelToolCalls {
+    Auto,
+    On,
+    Off,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

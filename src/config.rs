@@ -13,7 +13,7 @@ use crate::pricing::{Catalog, ModelInfo, PricesError};
 use crate::process::{self, Sandbox, sandbox};
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
-use crate::provider::{Api, Cache, CacheTtl, Effort, Options, ProviderChoice};
+use crate::provider::{Api, Cache, CacheTtl, Effort, Options, Parallel, ProviderChoice};
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
@@ -326,9 +326,14 @@ impl Config {
                 .or(model_info.context_window)
                 .unwrap_or(DEFAULT_CONTEXT_WINDOW),
             deadline: cli.timeout.map(Duration::from_secs_f64),
-            max_tokens: cli.max_tokens,
+            max_tokens: cli.max_tokens.or(provider.default_max_tokens()),
             max_parallel: usize::from(cli.max_parallel),
-            max_calls_per_round: cli.max_calls_per_round,
+            // Without a switch in the API (Gemini), one call per response is the loop's to keep.
+            max_calls_per_round: if options.parallel_tool_calls == Parallel::Off {
+                1
+            } else {
+                cli.max_calls_per_round
+            },
             max_repeats: cli.max_repeats,
             budget_tokens: cli.budget_tokens,
             budget_usd: cli.budget_usd,
@@ -508,6 +513,11 @@ fn model_options(cli: &Cli) -> (Api, Options) {
         }),
         thinking_budget: cli.thinking_budget,
         temperature: cli.temperature,
+        parallel_tool_calls: match cli.parallel_tool_calls {
+            cli::ParallelToolCalls::Auto => Parallel::Auto,
+            cli::ParallelToolCalls::On => Parallel::On,
+            cli::ParallelToolCalls::Off => Parallel::Off,
+        },
     };
     (api, options)
 }

@@ -64,9 +64,9 @@ impl Response {
                 call,
                 ErrorKind::Dropped,
                 format!(
-                    "not run: one response may ask for at most {n} tool call{} \
-                     (--max-calls-per-round), and the response was cut here. Read the results \
-                     you have, then ask for the calls you still need.",
+                    "not run: this run allows at most {n} tool call{} per response, and the \
+                     response was cut here. Read the results you have, then ask for the calls \
+                     you still need.",
                     if n == 1 { "" } else { "s" }
                 ),
             ));

@@ -276,3 +276,106 @@ fn a_call_whose_result_changes_is_not_a_loop() {
     assert_eq!(out.code, 9, "{}", out.stderr);
     assert_eq!(server.requests().len(), 2);
 }
+
+/// The first request body of a one-round run with `model` and `flags`.
+fn first_body(model: &str, flags: &[&str]) -> Value {
+    let sb = Sandbox::new();
+    let reply = if model.starts_with("anthropic/") {
+        sse::answer("hi")
+    } else if model == "openai/o3" || flags.contains(&"responses") {
+        Reply::sse(sse::responses(&[B::Text("hi")], 5, 1, 0))
+    } else {
+        Reply::sse(sse::openai(&[B::Text("hi")], "stop", 5, 1))
+    };
+    let server = MockServer::start(vec![reply]);
+    let out = run(sb
+        .rounds()
+        .env("OPENAI_API_KEY", "k")
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .args(["-m", model, "--no-transcript", "--base-url"])
+        .arg(if model.starts_with("anthropic/") {
+            server.url()
+        } else {
+            format!("{}/v1", server.url())
+        })
+        .args(flags)
+        .arg("hello"));
+    assert_eq!(out.code, 0, "{model} {flags:?}: {}", out.stderr);
+    server.requests()[0].json()
+}
+
+#[test]
+fn local_presets_cap_the_output_and_ask_for_no_parallel_calls_unless_told() {
+    for preset in ["llamacpp/qwen", "ollama/qwen3:8b", "vllm/m"] {
+        let body = first_body(preset, &[]);
+        assert_eq!(body["max_tokens"], 4096, "{preset}");
+        assert_eq!(body.get("parallel_tool_calls"), None, "{preset}");
+        assert!(body["tools"].is_array());
+    }
+    let body = first_body(
+        "llamacpp/qwen",
+        &["--parallel-tool-calls", "on", "--max-tokens", "100"],
+    );
+    assert_eq!(
+        (&body["max_tokens"], &body["parallel_tool_calls"]),
+        (&json!(100), &json!(true))
+    );
+    let body = first_body("llamacpp/qwen", &["--api", "responses"]);
+    assert_eq!(body["max_output_tokens"], 4096);
+    assert_eq!(body.get("parallel_tool_calls"), None);
+    // Hosted providers keep what they had: OpenAI is asked for parallel calls, with no cap.
+    let body = first_body("openai/gpt-4.1", &[]);
+    assert_eq!(body["parallel_tool_calls"], true);
+    assert_eq!(body.get("max_completion_tokens"), None);
+    let body = first_body("anthropic/claude-sonnet-4-5", &[]);
+    assert_eq!(body["tool_choice"], json!({"type": "auto"}));
+    // And the flag works for each of them.
+    let body = first_body("openai/gpt-4.1", &["--parallel-tool-calls", "off"]);
+    assert_eq!(body["parallel_tool_calls"], false);
+    let body = first_body("openai/o3", &["--parallel-tool-calls", "off"]);
+    assert_eq!(body["parallel_tool_calls"], false, "the Responses API too");
+    let body = first_body(
+        "anthropic/claude-sonnet-4-5",
+        &["--parallel-tool-calls", "off"],
+    );
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "auto", "disable_parallel_tool_use": true})
+    );
+}
+
+#[test]
+fn parallel_calls_off_is_kept_by_the_loop_where_the_api_has_no_switch() {
+    for (flags, dropped) in [
+        (&["--parallel-tool-calls", "off"][..], true),
+        (&[][..], false),
+    ] {
+        let sb = Sandbox::new();
+        sb.write("a.txt", "alpha\n");
+        sb.write("b.txt", "beta\n");
+        let calls = [
+            B::Tool("", "read_file", r#"{"path":"a.txt"}"#),
+            B::Tool("", "read_file", r#"{"path":"b.txt"}"#),
+        ];
+        let server = MockServer::start(vec![
+            Reply::sse(sse::gemini(&calls, 10, 5)),
+            Reply::sse(sse::gemini(&[B::Text("done")], 10, 5)),
+        ]);
+        let out = run(sb
+            .rounds()
+            .env("GEMINI_API_KEY", "k")
+            .env("GEMINI_BASE_URL", server.url())
+            .args(["-m", "gemini/gemini-2.5-flash", "--transcript"])
+            .arg(sb.transcript_path())
+            .args(flags)
+            .arg("go"));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let kinds: Vec<Option<String>> = results(&sb.transcript()[1])
+            .into_iter()
+            .map(|(_, kind)| kind)
+            .collect();
+        let want = [None, dropped.then(|| "dropped".to_owned())];
+        assert_eq!(kinds, want, "{flags:?}");
+    }
+}
