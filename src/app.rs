@@ -96,12 +96,13 @@ async fn execute(
 /// Builds the provider and the toolbox, opens the records and writes the start line. Every
 /// failure here comes before any model call.
 async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, SetupFailure> {
+    let turn = config.user_turn();
     let Config {
         run_id,
         provider: choice,
         model,
         idle_timeout,
-        prompt,
+        prompt: _,
         system,
         resume,
         workspace,
@@ -152,7 +153,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         provider: provider.name().to_owned(),
         model: provider.model().to_owned(),
         workspace: toolbox.workspace().root().display().to_string(),
-        prompt: prompt.clone(),
+        prompt: turn.clone(),
         system: system.clone(),
         tools: toolbox.policy().allow_rules(),
         limits: limits.record(tool_timeout),
@@ -179,7 +180,7 @@ async fn set_up(config: Config, observer: Arc<dyn Observer>) -> Result<Ready, Se
         output_last_message,
         servers,
         records,
-        history: conversation(resume, prompt),
+        history: conversation(resume, turn),
     })
 }
 

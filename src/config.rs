@@ -265,11 +265,8 @@ impl Config {
             (Some(text), _, _) => text.clone(),
             (None, Some(path), _) => read_file("system prompt file", &inputs.cwd.join(path))?,
             (None, None, Some(start)) => start.system.clone(),
-            (None, None, None) => format!(
-                "{}\nThe workspace root is {}.\n",
-                DEFAULT_SYSTEM,
-                workspace.root().display()
-            ),
+            // Nothing that differs between runs: see `user_turn`.
+            (None, None, None) => DEFAULT_SYSTEM.to_owned(),
         };
 
         let (tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
@@ -385,6 +382,25 @@ impl Config {
             // An empty ROUNDS_STORE means no store, as empty variables mean unset elsewhere.
             store: cli.store.clone().filter(|url| !url.is_empty()),
         })
+    }
+}
+
+impl Config {
+    /// The user turn the run adds: the prompt, opened by what differs between runs (the
+    /// workspace root). Kept out of the system prompt, it leaves the system prompt and the tool
+    /// definitions, the prefix a server caches, byte for byte the same for every run with the
+    /// same flags. A replay sends its recorded turn again.
+    pub fn user_turn(&self) -> String {
+        if let ProviderChoice::Replay { transcript, .. } = &self.provider
+            && transcript.start.prompt == self.prompt
+        {
+            return self.prompt.clone();
+        }
+        format!(
+            "Workspace root: {}\n\n{}",
+            self.workspace.root().display(),
+            self.prompt
+        )
     }
 }
 

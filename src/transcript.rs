@@ -42,6 +42,9 @@ pub struct Start {
     pub provider: String,
     pub model: String,
     pub workspace: String,
+    /// The user turn the run added, as sent: a line naming the workspace root, then the prompt
+    /// (older transcripts named the workspace root in `system`, and this is the prompt alone).
+    /// `--resume` and replay send it again as it is.
     pub prompt: String,
     pub system: String,
     /// The allowlist in effect, as rules (`read_file`, `bash(git *)`).

@@ -9,6 +9,7 @@ mod manifest;
 mod mcp;
 mod mcp_limits;
 mod outputs;
+mod prompt;
 mod providers;
 mod reasoning;
 mod resume;

@@ -117,8 +117,8 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
     assert_eq!(
         runs,
         [
-            ("one".into(), "completed".into()),
-            ("two".into(), "completed".into())
+            (sb.turn("one"), "completed".into()),
+            (sb.turn("two"), "completed".into())
         ]
     );
 }
@@ -178,7 +178,7 @@ fn blocks_land_in_order_with_their_types_and_the_run_row_is_completed() {
     let contents: Vec<Value> = rows.iter().map(|r| r.get(3)).collect();
     assert_eq!(
         contents[0],
-        json!({"type": "text", "text": "what do the files say?"})
+        json!({"type": "text", "text": sb.turn("what do the files say?")})
     );
     let round1 = &lines[1];
     assert_eq!(contents[1..5], round1["blocks"].as_array().unwrap()[..]);
