@@ -93,3 +93,34 @@ fn the_prefix_up_to_the_first_user_message_is_the_same_in_every_workspace() {
         }
     }
 }
+
+/// A request body's tokens, estimated as a quarter of its bytes. The local models' tokenizers
+/// are not at hand in the suite; OpenAI's o200k_base, counted outside it (tiktoken-rs, which as
+/// a dev-dependency would change the features of a normal dependency), gives 5 to 10% fewer
+/// for these bodies, so the estimate errs on the large side.
+fn tokens(body: &str) -> usize {
+    body.len() / 4
+}
+
+#[test]
+fn the_first_request_fits_the_prompt_budget() {
+    let (four, _) = first_request("llamacpp/qwen", &[]);
+    let all = ["-a", "write_file", "-a", "edit_file", "-a", "bash"];
+    let (seven, _) = first_request("llamacpp/qwen", &all);
+    let count = |body: &str| {
+        let json: Value = serde_json::from_str(body).unwrap();
+        json["tools"].as_array().unwrap().len()
+    };
+    assert_eq!((count(&four), count(&seven)), (4, 7));
+    // The whole body: system prompt, tool definitions, the first user turn and the framing.
+    assert!(
+        tokens(&four) <= 900,
+        "four tools: {} tokens (bytes/4)\n{four}",
+        tokens(&four)
+    );
+    assert!(
+        tokens(&seven) <= 1300,
+        "seven tools: {} tokens (bytes/4)\n{seven}",
+        tokens(&seven)
+    );
+}

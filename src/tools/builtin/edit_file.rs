@@ -43,26 +43,23 @@ pub struct EditFile {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// File path, relative to the workspace root (or absolute inside it).
+    // Relative to the workspace root (or absolute inside it), as the system prompt says.
     path: String,
-    /// The exact text to replace, as it appears in the file.
     #[schemars(length(min = 1))]
     old_string: String,
-    /// The text to put in its place (may be empty to delete); must differ from old_string.
+    /// May be empty.
     new_string: String,
-    /// Replace every occurrence instead of requiring exactly one. Default false.
+    /// Replace every occurrence.
     #[serde(default)]
     replace_all: bool,
 }
 
 impl EditFile {
     pub fn new() -> EditFile {
-        let description = "Replace exact text in a UTF-8 text file in the workspace. old_string \
-                           must match the file exactly (indentation included) and occur exactly \
-                           once, unless replace_all is true; include enough surrounding lines to \
-                           make it unique. Line endings and a missing final newline are kept; \
-                           nothing else in the file changes. The result shows a unified diff of \
-                           the change. To create a file or replace all of it, use write_file."
+        let description = "Replace old_string with new_string in a text file. old_string must \
+                           match the file exactly, indentation included, and occur once (include \
+                           surrounding lines to make it unique) unless replace_all is true. \
+                           Returns a diff of the change."
             .to_owned();
         let input_schema = crate::tools::schema_for::<Args>();
         EditFile {

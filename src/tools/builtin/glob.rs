@@ -23,20 +23,18 @@ pub struct Glob {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// Glob pattern, e.g. "**/*.rs" or "src/*.toml".
+    /// Matched against paths relative to `path`.
     pattern: String,
-    /// Directory to search from, relative to the workspace root. Default "." (the root).
+    /// Directory to search. Default: the workspace root.
     path: Option<String>,
 }
 
 impl Glob {
     pub fn new() -> Glob {
         let description = format!(
-            "Find files and directories in the workspace whose path matches a glob, e.g. \
-             `**/*.rs` or `src/*.toml`. The pattern is matched against the path relative to \
-             `path`; `*` does not cross `/`, `**` does. Files ignored by .gitignore/.ignore are \
-             skipped. Returns workspace-relative paths (directories end with `/`), sorted, at \
-             most {MAX_RESULTS}."
+            "Find files and directories whose path matches a glob pattern: `*` stays within one \
+             directory, `**` crosses directories. Skips what .gitignore ignores. Returns at most \
+             {MAX_RESULTS} workspace-relative paths, sorted; directories end with `/`."
         );
         let input_schema = crate::tools::schema_for::<Args>();
         Glob {

@@ -34,16 +34,15 @@ pub struct Grep {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// Regular expression to search for (Rust regex syntax).
+    /// No look-around or backreferences.
     pattern: String,
-    /// File or directory to search, relative to the workspace root. Default "." (the root).
+    /// File or directory to search. Default: the workspace root.
     path: Option<String>,
-    /// Only search files whose name matches this glob, e.g. "*.rs" (a glob with `/` matches the path relative to `path`).
+    /// Search only the files whose name (or, with a `/`, whose path) matches this glob.
     glob: Option<String>,
-    /// Match case-insensitively. Default false.
     #[serde(default)]
     case_insensitive: bool,
-    /// Lines of context to show before and after each match. Default 0.
+    /// Lines to show around each match.
     #[serde(default)]
     #[schemars(range(max = MAX_CONTEXT))]
     context: usize,
@@ -52,11 +51,10 @@ struct Args {
 impl Grep {
     pub fn new() -> Grep {
         let description = format!(
-            "Search file contents in the workspace with a regular expression (Rust regex syntax, \
-             matched line by line). Prints `path:line:text` for each matching line, with \
-             `path-line-text` for context lines and `--` between groups. Files ignored by \
-             .gitignore/.ignore, binary files and files over 10 MiB are skipped. At most \
-             {MAX_MATCHES} matching lines are shown; lines are cut at {MAX_LINE_CHARS} characters."
+            "Search file contents for a regular expression, line by line. Prints \
+             `path:line:text` per matching line (`path-line-text` for context lines). Skips \
+             binary files, files over 10 MiB and what .gitignore ignores. At most {MAX_MATCHES} \
+             matches."
         );
         let input_schema = crate::tools::schema_for::<Args>();
         Grep {

@@ -29,9 +29,9 @@ pub struct ListDir {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// Directory to list, relative to the workspace root. Default "." (the root).
+    /// Default: the workspace root.
     path: Option<String>,
-    /// How many levels to show: 1 lists only the directory's own entries. Default 1.
+    /// Levels to show. Default 1.
     #[schemars(range(min = 1, max = MAX_DEPTH))]
     depth: Option<usize>,
 }
@@ -39,10 +39,8 @@ struct Args {
 impl ListDir {
     pub fn new() -> ListDir {
         let description = format!(
-            "List a directory in the workspace as an indented tree: directories end with `/`, \
-             files show their size in bytes, symlinks show `name -> target`. Entries are sorted \
-             by name; `.git` is shown but not expanded; .gitignore is not applied. At most \
-             {MAX_ENTRIES} entries are shown."
+            "List a directory as an indented tree: directories end with `/`, files show their \
+             size in bytes. At most {MAX_ENTRIES} entries; .gitignore is not applied."
         );
         let input_schema = crate::tools::schema_for::<Args>();
         ListDir {

@@ -32,12 +32,12 @@ pub struct ReadFile {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// File path, relative to the workspace root (or absolute inside it).
+    // Relative to the workspace root (or absolute inside it), as the system prompt says.
     path: String,
-    /// First line to return, 1-based. Default 1.
+    /// First line to show, from 1.
     #[schemars(range(min = 1))]
     start_line: Option<usize>,
-    /// Last line to return, inclusive. Default: the end of the file (within the caps).
+    /// Last line to show, inclusive.
     #[schemars(range(min = 1))]
     end_line: Option<usize>,
 }
@@ -45,10 +45,9 @@ struct Args {
 impl ReadFile {
     pub fn new() -> ReadFile {
         let description = format!(
-            "Read a text file in the workspace. Lines are numbered like `cat -n` (number, tab, \
-             line). At most {MAX_LINES} lines and {} KiB are returned per call; when more \
-             remain, the last line says which start_line to call again with. Binary files are \
-             reported, not shown.",
+            "Read a text file. Each line comes as its number, a tab and its text. At most \
+             {MAX_LINES} lines or {} KiB per call; when more remain, the last line says where \
+             to continue.",
             MAX_BYTES / 1024
         );
         let input_schema = crate::tools::schema_for::<Args>();
