@@ -21,7 +21,9 @@ use similar::udiff::UnifiedHunkHeader;
 use similar::{ChangeTag, TextDiff};
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Larger files are refused: the whole file is held in memory (twice) and diffed.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -92,11 +94,12 @@ impl Tool for EditFile {
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        crate::tools::blocking("edit_file", move || edit(&workspace, &args)).await
+        let gate = ctx.gate.clone();
+        crate::tools::blocking("edit_file", move || edit(&workspace, &gate, &args)).await
     }
 }
 
-fn edit(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
+fn edit(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     if args.old_string.is_empty() {
         return Err(ToolError::failed(
@@ -108,7 +111,9 @@ fn edit(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
             "old_string and new_string are identical; there is nothing to change",
         ));
     }
-    let (file, real) = workspace.open_file(path)?;
+    let (file, real) = workspace
+        .open_file(path)
+        .map_err(|e| path_error(e, path, workspace, gate))?;
     let mut bytes = Vec::new();
     (&file)
         .take(MAX_FILE_BYTES + 1)
@@ -518,7 +523,7 @@ mod tests {
         );
         assert_eq!(
             replace(&ws, "missing.txt", "a", "b").await,
-            Err(r#"no such file or directory: "missing.txt""#.to_owned())
+            Err(r#"no such file or directory: "missing.txt"; the closest names in the workspace root: "latin1.txt", "bin.dat", "t.txt""#.to_owned())
         );
         let out = tempfile::tempdir().unwrap();
         write(out.path(), "secret", "same");

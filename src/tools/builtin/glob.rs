@@ -11,7 +11,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Paths shown per call.
 const MAX_RESULTS: usize = 200;
@@ -83,7 +85,9 @@ fn find(
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let given = args.path.as_deref().unwrap_or(".");
-    let base = workspace.resolve(given)?;
+    let base = workspace
+        .resolve(given)
+        .map_err(|e| path_error(e, given, workspace, gate))?;
     if !base.is_dir() {
         return Err(ToolError::failed(format!("{given:?} is not a directory")));
     }

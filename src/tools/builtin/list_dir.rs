@@ -14,7 +14,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Entries shown per call.
 const MAX_ENTRIES: usize = 500;
@@ -74,18 +76,22 @@ impl Tool for ListDir {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
         let cancel = ctx.cancel.clone();
-        crate::tools::blocking("list_dir", move || list(&workspace, &args, &cancel)).await
+        let gate = ctx.gate.clone();
+        crate::tools::blocking("list_dir", move || list(&workspace, &gate, &args, &cancel)).await
     }
 }
 
 fn list(
     workspace: &Workspace,
+    gate: &Gate,
     args: &Args,
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let given = args.path.as_deref().unwrap_or(".");
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
-    let dir = workspace.resolve(given)?;
+    let dir = workspace
+        .resolve(given)
+        .map_err(|e| path_error(e, given, workspace, gate))?;
     let mut listing = Listing {
         workspace,
         cancel,

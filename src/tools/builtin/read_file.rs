@@ -13,7 +13,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Bytes of file content shown per call.
 const MAX_BYTES: usize = 256 * 1024;
@@ -81,7 +83,8 @@ impl Tool for ReadFile {
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        crate::tools::blocking("read_file", move || read(&workspace, &args)).await
+        let gate = ctx.gate.clone();
+        crate::tools::blocking("read_file", move || read(&workspace, &gate, &args)).await
     }
 }
 
@@ -93,7 +96,7 @@ enum Cut {
     LongLine,
 }
 
-fn read(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
+fn read(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     let start = args.start_line.unwrap_or(1);
     if start == 0 {
@@ -106,7 +109,9 @@ fn read(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
             "end_line ({end}) is before start_line ({start})"
         )));
     }
-    let (mut file, _) = workspace.open_file(path)?;
+    let (mut file, _) = workspace
+        .open_file(path)
+        .map_err(|e| path_error(e, path, workspace, gate))?;
     let io_err = |e: io::Error| ToolError::failed(format!("cannot read {path:?}: {e}"));
     let size = file.metadata().map_err(io_err)?.len();
 
