@@ -492,19 +492,16 @@ impl Agent {
                 StreamEvent::Block(block) => {
                     if let Block::ToolUse(call) = &block {
                         self.observer.tool_use(call);
-                        if summary {
-                            scheduler.refuse(
+                        match out.guard.admit(call) {
+                            guards::Admit::Answer(result) => {
+                                self.observer.tool_finished(&result);
+                                scheduler.answer(call.clone(), result);
+                            }
+                            guards::Admit::Run if summary => scheduler.refuse(
                                 call.clone(),
                                 "tools are disabled for the final answer at the round limit",
-                            );
-                        } else {
-                            match out.guard.admit(call) {
-                                guards::Admit::Run => scheduler.submit(call.clone()),
-                                guards::Admit::Answer(result) => {
-                                    self.observer.tool_finished(&result);
-                                    scheduler.answer(call.clone(), result);
-                                }
-                            }
+                            ),
+                            guards::Admit::Run => scheduler.submit(call.clone()),
                         }
                     }
                     out.blocks.push(block);
