@@ -154,12 +154,13 @@ async fn set_up(
     observer: Arc<dyn Observer>,
     providers: Option<&dyn ProviderSource>,
 ) -> Result<Ready, SetupFailure> {
+    let turn = config.user_turn();
     let Config {
         run_id,
         provider: choice,
         model,
         idle_timeout,
-        prompt,
+        prompt: _,
         system,
         resume,
         workspace,
@@ -220,7 +221,7 @@ async fn set_up(
         provider: provider.name().to_owned(),
         model: provider.model().to_owned(),
         workspace: toolbox.workspace().root().display().to_string(),
-        prompt: prompt.clone(),
+        prompt: turn.clone(),
         system: system.clone(),
         tools: toolbox.policy().allow_rules(),
         limits: limits.record(tool_timeout),
@@ -248,7 +249,7 @@ async fn set_up(
         run_id,
         servers,
         records,
-        history: conversation(resume, prompt),
+        history: conversation(resume, turn),
     })
 }
 

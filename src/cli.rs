@@ -14,8 +14,9 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 budget (tokens or USD),
 /// 5 deadline, 6 tool failure (--fail-on), 7 answer not valid against --output-schema,
-/// 8 a batch job did not complete (rounds batch), 130/143 interrupted (SIGINT/SIGTERM),
-/// 141 the reader of stream-json went away.
+/// 8 a batch job did not complete (rounds batch), 9 stuck (the same call kept returning the
+/// same result, see --max-repeats), 130/143 interrupted (SIGINT/SIGTERM), 141 the reader of
+/// stream-json went away.
 #[derive(Debug, Parser)]
 #[command(
     name = "rounds",
@@ -85,7 +86,7 @@ pub struct Cli {
     pub base_url: Option<String>,
 
     /// Cap on each response's output tokens. [default for anthropic: 8192, plus the thinking
-    /// budget when thinking]
+    /// budget when thinking; for ollama, llamacpp and vllm: 4096]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
 
@@ -110,6 +111,13 @@ pub struct Cli {
     /// and with Anthropic thinking, which only run at their default.
     #[arg(long, value_name = "T", value_parser = temperature)]
     pub temperature: Option<f64>,
+
+    /// Whether one response may ask for several tool calls. auto: hosted providers as they
+    /// default (OpenAI is asked for them), local servers (ollama, llamacpp, vllm) are sent
+    /// nothing. off: asked of every API that has the switch and enforced for the others (a
+    /// second call in a response is dropped).
+    #[arg(long, value_enum, value_name = "auto|on|off", default_value_t = ParallelToolCalls::Auto)]
+    pub parallel_tool_calls: ParallelToolCalls,
 
     /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin. Exit 0 goes on
     /// (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's stderr as
@@ -158,6 +166,17 @@ pub struct Cli {
     /// Most tool calls running at once (consecutive read-only calls run in parallel).
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_parallel: u16,
+
+    /// Most tool calls one response may ask for. At the first call past N the response is cut
+    /// (the request is cancelled, so no more output is generated), the first N run, and every
+    /// later call gets an error result saying it was dropped.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_calls_per_round: u32,
+
+    /// The K-th time the same call (same tool, same arguments) returns the same result, the
+    /// result tells the model so; once more ends the run as stuck (exit 9).
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_repeats: u32,
 
     /// Stop the whole run after SECS (exit 5): the stream stops, running tools are killed, and
     /// the transcript is closed.
@@ -394,6 +413,13 @@ pub enum Api {
     Auto,
     Chat,
     Responses,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ParallelToolCalls {
+    Auto,
+    On,
+    Off,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

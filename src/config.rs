@@ -13,7 +13,7 @@ use crate::pricing::{Catalog, ModelInfo, PricesError};
 use crate::process::{self, Sandbox, sandbox};
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
-use crate::provider::{Api, Cache, CacheTtl, Effort, Options, ProviderChoice};
+use crate::provider::{Api, Cache, CacheTtl, Effort, Options, Parallel, ProviderChoice};
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
@@ -292,11 +292,8 @@ impl Config {
             (Some(text), _, _) => text.clone(),
             (None, Some(path), _) => read_file("system prompt file", &inputs.cwd.join(path))?,
             (None, None, Some(start)) => start.system.clone(),
-            (None, None, None) => format!(
-                "{}\nThe workspace root is {}.\n",
-                DEFAULT_SYSTEM,
-                workspace.root().display()
-            ),
+            // Nothing that differs between runs: see `user_turn`.
+            (None, None, None) => DEFAULT_SYSTEM.to_owned(),
         };
 
         let system = append_system(system, &cli.append_system_prompt, &inputs.cwd)?;
@@ -354,8 +351,15 @@ impl Config {
                 .or(model_info.context_window)
                 .unwrap_or(DEFAULT_CONTEXT_WINDOW),
             deadline: cli.timeout.map(Duration::from_secs_f64),
-            max_tokens: cli.max_tokens,
+            max_tokens: cli.max_tokens.or(provider.default_max_tokens()),
             max_parallel: usize::from(cli.max_parallel),
+            // Without a switch in the API (Gemini), one call per response is the loop's to keep.
+            max_calls_per_round: if options.parallel_tool_calls == Parallel::Off {
+                1
+            } else {
+                cli.max_calls_per_round
+            },
+            max_repeats: cli.max_repeats,
             budget_tokens: cli.budget_tokens,
             budget_usd: cli.budget_usd,
             on_max_rounds: match cli.on_max_rounds {
@@ -407,6 +411,25 @@ impl Config {
             // An empty ROUNDS_STORE means no store, as empty variables mean unset elsewhere.
             store: cli.store.clone().filter(|url| !url.is_empty()),
         })
+    }
+}
+
+impl Config {
+    /// The user turn the run adds: the prompt, opened by what differs between runs (the
+    /// workspace root). Kept out of the system prompt, it leaves the system prompt and the tool
+    /// definitions, the prefix a server caches, byte for byte the same for every run with the
+    /// same flags. A replay sends its recorded turn again.
+    pub fn user_turn(&self) -> String {
+        if let ProviderChoice::Replay { transcript, .. } = &self.provider
+            && transcript.start.prompt == self.prompt
+        {
+            return self.prompt.clone();
+        }
+        format!(
+            "Workspace root: {}\n\n{}",
+            self.workspace.root().display(),
+            self.prompt
+        )
     }
 }
 
@@ -535,6 +558,11 @@ fn model_options(cli: &Cli) -> (Api, Options) {
         }),
         thinking_budget: cli.thinking_budget,
         temperature: cli.temperature,
+        parallel_tool_calls: match cli.parallel_tool_calls {
+            cli::ParallelToolCalls::Auto => Parallel::Auto,
+            cli::ParallelToolCalls::On => Parallel::On,
+            cli::ParallelToolCalls::Off => Parallel::Off,
+        },
     };
     (api, options)
 }

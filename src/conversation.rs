@@ -226,6 +226,8 @@ pub enum ErrorKind {
     Timeout,
     Failed,
     Cancelled,
+    /// Not run: the response asked for more calls than `--max-calls-per-round`.
+    Dropped,
 }
 
 /// The outcome of one tool call, sent back to the model and recorded in the transcript.

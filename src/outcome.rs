@@ -47,6 +47,9 @@ pub enum Status {
     ToolFailure,
     /// `--output-schema`: the final answer did not validate, even after a corrective turn.
     Schema,
+    /// The model kept making the same call for the same result after being told it would not
+    /// change (the loop guards).
+    Stuck,
     /// SIGINT (130) or SIGTERM (143).
     Interrupted(Signal),
 }
@@ -63,6 +66,7 @@ impl Status {
             Status::Timeout => "timeout",
             Status::ToolFailure => "tool_failure",
             Status::Schema => "schema",
+            Status::Stuck => "stuck",
             Status::Interrupted(_) => "interrupted",
         }
     }
@@ -77,6 +81,7 @@ impl Status {
             Status::Timeout => 5,
             Status::ToolFailure => 6,
             Status::Schema => 7,
+            Status::Stuck => 9,
             Status::Interrupted(Signal::Interrupt) => 130,
             Status::Interrupted(Signal::Terminate) => 143,
             Status::Interrupted(Signal::Pipe) => 141,
@@ -94,6 +99,7 @@ impl Status {
             "timeout" => Status::Timeout,
             "tool_failure" => Status::ToolFailure,
             "schema" => Status::Schema,
+            "stuck" => Status::Stuck,
             "interrupted" if exit_code == 143 => Status::Interrupted(Signal::Terminate),
             "interrupted" if exit_code == 141 => Status::Interrupted(Signal::Pipe),
             "interrupted" => Status::Interrupted(Signal::Interrupt),
@@ -209,6 +215,7 @@ mod tests {
             Status::Timeout,
             Status::ToolFailure,
             Status::Schema,
+            Status::Stuck,
             Status::Interrupted(Signal::Interrupt),
             Status::Interrupted(Signal::Terminate),
             Status::Interrupted(Signal::Pipe),

@@ -42,6 +42,9 @@ pub struct Start {
     pub provider: String,
     pub model: String,
     pub workspace: String,
+    /// The user turn the run added, as sent: a line naming the workspace root, then the prompt
+    /// (older transcripts named the workspace root in `system`, and this is the prompt alone).
+    /// `--resume` and replay send it again as it is.
     pub prompt: String,
     pub system: String,
     /// The allowlist in effect, as rules (`read_file`, `bash(git *)`).
@@ -65,6 +68,12 @@ pub struct Limits {
     pub timeout_secs: Option<f64>,
     pub tool_timeout_secs: f64,
     pub max_parallel: usize,
+    /// `--max-calls-per-round` (absent in transcripts from before the loop guards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls_per_round: Option<u32>,
+    /// `--max-repeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repeats: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,6 +105,41 @@ pub struct Round {
     /// context window; the rounds that produced them keep them whole.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub elided: Vec<String>,
+    /// What the loop guards did in this round (see `agent::guards`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<GuardNote>,
+}
+
+/// One action of the loop guards, recorded in the round it happened in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuardNote {
+    pub kind: GuardKind,
+    /// The call the action concerns (none for `cut`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// `duplicate`: the earlier call of the same response it repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of: Option<String>,
+    /// `cut`: the calls the response had asked for when it was cut; `repeated` and `stuck`: how
+    /// many times the same call has returned the same result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardKind {
+    /// The response asked for more calls than `--max-calls-per-round`: it was read no further.
+    Cut,
+    /// A call past that limit: answered with an error, not run.
+    Dropped,
+    /// The same tool with the same arguments as an earlier call of the same response: not run
+    /// again; its result points to the first.
+    Duplicate,
+    /// The same call returned the same result `--max-repeats` times: its result says so.
+    Repeated,
+    /// And once more after that: the run ends with status `stuck`.
+    Stuck,
 }
 
 /// One failed attempt that was retried.
@@ -478,6 +522,8 @@ mod tests {
                 timeout_secs: None,
                 tool_timeout_secs: 30.0,
                 max_parallel: 8,
+                max_calls_per_round: None,
+                max_repeats: None,
             },
             resumed_from: None,
             sandbox: None,
@@ -551,6 +597,7 @@ mod tests {
             error: None,
             summary: false,
             elided: vec![],
+            guards: vec![],
             cost_usd: None,
         };
         let mut w = Writer::create(&first).unwrap();

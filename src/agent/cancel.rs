@@ -51,6 +51,27 @@ impl Cancel {
     }
 }
 
+/// Cancels the run with `Timeout` after `after`; dropping the guard stops the timer.
+pub fn deadline(after: std::time::Duration, cancel: Cancel) -> AbortOnDrop {
+    AbortOnDrop(tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        let secs = after.as_secs_f64();
+        cancel.cancel(
+            Status::Timeout,
+            format!("the run's deadline of {secs}s passed"),
+        );
+    }))
+}
+
+/// Aborts its task when dropped.
+pub struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usage};
@@ -20,6 +20,7 @@ use crate::transcript::{self, Line, RetryNote, Round};
 mod answer;
 mod cancel;
 mod context;
+mod guards;
 mod observer;
 pub mod scheduler;
 
@@ -56,6 +57,11 @@ pub struct LoopLimits {
     pub context_window: u64,
     pub max_tokens: Option<u32>,
     pub max_parallel: usize,
+    /// The most tool calls one response may ask for (`--max-calls-per-round`).
+    pub max_calls_per_round: u32,
+    /// How many times the same call may return the same result before the model is told, and
+    /// ended as stuck at the next (`--max-repeats`).
+    pub max_repeats: u32,
     pub budget_tokens: Option<u64>,
     /// The most the run may cost (`--budget-usd`); needs the model's price.
     pub budget_usd: Option<f64>,
@@ -77,6 +83,8 @@ impl LoopLimits {
             timeout_secs: self.deadline.map(|t| t.as_secs_f64()),
             tool_timeout_secs: tool_timeout.as_secs_f64(),
             max_parallel: self.max_parallel,
+            max_calls_per_round: Some(self.max_calls_per_round),
+            max_repeats: Some(self.max_repeats),
         }
     }
 }
@@ -123,7 +131,7 @@ impl Agent {
         let _deadline = self
             .limits
             .deadline
-            .map(|after| deadline(after, cancel.clone()));
+            .map(|after| cancel::deadline(after, cancel.clone()));
         let mut done = Outcome::new(Status::MaxRounds, None);
         let offered = self.toolbox.offered();
         let fixed = self.system.len()
@@ -135,6 +143,7 @@ impl Agent {
         let mut next_input = estimate_tokens(history) + (self.system.len() / 4) as u64;
         let mut number = 0;
         let mut corrected = false;
+        let mut repeats = guards::Repeats::new(self.limits.max_repeats);
         loop {
             let summary = number == self.limits.max_rounds;
             if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {
@@ -173,6 +182,7 @@ impl Agent {
             };
             round.summary = summary;
             round.elided = elided;
+            let stuck = repeats.check(&mut round);
             context.calibrate(history, round.usage.input_total());
             round.cost_usd = self.cost(&round.usage);
             done.rounds = number;
@@ -219,6 +229,9 @@ impl Agent {
             }
             if let Some(why) = tripped {
                 return done.end(Status::ToolFailure, why);
+            }
+            if let Some(why) = stuck {
+                return done.end(Status::Stuck, why);
             }
             if summary {
                 return done;
@@ -360,28 +373,32 @@ impl Agent {
                 cancel.child_token(),
                 self.observer.clone(),
             );
-            let mut streamed = Streamed::default();
+            let mut streamed = Streamed::new(self.limits.max_calls_per_round);
             let outcome = self
                 .stream(request, summary, &mut scheduler, &mut streamed, cancel)
                 .await;
             let calls_started = scheduler.has_calls();
-            let round = |streamed: Streamed,
+            let round = |mut streamed: Streamed,
                          results: Vec<ToolResult>,
                          tools: std::time::Duration,
-                         retries| Round {
-                round: number,
-                time: time.clone(),
-                blocks: streamed.blocks,
-                results,
-                stop_reason: streamed.stop,
-                usage: streamed.usage,
-                model_ms: started.elapsed().as_millis() as u64,
-                tools_ms: tools.as_millis() as u64,
-                retries,
-                error: None,
-                summary: false,
-                elided: vec![],
-                cost_usd: None,
+                         retries| {
+                streamed.guard.close();
+                Round {
+                    round: number,
+                    time: time.clone(),
+                    blocks: streamed.blocks,
+                    results,
+                    stop_reason: streamed.stop,
+                    usage: streamed.usage,
+                    model_ms: started.elapsed().as_millis() as u64,
+                    tools_ms: tools.as_millis() as u64,
+                    retries,
+                    error: None,
+                    summary: false,
+                    elided: vec![],
+                    guards: streamed.guard.notes,
+                    cost_usd: None,
+                }
             };
             match outcome {
                 Ok(()) => {
@@ -437,7 +454,9 @@ impl Agent {
         }
     }
 
-    /// Reads one response, handing complete tool calls to the scheduler as they arrive.
+    /// Reads one response, handing complete tool calls to the scheduler as they arrive. A
+    /// response that asks for more calls than it may is read no further than what has already
+    /// arrived, and dropping the stream cancels the request (see `guards`).
     async fn stream(
         &self,
         request: &Request<'_>,
@@ -452,10 +471,17 @@ impl Agent {
             s = self.provider.stream(request) => s.map_err(Stop::Failed)?,
         };
         loop {
-            let event = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(Stop::Cancelled),
-                e = stream.next() => e,
+            let event = if out.guard.is_cut() {
+                match stream.next().now_or_never() {
+                    Some(Some(Ok(event))) => Some(Ok(event)),
+                    _ => return Ok(()),
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return Err(Stop::Cancelled),
+                    e = stream.next() => e,
+                }
             };
             let Some(event) = event else { return Ok(()) };
             match event.map_err(Stop::Failed)? {
@@ -464,13 +490,16 @@ impl Agent {
                 StreamEvent::Block(block) => {
                     if let Block::ToolUse(call) = &block {
                         self.observer.tool_use(call);
-                        if summary {
-                            scheduler.refuse(
+                        match out.guard.admit(call) {
+                            guards::Admit::Answer(result) => {
+                                self.observer.tool_finished(&result);
+                                scheduler.answer(call.clone(), result);
+                            }
+                            guards::Admit::Run if summary => scheduler.refuse(
                                 call.clone(),
                                 "tools are disabled for the final answer at the round limit",
-                            );
-                        } else {
-                            scheduler.submit(call.clone());
+                            ),
+                            guards::Admit::Run => scheduler.submit(call.clone()),
                         }
                     }
                     out.blocks.push(block);
@@ -482,12 +511,23 @@ impl Agent {
     }
 }
 
-/// What one attempt streamed.
-#[derive(Default)]
+/// What one attempt streamed, and what its guards did.
 struct Streamed {
     blocks: Vec<Block>,
     usage: Usage,
     stop: Option<StopReason>,
+    guard: guards::Response,
+}
+
+impl Streamed {
+    fn new(max_calls: u32) -> Streamed {
+        Streamed {
+            blocks: Vec::new(),
+            usage: Usage::default(),
+            stop: None,
+            guard: guards::Response::new(max_calls),
+        }
+    }
 }
 
 enum Stop {
@@ -509,26 +549,6 @@ fn finish_with(
             None => done.end(Status::Error, "the run was cancelled"),
         },
         None => done,
-    }
-}
-
-/// Cancels the run with `Timeout` after `after`; dropping the guard stops the timer.
-fn deadline(after: Duration, cancel: Cancel) -> AbortOnDrop {
-    AbortOnDrop(tokio::spawn(async move {
-        tokio::time::sleep(after).await;
-        let secs = after.as_secs_f64();
-        cancel.cancel(
-            Status::Timeout,
-            format!("the run's deadline of {secs}s passed"),
-        );
-    }))
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

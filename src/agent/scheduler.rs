@@ -80,8 +80,14 @@ impl Scheduler {
 
     /// Records a call that must not run, with an error result, in its place in the order.
     pub fn refuse(&mut self, call: ToolUse, why: &str) {
+        let result = ToolResult::error(&call, ErrorKind::Denied, why);
+        self.answer(call, result);
+    }
+
+    /// Records a call that is not run, with the result it gets instead, in its place in the order.
+    pub fn answer(&mut self, call: ToolUse, result: ToolResult) {
         let (reply, rx) = oneshot::channel();
-        let _ = reply.send(ToolResult::error(&call, ErrorKind::Denied, why));
+        let _ = reply.send(result);
         self.pending.push((call, rx));
     }
 

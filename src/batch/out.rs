@@ -143,6 +143,8 @@ mod tests {
                 timeout_secs: None,
                 tool_timeout_secs: 1.0,
                 max_parallel: 1,
+                max_calls_per_round: None,
+                max_repeats: None,
             },
             resumed_from,
             sandbox: None,
@@ -168,6 +170,7 @@ mod tests {
             error: None,
             summary: false,
             elided: vec![],
+            guards: vec![],
         })
     }
 

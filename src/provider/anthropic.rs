@@ -139,6 +139,9 @@ struct WireTool<'a> {
 struct ToolChoice {
     #[serde(rename = "type")]
     kind: &'static str,
+    /// `--parallel-tool-calls off` (only with `auto`; `none` has no such field).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    disable_parallel_tool_use: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -198,7 +201,11 @@ pub fn build_request<'a>(
         super::ToolChoice::Auto => "auto",
         super::ToolChoice::None => "none",
     };
-    let tool_choice = (!tools.is_empty()).then_some(ToolChoice { kind });
+    let tool_choice = (!tools.is_empty()).then_some(ToolChoice {
+        kind,
+        disable_parallel_tool_use: kind == "auto"
+            && options.parallel_tool_calls == super::Parallel::Off,
+    });
     WireRequest {
         model,
         max_tokens: options.anthropic_max_tokens(request.max_tokens),

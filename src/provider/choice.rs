@@ -19,6 +19,9 @@ use super::options::{
 use super::replay::Replay;
 use crate::transcript::Transcript;
 
+/// The default output cap for local servers (see [`ProviderChoice::default_max_tokens`]).
+pub const LOCAL_MAX_TOKENS: u32 = 4096;
+
 /// Which endpoint to talk to, with what credentials.
 pub enum ProviderChoice {
     Anthropic {
@@ -84,6 +87,23 @@ impl ProviderChoice {
             ProviderChoice::Replay { .. } => {}
         }
         Ok(choice)
+    }
+
+    /// The output cap of a run whose user set none: local servers (ollama, llamacpp, vllm)
+    /// otherwise let a degenerate response run until their own limit. Anthropic has its own
+    /// (its API requires one); the hosted APIs keep theirs.
+    pub fn default_max_tokens(&self) -> Option<u32> {
+        match self {
+            ProviderChoice::OpenAi {
+                flavor: Flavor::Compatible,
+                ..
+            }
+            | ProviderChoice::OpenAiResponses {
+                flavor: Flavor::Compatible,
+                ..
+            } => Some(LOCAL_MAX_TOKENS),
+            _ => None,
+        }
     }
 
     /// `auto` sends OpenAI's reasoning families to the Responses API, where their reasoning can

@@ -31,7 +31,7 @@ pub mod sse;
 pub mod testing;
 
 pub use choice::{Api, BuildError, ProviderChoice, build, build_with};
-pub use options::{Effort, Options};
+pub use options::{Effort, Options, Parallel};
 
 /// Everything a provider needs for one request.
 pub struct Request<'a> {

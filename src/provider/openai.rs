@@ -180,10 +180,15 @@ pub fn build_request<'a>(
             },
         })
         .collect();
-    // llama.cpp only makes parallel calls when asked; the others default to it. "auto" is
-    // the default choice and some servers (Ollama) do not accept the field, so only "none"
-    // is sent.
-    let parallel_tool_calls = (!tools.is_empty()).then_some(true);
+    // llama.cpp only makes parallel calls when asked, and a small local model asked for them
+    // can fill a response with calls; hosted OpenAI gets them as it always did (`Parallel`).
+    // "auto" is the default choice and some servers (Ollama) do not accept the field, so only
+    // "none" is sent.
+    let parallel_tool_calls = if tools.is_empty() {
+        None
+    } else {
+        options.parallel_tool_calls.openai_field(flavor)
+    };
     let tool_choice =
         (!tools.is_empty() && request.tool_choice == super::ToolChoice::None).then_some("none");
     let (max_completion_tokens, max_tokens) = match flavor {

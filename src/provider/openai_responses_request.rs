@@ -127,7 +127,11 @@ pub fn build_request<'a>(
         input,
         tools,
         tool_choice: (offered && request.tool_choice == ToolChoice::None).then_some("none"),
-        parallel_tool_calls: offered.then_some(true),
+        parallel_tool_calls: if offered {
+            options.parallel_tool_calls.openai_field(flavor)
+        } else {
+            None
+        },
         include: if reasons {
             vec!["reasoning.encrypted_content"]
         } else {

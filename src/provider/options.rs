@@ -4,6 +4,7 @@
 //! leaves; each request builder turns them into its own wire fields.
 
 use super::anthropic::DEFAULT_MAX_TOKENS;
+use super::openai::Flavor;
 
 /// `--reasoning-effort`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +36,31 @@ impl Effort {
     }
 }
 
+/// `--parallel-tool-calls`: whether a response may ask for several tool calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Parallel {
+    /// What each provider does by default, except that hosted OpenAI is asked for them (as
+    /// before this option existed) and compatible servers are told nothing (llama.cpp's server
+    /// then makes one call per response).
+    #[default]
+    Auto,
+    On,
+    /// One call per response: asked of every API that has a switch for it, and enforced by the
+    /// loop (a second call is dropped) for those that do not (Gemini).
+    Off,
+}
+
+impl Parallel {
+    /// The OpenAI APIs' `parallel_tool_calls` field, when tools are offered.
+    pub fn openai_field(self, flavor: Flavor) -> Option<bool> {
+        match (self, flavor) {
+            (Parallel::On, _) | (Parallel::Auto, Flavor::OpenAi) => Some(true),
+            (Parallel::Off, _) => Some(false),
+            (Parallel::Auto, Flavor::Compatible) => None,
+        }
+    }
+}
+
 /// The sampling and reasoning options of every request of a run. Empty by default: nothing is
 /// sent and each model uses its own defaults.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -44,6 +70,7 @@ pub struct Options {
     pub thinking_budget: Option<u32>,
     /// `--temperature`, 0 to 2 (clap checks the range).
     pub temperature: Option<f64>,
+    pub parallel_tool_calls: Parallel,
 }
 
 /// Anthropic rejects a smaller `budget_tokens`.

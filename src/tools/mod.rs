@@ -30,7 +30,7 @@ pub use crate::conversation::{Class, ToolSpec};
 pub use crate::process::Sandbox;
 use crate::process::capture::SpillFile;
 pub use policy::Gate;
-pub use workspace::Workspace;
+pub use workspace::{PathError, Workspace};
 
 /// Everything a running tool may use. The workspace root comes from the user, never the model.
 #[derive(Clone)]
@@ -227,6 +227,31 @@ fn trim_schema(schema: &mut Value) {
     }
     if let Some(Value::Object(properties)) = map.get_mut("properties") {
         properties.values_mut().for_each(trim_schema);
+    }
+}
+
+/// A path error as the model reads it. A path that does not exist comes with the closest names
+/// beside it (up to three, none that a deny rule hides from this tool), so a misspelt or guessed
+/// path is put right in one step.
+pub fn path_error(e: PathError, given: &str, workspace: &Workspace, gate: &Gate) -> ToolError {
+    if !matches!(e, PathError::NotFound(_)) {
+        return e.into();
+    }
+    let keep = |rel: &str| gate.hides(rel).is_none();
+    match workspace.similar(given, 3, &keep) {
+        Some((dir, names)) if !names.is_empty() => {
+            let dir = if dir == "." {
+                "the workspace root".to_owned()
+            } else {
+                format!("{dir}/")
+            };
+            let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+            ToolError::failed(format!(
+                "{e}; the closest names in {dir}: {}",
+                names.join(", ")
+            ))
+        }
+        _ => e.into(),
     }
 }
 

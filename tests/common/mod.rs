@@ -62,6 +62,12 @@ impl Sandbox {
         cmd
     }
 
+    /// The user turn a run in this workspace sends for `prompt`: the workspace root first (it is
+    /// kept out of the system prompt), then the prompt.
+    pub fn turn(&self, prompt: &str) -> String {
+        format!("Workspace root: {}\n\n{prompt}", self.ws().display())
+    }
+
     /// The transcript path tests pass with `--transcript`.
     pub fn transcript_path(&self) -> PathBuf {
         self.path("t.jsonl")

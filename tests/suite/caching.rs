@@ -275,7 +275,7 @@ fn a_twenty_round_run_bills_at_most_a_fifth_of_its_uncached_input() {
         "{end}"
     );
 
-    // The built-in prompt is lean (about 1,000 tokens with the default tools), so a run that
+    // The built-in prompt is lean (about 800 tokens with the default tools), so a run that
     // adds 1 KiB a round is dominated by what it adds: it stays within 3% of the best any
     // caching scheme can do for that growth.
     let sb = Sandbox::new();

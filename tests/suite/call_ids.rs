@@ -22,6 +22,12 @@ fn hostile_ids() -> Vec<String> {
     ]
 }
 
+/// Each call's arguments, different for each, so that no call is a copy of another (the
+/// loop guards would run a copy once).
+fn arguments(i: usize) -> Value {
+    json!({"depth": i % 5 + 1, "path": if i < 5 { "." } else { "./" }})
+}
+
 /// What every provider's ids must become: the control kept, the others generated.
 fn expected(prefix: &str) -> Vec<String> {
     let mut want = vec!["ok-1".to_owned()];
@@ -82,7 +88,12 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 fn anthropic_ids_that_are_not_plain_are_replaced_everywhere() {
     let sb = Sandbox::new();
     let ids = hostile_ids();
-    let blocks: Vec<B> = ids.iter().map(|id| B::Tool(id, "list_dir", "{}")).collect();
+    let args: Vec<String> = (0..ids.len()).map(|i| arguments(i).to_string()).collect();
+    let blocks: Vec<B> = ids
+        .iter()
+        .zip(&args)
+        .map(|(id, args)| B::Tool(id, "list_dir", args))
+        .collect();
     let server = MockServer::start(vec![
         Reply::sse(sse::anthropic(&blocks, "tool_use", 10, 5)),
         sse::answer("done"),
@@ -115,7 +126,12 @@ fn anthropic_ids_that_are_not_plain_are_replaced_everywhere() {
 fn openai_ids_that_are_not_plain_are_replaced_everywhere() {
     let sb = Sandbox::new();
     let ids = hostile_ids();
-    let blocks: Vec<B> = ids.iter().map(|id| B::Tool(id, "list_dir", "{}")).collect();
+    let args: Vec<String> = (0..ids.len()).map(|i| arguments(i).to_string()).collect();
+    let blocks: Vec<B> = ids
+        .iter()
+        .zip(&args)
+        .map(|(id, args)| B::Tool(id, "list_dir", args))
+        .collect();
     let server = MockServer::start(vec![
         Reply::sse(sse::openai(&blocks, "tool_calls", 10, 5)),
         Reply::sse(sse::openai(&[B::Text("done")], "stop", 10, 5)),
@@ -152,7 +168,10 @@ fn gemini_ids_that_are_not_plain_are_replaced_and_never_sent_back() {
     let ids = hostile_ids();
     let parts: Vec<Value> = ids
         .iter()
-        .map(|id| json!({"functionCall": {"name": "list_dir", "args": {}, "id": id}}))
+        .enumerate()
+        .map(
+            |(i, id)| json!({"functionCall": {"name": "list_dir", "args": arguments(i), "id": id}}),
+        )
         .collect();
     let chunk = json!({"candidates": [{"content": {"parts": parts, "role": "model"},
         "index": 0, "finishReason": "STOP"}],

@@ -242,8 +242,8 @@ fn a_post_hook_that_fails_withholds_the_result() {
     sb.write("a.txt", "alpha\n");
     let server = server(&[
         B::Tool("crash", "read_file", r#"{"path":"a.txt"}"#),
-        B::Tool("slow", "read_file", r#"{"path":"a.txt"}"#),
-        B::Tool("fine", "read_file", r#"{"path":"a.txt"}"#),
+        B::Tool("slow", "read_file", r#"{"path":"./a.txt"}"#),
+        B::Tool("fine", "read_file", r#"{"path":"a.txt","start_line":1}"#),
     ]);
     let hook = r#"case "$ROUNDS_TOOL_USE_ID" in crash) exit 1 ;; slow) exec sleep 300 ;; esac"#;
     let out = rounds(

@@ -25,7 +25,7 @@ fn check_transcript(sb: &Sandbox, provider: &str, model: &str, round1_blocks: Va
     assert_eq!(start["v"], 1);
     assert_eq!(start["provider"], provider);
     assert_eq!(start["model"], model);
-    assert_eq!(start["prompt"], "read both files");
+    assert_eq!(start["prompt"], sb.turn("read both files"));
     assert_eq!(start["workspace"], sb.ws().display().to_string());
     assert_eq!(
         start["tools"],
@@ -153,7 +153,7 @@ fn anthropic_two_rounds_with_parallel_tool_calls() {
     assert_eq!(
         first["messages"],
         json!([{"role":"user","content":[
-            {"type":"text","text":"read both files","cache_control":cc}
+            {"type":"text","text":sb.turn("read both files"),"cache_control":cc}
         ]}])
     );
     assert_eq!(first["tools"][3]["cache_control"], cc);
@@ -165,7 +165,7 @@ fn anthropic_two_rounds_with_parallel_tool_calls() {
         second["messages"],
         json!([
             {"role":"user","content":[
-                {"type":"text","text":"read both files","cache_control":cc}
+                {"type":"text","text":sb.turn("read both files"),"cache_control":cc}
             ]},
             {"role":"assistant","content":[
                 {"type":"text","text":"Reading both."},
@@ -236,7 +236,7 @@ fn openai_two_rounds_with_parallel_tool_calls() {
     assert_eq!(
         messages[1..],
         [
-            json!({"role":"user","content":"read both files"}),
+            json!({"role":"user","content":sb.turn("read both files")}),
             json!({"role":"assistant","content":"Reading both.","tool_calls":[
                 {"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"path\": \"a.txt\"}"}},
                 {"id":"call_2","type":"function","function":{"name":"read_file","arguments":"{\"path\": \"b.txt\"}"}},
@@ -308,7 +308,7 @@ fn gemini_two_rounds_with_parallel_calls_and_the_signature_echoed_on_its_part() 
     assert_eq!(
         second["contents"],
         json!([
-            {"role":"user","parts":[{"text":"read both files"}]},
+            {"role":"user","parts":[{"text":sb.turn("read both files")}]},
             {"role":"model","parts":[
                 {"functionCall":{"name":"read_file","args":{"path":"a.txt"}},"thoughtSignature":"c2lnbmF0dXJlLWZvci10ZXN0"},
                 {"functionCall":{"name":"read_file","args":{"path":"b.txt"}}},

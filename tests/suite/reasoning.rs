@@ -135,7 +135,7 @@ fn a_responses_run_of_three_rounds_sends_every_reasoning_item_back_unchanged() {
         assert_eq!(body["tools"][0]["type"], "function");
         assert!(body.get("reasoning").is_none(), "no effort asked for");
     }
-    let user = json!({"type":"message","role":"user","content":"read a then b"});
+    let user = json!({"type":"message","role":"user","content":sb.turn("read a then b")});
     let call_a = json!({"type":"function_call","call_id":"call_a","name":"read_file","arguments":"{\"path\":\"a.txt\"}"});
     let out_a =
         json!({"type":"function_call_output","call_id":"call_a","output":"     1\talpha\n"});
@@ -227,7 +227,7 @@ fn a_resumed_responses_run_sends_its_reasoning_to_openai_only() {
         [
             reasoning("rs_0", "enc-round-3", &["Both read."]),
             json!({"type":"message","role":"assistant","content":ANSWER}),
-            json!({"type":"message","role":"user","content":"and then?"}),
+            json!({"type":"message","role":"user","content":sb.turn("and then?")}),
         ]
     );
 

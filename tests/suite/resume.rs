@@ -69,11 +69,11 @@ fn an_anthropic_run_resumes_with_openai_in_openais_format() {
     assert_eq!(
         messages,
         [
-            json!({"role":"user","content":"what does a.txt say?"}),
+            json!({"role":"user","content":sb.turn("what does a.txt say?")}),
             json!({"role":"assistant","content":"Reading.","tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.txt\"}"}}]}),
             json!({"role":"tool","tool_call_id":"toolu_1","content":"     1\talpha\n"}),
             json!({"role":"assistant","content":"It says alpha."}),
-            json!({"role":"user","content":"and in upper case?"}),
+            json!({"role":"user","content":sb.turn("and in upper case?")}),
         ]
     );
     let start = &sb.transcript()[0];
@@ -145,7 +145,7 @@ fn a_transcript_with_a_torn_last_line_resumes_with_a_warning() {
         messages[2]["content"],
         json!([
             {"type":"tool_result","tool_use_id":"toolu_1","content":"     1\talpha\n"},
-            {"type":"text","text":"Continue from where you left off."}
+            {"type":"text","text":sb.turn("Continue from where you left off.")}
         ])
     );
 }
@@ -172,7 +172,7 @@ fn resume_last_picks_the_newest_run_and_a_missing_file_is_a_usage_error() {
             .args(["--resume", "last", "--no-cache", "-o", "json", "next"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let body = server.requests()[0].json();
-    assert_eq!(body["messages"][0]["content"], "second");
+    assert_eq!(body["messages"][0]["content"], sb.turn("second"));
     let transcript: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let lines = crate::common::read_jsonl(std::path::Path::new(
         transcript["transcript"].as_str().unwrap(),

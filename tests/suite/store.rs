@@ -117,8 +117,8 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
     assert_eq!(
         runs,
         [
-            ("one".into(), "completed".into()),
-            ("two".into(), "completed".into())
+            (sb.turn("one"), "completed".into()),
+            (sb.turn("two"), "completed".into())
         ]
     );
 }
@@ -178,7 +178,7 @@ fn blocks_land_in_order_with_their_types_and_the_run_row_is_completed() {
     let contents: Vec<Value> = rows.iter().map(|r| r.get(3)).collect();
     assert_eq!(
         contents[0],
-        json!({"type": "text", "text": "what do the files say?"})
+        json!({"type": "text", "text": sb.turn("what do the files say?")})
     );
     let round1 = &lines[1];
     assert_eq!(contents[1..5], round1["blocks"].as_array().unwrap()[..]);
@@ -360,6 +360,8 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             timeout_secs: Some(1.5),
             tool_timeout_secs: 30.0,
             max_parallel: 2,
+            max_calls_per_round: Some(16),
+            max_repeats: Some(3),
         },
         resumed_from: Some("/runs/earlier.jsonl".into()),
         sandbox: Some(
@@ -415,6 +417,12 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             error: Some("stream broke \u{0} off".into()),
             summary: false,
             elided: vec!["earlier_1".into()],
+            guards: vec![transcript::GuardNote {
+                kind: transcript::GuardKind::Duplicate,
+                tool_use_id: Some("b".into()),
+                of: Some("a".into()),
+                count: None,
+            }],
             cost_usd: Some(0.0123),
         }),
         // A round with no blocks at all still exists.
@@ -431,6 +439,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             error: None,
             summary: true,
             elided: vec![],
+            guards: vec![],
             cost_usd: None,
         }),
         Line::End(End {
@@ -667,6 +676,8 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
             timeout_secs: None,
             tool_timeout_secs: 1.0,
             max_parallel: 1,
+            max_calls_per_round: None,
+            max_repeats: None,
         },
         resumed_from: None,
         sandbox: None,
@@ -684,6 +695,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         error: None,
         summary: false,
         elided: vec![],
+        guards: vec![],
         cost_usd: None,
     };
     let exported = block_on(async {

@@ -124,3 +124,79 @@ fn bad_calls_become_error_results_and_the_run_continues() {
         serde_json::json!({})
     );
 }
+
+#[test]
+fn a_missing_path_names_what_is_there_and_an_empty_search_says_what_it_searched() {
+    let sb = Sandbox::new();
+    for f in [
+        "app/main.py",
+        "app/models.py",
+        "app/views.py",
+        "app/secret.py",
+    ] {
+        sb.write(f, "def handler():\n    pass\n");
+    }
+    let calls = [
+        B::Tool("t1", "read_file", r#"{"path":"app/mian.py"}"#),
+        B::Tool("t2", "list_dir", r#"{"path":"src"}"#),
+        B::Tool("t3", "grep", r#"{"pattern":"Handler"}"#),
+        B::Tool(
+            "t4",
+            "grep",
+            r#"{"pattern":"Handler","case_insensitive":true}"#,
+        ),
+        B::Tool(
+            "t5",
+            "edit_file",
+            r#"{"path":"app/secrte.py","old_string":"a","new_string":"b"}"#,
+        ),
+    ];
+    let server = MockServer::start(vec![
+        Reply::sse(sse::anthropic(&calls, "tool_use", 10, 5)),
+        Reply::sse(sse::anthropic(&[B::Text("done")], "end_turn", 10, 5)),
+    ]);
+    let out = run(sb
+        .anthropic(&server)
+        .args([
+            "-a",
+            "edit_file",
+            "--deny",
+            "read_file(app/secret.py)",
+            "--transcript",
+        ])
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = sb.transcript();
+    let content = |i: usize| {
+        lines[1]["results"][i]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        content(0),
+        r#"no such file or directory: "app/mian.py"; the closest names in app/: "main.py", "views.py", "models.py""#
+    );
+    assert_eq!(
+        content(1),
+        r#"no such file or directory: "src"; the closest names in the workspace root: "app/""#
+    );
+    // Three: the file the deny rule hides is not searched.
+    assert_eq!(
+        content(2),
+        "no matches for /Handler/ (3 files searched; case-sensitive: try case_insensitive: true)"
+    );
+    assert!(
+        content(3).starts_with("app/main.py:1:def handler"),
+        "{}",
+        content(3)
+    );
+    // A name a deny rule hides from reading is never offered.
+    let edit = content(4);
+    assert!(
+        edit.starts_with(r#"no such file or directory: "app/secrte.py""#),
+        "{edit}"
+    );
+    assert!(!edit.contains("secret.py"), "{edit}");
+}

@@ -25,13 +25,12 @@ pub struct Bash {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// The command line, run by bash -c.
     command: String,
-    /// Seconds before the command is killed; capped by the run's --tool-timeout.
+    /// Seconds before the command is killed (the run's limit caps it).
     #[serde(default)]
     #[schemars(extend("exclusiveMinimum" = 0))]
     timeout: Option<f64>,
-    /// A few words on what the command does, for the log.
+    /// What the command does, in a few words.
     #[serde(default)]
     #[allow(dead_code)]
     description: Option<String>,
@@ -48,12 +47,9 @@ impl Bash {
         Bash {
             spec: ToolSpec {
                 name: "bash".into(),
-                description: "Run a shell command with `bash -c` in the workspace root. stdin is \
-                    closed (nothing can prompt for input). Returns the exit code, duration, stdout \
-                    and stderr; long output keeps its beginning and end, and the whole of it is \
-                    saved to a file named in the result. The command and everything it starts are \
-                    killed at the timeout. A non-zero exit code is reported, not treated as a tool \
-                    failure."
+                description: "Run a command with `bash -c` in the workspace root, stdin closed. \
+                    Returns the exit code, stdout and stderr; long output keeps its start and end \
+                    and names a file holding all of it."
                     .into(),
                 input_schema: crate::tools::schema_for::<Args>(),
                 class: Class::Mutating,

@@ -21,7 +21,9 @@ use similar::udiff::UnifiedHunkHeader;
 use similar::{ChangeTag, TextDiff};
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Larger files are refused: the whole file is held in memory (twice) and diffed.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -43,26 +45,23 @@ pub struct EditFile {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// File path, relative to the workspace root (or absolute inside it).
+    // Relative to the workspace root (or absolute inside it), as the system prompt says.
     path: String,
-    /// The exact text to replace, as it appears in the file.
     #[schemars(length(min = 1))]
     old_string: String,
-    /// The text to put in its place (may be empty to delete); must differ from old_string.
+    /// May be empty.
     new_string: String,
-    /// Replace every occurrence instead of requiring exactly one. Default false.
+    /// Replace every occurrence.
     #[serde(default)]
     replace_all: bool,
 }
 
 impl EditFile {
     pub fn new() -> EditFile {
-        let description = "Replace exact text in a UTF-8 text file in the workspace. old_string \
-                           must match the file exactly (indentation included) and occur exactly \
-                           once, unless replace_all is true; include enough surrounding lines to \
-                           make it unique. Line endings and a missing final newline are kept; \
-                           nothing else in the file changes. The result shows a unified diff of \
-                           the change. To create a file or replace all of it, use write_file."
+        let description = "Replace old_string with new_string in a text file. old_string must \
+                           match the file exactly, indentation included, and occur once (include \
+                           surrounding lines to make it unique) unless replace_all is true. \
+                           Returns a diff of the change."
             .to_owned();
         let input_schema = crate::tools::schema_for::<Args>();
         EditFile {
@@ -95,11 +94,12 @@ impl Tool for EditFile {
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        crate::tools::blocking("edit_file", move || edit(&workspace, &args)).await
+        let gate = ctx.gate.clone();
+        crate::tools::blocking("edit_file", move || edit(&workspace, &gate, &args)).await
     }
 }
 
-fn edit(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
+fn edit(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     if args.old_string.is_empty() {
         return Err(ToolError::failed(
@@ -111,7 +111,9 @@ fn edit(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
             "old_string and new_string are identical; there is nothing to change",
         ));
     }
-    let (file, real) = workspace.open_file(path)?;
+    let (file, real) = workspace
+        .open_file(path)
+        .map_err(|e| path_error(e, path, workspace, gate))?;
     let mut bytes = Vec::new();
     (&file)
         .take(MAX_FILE_BYTES + 1)
@@ -521,7 +523,7 @@ mod tests {
         );
         assert_eq!(
             replace(&ws, "missing.txt", "a", "b").await,
-            Err(r#"no such file or directory: "missing.txt""#.to_owned())
+            Err(r#"no such file or directory: "missing.txt"; the closest names in the workspace root: "latin1.txt", "bin.dat", "t.txt""#.to_owned())
         );
         let out = tempfile::tempdir().unwrap();
         write(out.path(), "secret", "same");

@@ -11,7 +11,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Paths shown per call.
 const MAX_RESULTS: usize = 200;
@@ -23,20 +25,18 @@ pub struct Glob {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// Glob pattern, e.g. "**/*.rs" or "src/*.toml".
+    /// Matched against paths relative to `path`.
     pattern: String,
-    /// Directory to search from, relative to the workspace root. Default "." (the root).
+    /// Directory to search. Default: the workspace root.
     path: Option<String>,
 }
 
 impl Glob {
     pub fn new() -> Glob {
         let description = format!(
-            "Find files and directories in the workspace whose path matches a glob, e.g. \
-             `**/*.rs` or `src/*.toml`. The pattern is matched against the path relative to \
-             `path`; `*` does not cross `/`, `**` does. Files ignored by .gitignore/.ignore are \
-             skipped. Returns workspace-relative paths (directories end with `/`), sorted, at \
-             most {MAX_RESULTS}."
+            "Find files and directories whose path matches a glob pattern: `*` stays within one \
+             directory, `**` crosses directories. Skips what .gitignore ignores. Returns at most \
+             {MAX_RESULTS} workspace-relative paths, sorted; directories end with `/`."
         );
         let input_schema = crate::tools::schema_for::<Args>();
         Glob {
@@ -85,7 +85,9 @@ fn find(
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let given = args.path.as_deref().unwrap_or(".");
-    let base = workspace.resolve(given)?;
+    let base = workspace
+        .resolve(given)
+        .map_err(|e| path_error(e, given, workspace, gate))?;
     if !base.is_dir() {
         return Err(ToolError::failed(format!("{given:?} is not a directory")));
     }

@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
 use crate::tools::workspace::PathError;
-use crate::tools::{Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Matching lines shown per call.
 const MAX_MATCHES: usize = 200;
@@ -34,16 +36,15 @@ pub struct Grep {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// Regular expression to search for (Rust regex syntax).
+    /// No look-around or backreferences.
     pattern: String,
-    /// File or directory to search, relative to the workspace root. Default "." (the root).
+    /// File or directory to search. Default: the workspace root.
     path: Option<String>,
-    /// Only search files whose name matches this glob, e.g. "*.rs" (a glob with `/` matches the path relative to `path`).
+    /// Search only the files whose name (or, with a `/`, whose path) matches this glob.
     glob: Option<String>,
-    /// Match case-insensitively. Default false.
     #[serde(default)]
     case_insensitive: bool,
-    /// Lines of context to show before and after each match. Default 0.
+    /// Lines to show around each match.
     #[serde(default)]
     #[schemars(range(max = MAX_CONTEXT))]
     context: usize,
@@ -52,11 +53,10 @@ struct Args {
 impl Grep {
     pub fn new() -> Grep {
         let description = format!(
-            "Search file contents in the workspace with a regular expression (Rust regex syntax, \
-             matched line by line). Prints `path:line:text` for each matching line, with \
-             `path-line-text` for context lines and `--` between groups. Files ignored by \
-             .gitignore/.ignore, binary files and files over 10 MiB are skipped. At most \
-             {MAX_MATCHES} matching lines are shown; lines are cut at {MAX_LINE_CHARS} characters."
+            "Search file contents for a regular expression, line by line. Prints \
+             `path:line:text` per matching line (`path-line-text` for context lines). Skips \
+             binary files, files over 10 MiB and what .gitignore ignores. At most {MAX_MATCHES} \
+             matches."
         );
         let input_schema = crate::tools::schema_for::<Args>();
         Grep {
@@ -105,7 +105,9 @@ fn search(
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let given = args.path.as_deref().unwrap_or(".");
-    let base = workspace.resolve(given)?;
+    let base = workspace
+        .resolve(given)
+        .map_err(|e| path_error(e, given, workspace, gate))?;
     let regex = RegexBuilder::new(&args.pattern)
         .case_insensitive(args.case_insensitive)
         .build()
@@ -118,6 +120,7 @@ fn search(
         shown: 0,
         more_matches: 0,
         more_files: 0,
+        searched: 0,
     };
 
     if !base.is_dir() {
@@ -130,7 +133,7 @@ fn search(
         return match read_searchable(workspace, &base, given) {
             Ok(data) => {
                 out.file(given, &data);
-                Ok(out.finish(&args.pattern, 0))
+                Ok(out.finish(args, 0))
             }
             Err(Skip::TooBig) => Ok(format!("{given:?} is larger than 10 MiB; not searched")),
             Err(Skip::Binary) => Ok(format!("{given:?} is a binary file; not searched")),
@@ -171,7 +174,7 @@ fn search(
             Err(Skip::Binary | Skip::Unreadable(_)) => {}
         }
     }
-    Ok(out.finish(&args.pattern, big))
+    Ok(out.finish(args, big))
 }
 
 /// The `glob` argument: a bare pattern filters file names, one with `/` the path under the base.
@@ -241,10 +244,13 @@ struct Output {
     shown: usize,
     more_matches: usize,
     more_files: usize,
+    /// Files whose contents were searched.
+    searched: usize,
 }
 
 impl Output {
     fn file(&mut self, display: &str, data: &[u8]) {
+        self.searched += 1;
         if data.is_empty() {
             return;
         }
@@ -295,9 +301,9 @@ impl Output {
         }
     }
 
-    fn finish(self, pattern: &str, big: usize) -> String {
+    fn finish(self, args: &Args, big: usize) -> String {
         let mut out = if self.lines.is_empty() {
-            format!("no matches for /{pattern}/")
+            no_matches(args, self.searched)
         } else {
             self.lines.join("\n")
         };
@@ -316,6 +322,32 @@ impl Output {
         }
         out
     }
+}
+
+/// What a search that found nothing says: how many files it looked in, and, when case may be
+/// why, that it was case-sensitive.
+fn no_matches(args: &Args, searched: usize) -> String {
+    let files = match searched {
+        0 => "no file was searched: check path and glob".to_owned(),
+        1 => "1 file searched".to_owned(),
+        n => format!("{n} files searched"),
+    };
+    let mut out = format!("no matches for /{}/ ({files}", args.pattern);
+    if !args.case_insensitive && has_letters(&args.pattern) {
+        out.push_str("; case-sensitive: try case_insensitive: true");
+    }
+    out.push(')');
+    out
+}
+
+/// Whether a regex matches letters itself: escapes like `\d` or `\b` do not count.
+fn has_letters(pattern: &str) -> bool {
+    let mut escaped = false;
+    pattern.chars().any(|c| {
+        let letter = !escaped && c.is_alphabetic();
+        escaped = !escaped && c == '\\';
+        letter
+    })
 }
 
 fn matches_in_files(matches: usize, files: usize) -> String {
@@ -460,9 +492,27 @@ mod tests {
     async fn no_match_and_invalid_regex() {
         let (_dir, root, ws) = workspace();
         tree(&root);
+        // What was searched, and that case mattered when it may have.
         assert_eq!(
-            call(&ws, json!({"pattern": "zebra"})).await,
-            Ok("no matches for /zebra/".to_owned())
+            call(&ws, json!({"pattern": "Zebra"})).await,
+            Ok(
+                "no matches for /Zebra/ (5 files searched; case-sensitive: try \
+                case_insensitive: true)"
+                    .to_owned()
+            )
+        );
+        let ignoring = json!({"pattern": "zebra", "case_insensitive": true});
+        assert_eq!(
+            call(&ws, ignoring).await,
+            Ok("no matches for /zebra/ (5 files searched)".to_owned())
+        );
+        assert_eq!(
+            call(&ws, json!({"pattern": r"\d{4}", "path": "b.txt"})).await,
+            Ok(r"no matches for /\d{4}/ (1 file searched)".to_owned())
+        );
+        assert_eq!(
+            call(&ws, json!({"pattern": "[.]", "glob": "*.none"})).await,
+            Ok("no matches for /[.]/ (no file was searched: check path and glob)".to_owned())
         );
         let err = call(&ws, json!({"pattern": "a(b"})).await.unwrap_err();
         assert_eq!(

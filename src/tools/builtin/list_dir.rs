@@ -14,7 +14,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Entries shown per call.
 const MAX_ENTRIES: usize = 500;
@@ -29,9 +31,9 @@ pub struct ListDir {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// Directory to list, relative to the workspace root. Default "." (the root).
+    /// Default: the workspace root.
     path: Option<String>,
-    /// How many levels to show: 1 lists only the directory's own entries. Default 1.
+    /// Levels to show. Default 1.
     #[schemars(range(min = 1, max = MAX_DEPTH))]
     depth: Option<usize>,
 }
@@ -39,10 +41,8 @@ struct Args {
 impl ListDir {
     pub fn new() -> ListDir {
         let description = format!(
-            "List a directory in the workspace as an indented tree: directories end with `/`, \
-             files show their size in bytes, symlinks show `name -> target`. Entries are sorted \
-             by name; `.git` is shown but not expanded; .gitignore is not applied. At most \
-             {MAX_ENTRIES} entries are shown."
+            "List a directory as an indented tree: directories end with `/`, files show their \
+             size in bytes. At most {MAX_ENTRIES} entries; .gitignore is not applied."
         );
         let input_schema = crate::tools::schema_for::<Args>();
         ListDir {
@@ -76,18 +76,22 @@ impl Tool for ListDir {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
         let cancel = ctx.cancel.clone();
-        crate::tools::blocking("list_dir", move || list(&workspace, &args, &cancel)).await
+        let gate = ctx.gate.clone();
+        crate::tools::blocking("list_dir", move || list(&workspace, &gate, &args, &cancel)).await
     }
 }
 
 fn list(
     workspace: &Workspace,
+    gate: &Gate,
     args: &Args,
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let given = args.path.as_deref().unwrap_or(".");
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
-    let dir = workspace.resolve(given)?;
+    let dir = workspace
+        .resolve(given)
+        .map_err(|e| path_error(e, given, workspace, gate))?;
     let mut listing = Listing {
         workspace,
         cancel,

@@ -13,7 +13,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::tools::policy::Subject;
-use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::tools::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
+};
 
 /// Bytes of file content shown per call.
 const MAX_BYTES: usize = 256 * 1024;
@@ -32,12 +34,12 @@ pub struct ReadFile {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// File path, relative to the workspace root (or absolute inside it).
+    // Relative to the workspace root (or absolute inside it), as the system prompt says.
     path: String,
-    /// First line to return, 1-based. Default 1.
+    /// First line to show, from 1.
     #[schemars(range(min = 1))]
     start_line: Option<usize>,
-    /// Last line to return, inclusive. Default: the end of the file (within the caps).
+    /// Last line to show, inclusive.
     #[schemars(range(min = 1))]
     end_line: Option<usize>,
 }
@@ -45,10 +47,9 @@ struct Args {
 impl ReadFile {
     pub fn new() -> ReadFile {
         let description = format!(
-            "Read a text file in the workspace. Lines are numbered like `cat -n` (number, tab, \
-             line). At most {MAX_LINES} lines and {} KiB are returned per call; when more \
-             remain, the last line says which start_line to call again with. Binary files are \
-             reported, not shown.",
+            "Read a text file. Each line comes as its number, a tab and its text. At most \
+             {MAX_LINES} lines or {} KiB per call; when more remain, the last line says where \
+             to continue.",
             MAX_BYTES / 1024
         );
         let input_schema = crate::tools::schema_for::<Args>();
@@ -82,7 +83,8 @@ impl Tool for ReadFile {
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(input)?;
         let workspace = Arc::clone(&ctx.workspace);
-        crate::tools::blocking("read_file", move || read(&workspace, &args)).await
+        let gate = ctx.gate.clone();
+        crate::tools::blocking("read_file", move || read(&workspace, &gate, &args)).await
     }
 }
 
@@ -94,7 +96,7 @@ enum Cut {
     LongLine,
 }
 
-fn read(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
+fn read(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     let start = args.start_line.unwrap_or(1);
     if start == 0 {
@@ -107,7 +109,9 @@ fn read(workspace: &Workspace, args: &Args) -> Result<String, ToolError> {
             "end_line ({end}) is before start_line ({start})"
         )));
     }
-    let (mut file, _) = workspace.open_file(path)?;
+    let (mut file, _) = workspace
+        .open_file(path)
+        .map_err(|e| path_error(e, path, workspace, gate))?;
     let io_err = |e: io::Error| ToolError::failed(format!("cannot read {path:?}: {e}"));
     let size = file.metadata().map_err(io_err)?.len();
 

@@ -21,18 +21,16 @@ pub struct WriteFile {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// File path, relative to the workspace root (or absolute inside it).
+    // Relative to the workspace root (or absolute inside it), as the system prompt says.
     path: String,
-    /// The complete new content of the file, written exactly as given.
+    /// The whole new content.
     content: String,
 }
 
 impl WriteFile {
     pub fn new() -> WriteFile {
-        let description = "Create a file in the workspace, or replace an existing file's whole \
-                           content. Missing parent directories are created. The write is atomic \
-                           and an existing file keeps its permissions. Symlinks, directories and \
-                           special files are refused. To change part of a file, prefer edit_file."
+        let description = "Create a file, or replace all of its content. Missing directories are \
+                           created. To change part of a file, use edit_file."
             .to_owned();
         let input_schema = crate::tools::schema_for::<Args>();
         WriteFile {

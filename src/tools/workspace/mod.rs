@@ -19,6 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use super::ToolError;
 use super::policy::Subject;
 
+mod similar;
 mod write;
 
 pub use write::WriteReport;
