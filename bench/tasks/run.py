@@ -2,7 +2,10 @@
 """Runs the small task suite against an OpenAI-compatible server and prints, per task,
 how many runs solved it, the median wall time and the mean number of requests (rounds).
 
-    bench/tasks/run.sh http://127.0.0.1:8081/v1 [--runs 3] [--rounds-bin PATH] [--model NAME]
+    bench/tasks/run.sh http://127.0.0.1:8081/v1 [--runs 3] [--rounds-bin PATH]... [--model NAME]
+
+With several --rounds-bin, the binaries take turns task by task and run by run (so a busy
+machine slows them alike), and a table is printed for each.
 
 Each run gets a fresh copy of the task's files as its workspace. A measuring tool, not a test:
 a small model is not deterministic, so compare several runs of the same binary and server."""
@@ -38,7 +41,7 @@ def check(task, answer, ws):
     return True
 
 
-def run_task(task, args):
+def run_task(task, args, rounds_bin):
     root = tempfile.mkdtemp(prefix="rounds-task-")
     ws = os.path.join(root, "ws")
     os.makedirs(ws)
@@ -48,7 +51,7 @@ def run_task(task, args):
         with open(p, "w") as f:
             f.write(content)
     transcript = os.path.join(root, "t.jsonl")
-    cmd = [args.rounds_bin, "-m", f"llamacpp/{args.model}", "--base-url", args.base_url,
+    cmd = [rounds_bin, "-m", f"llamacpp/{args.model}", "--base-url", args.base_url,
            "-w", ws, "--transcript", transcript, "--timeout", str(args.timeout),
            "--max-rounds", "10", "--no-stdin", "-q"]
     if task["allow"]:
@@ -76,31 +79,42 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("base_url")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--rounds-bin", default=os.path.join(HERE, "../../target/release/rounds"))
+    ap.add_argument("--rounds-bin", action="append", default=[])
     ap.add_argument("--model", default="qwen")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--only", default="")
     args = ap.parse_args()
+    bins = args.rounds_bin or [os.path.join(HERE, "../../target/release/rounds")]
     tasks = json.load(open(os.path.join(HERE, "tasks.json")))
     if args.only:
         tasks = [t for t in tasks if t["id"] in args.only.split(",")]
-    print(f"| task | solved | median time | mean requests | endings |")
-    print("|---|---|---|---|---|")
-    totals = {"solved": 0, "runs": 0, "time": 0.0, "timeouts": 0}
+    results = {b: {t["id"]: [] for t in tasks} for b in bins}
     for task in tasks:
-        results = [run_task(task, args) for _ in range(args.runs)]
-        solved = sum(1 for r in results if r[0])
-        times = [r[1] for r in results]
-        reqs = [r[2] for r in results]
-        endings = ",".join(sorted({r[3] for r in results}))
-        totals["solved"] += solved
-        totals["runs"] += len(results)
-        totals["time"] += sum(times)
-        totals["timeouts"] += sum(1 for r in results if r[3] == "timeout")
-        print(f"| {task['id']} | {solved}/{len(results)} | {statistics.median(times):.1f} s "
-              f"| {statistics.mean(reqs):.1f} | {endings} |", flush=True)
-    print(f"| **all** | {totals['solved']}/{totals['runs']} | {totals['time']:.0f} s in all "
-          f"| | {totals['timeouts']} timeouts |")
+        for _ in range(args.runs):
+            for b in bins:
+                r = run_task(task, args, b)
+                results[b][task["id"]].append(r)
+                print(f"# {task['id']} {os.path.basename(b)}: solved={r[0]} {r[1]:.1f}s "
+                      f"{r[2]} requests {r[3]}", file=sys.stderr, flush=True)
+    for b in bins:
+        print(f"\n{b}\n")
+        print("| task | solved | median time | mean requests | endings |")
+        print("|---|---|---|---|---|")
+        solved_all = runs_all = timeouts = 0
+        time_all = 0.0
+        for task in tasks:
+            rs = results[b][task["id"]]
+            solved = sum(1 for r in rs if r[0])
+            times = [r[1] for r in rs]
+            endings = ",".join(sorted({r[3] for r in rs}))
+            solved_all += solved
+            runs_all += len(rs)
+            time_all += sum(times)
+            timeouts += sum(1 for r in rs if r[3] == "timeout")
+            print(f"| {task['id']} | {solved}/{len(rs)} | {statistics.median(times):.1f} s "
+                  f"| {statistics.mean(r[2] for r in rs):.1f} | {endings} |")
+        print(f"| **all** | {solved_all}/{runs_all} | {time_all:.0f} s in all | | "
+              f"{timeouts} timeouts |")
 
 
 if __name__ == "__main__":
