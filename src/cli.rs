@@ -28,197 +28,252 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
     // `--max-rounds -1` is a bad number, not a mistyped flag that needs `-- -1`.
     allow_negative_numbers = true
 )]
-#[command(after_help = AFTER_HELP)]
+#[command(
+    after_help = "Keys, settings files, logs and examples: rounds --help.",
+    after_long_help = AFTER_HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// The prompt, as words joined by spaces. "-" (or no prompt) reads it from stdin; when a
-    /// prompt is given and stdin is a pipe or file, stdin is appended to it as context.
-    #[arg(value_name = "PROMPT")]
+    /// The prompt, as words joined by spaces.
+    ///
+    /// "-" (or no prompt) reads it from stdin; when a prompt is given and stdin is a pipe or file,
+    /// stdin is appended to it as context.
+    #[arg(help_heading = "Prompt", value_name = "PROMPT")]
     pub prompt: Vec<String>,
 
     /// Read the prompt from FILE instead of the arguments.
-    #[arg(short = 'f', long, value_name = "FILE", conflicts_with = "prompt")]
+    #[arg(
+        help_heading = "Prompt",
+        short = 'f',
+        long,
+        value_name = "FILE",
+        conflicts_with = "prompt"
+    )]
     pub prompt_file: Option<PathBuf>,
 
     /// Never read stdin, even when it is a pipe (for CI steps whose stdin stays open).
-    #[arg(long)]
+    #[arg(help_heading = "Prompt", long)]
     pub no_stdin: bool,
 
     /// Continue the conversation recorded in a transcript (or "last": the newest one under
     /// $ROUNDS_HOME/runs), with any provider. The prompt is added as the next user turn; without
     /// one, "Continue from where you left off."
-    #[arg(long, value_name = "FILE|last")]
+    #[arg(help_heading = "Prompt", long, value_name = "FILE|last")]
     pub resume: Option<String>,
 
     /// System prompt text (replaces the built-in one).
-    #[arg(long, value_name = "TEXT", conflicts_with = "system_file")]
+    #[arg(
+        help_heading = "Prompt",
+        long,
+        value_name = "TEXT",
+        conflicts_with = "system_file"
+    )]
     pub system: Option<String>,
 
     /// Add TEXT (or the contents of FILE, with @FILE) after the system prompt, keeping the
     /// built-in one (repeatable).
-    #[arg(long, value_name = "TEXT|@FILE")]
+    #[arg(help_heading = "Prompt", long, value_name = "TEXT|@FILE")]
     pub append_system_prompt: Vec<String>,
 
     /// Read the system prompt from FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Prompt", long, value_name = "FILE")]
     pub system_file: Option<PathBuf>,
 
-    /// PROVIDER/MODEL. Providers: anthropic, openai (Chat Completions or Responses, see
-    /// --api), openai-responses, gemini, ollama, llamacpp, vllm (OpenAI-compatible servers),
-    /// and replay:FILE.jsonl to replay a transcript. A bare claude-*, gpt-*, o1/o3/o4* or
-    /// gemini-* name picks its provider. Aliases: sonnet, opus, haiku, gpt, mini, gemini, flash
-    /// (and [alias] in the settings files). [default: anthropic/claude-sonnet-4-5]
-    #[arg(short, long, value_name = "PROVIDER/MODEL", env = "ROUNDS_MODEL")]
+    /// The model, as PROVIDER/MODEL or an alias (sonnet, gpt, flash, …).
+    ///
+    /// Providers: anthropic, openai (Chat Completions or Responses, see --api), openai-responses,
+    /// gemini, ollama, llamacpp, vllm (OpenAI-compatible servers), and replay:FILE.jsonl to replay a
+    /// transcript. A bare claude-*, gpt-*, o1/o3/o4* or gemini-* name picks its provider. Aliases:
+    /// sonnet, opus, haiku, gpt, mini, gemini, flash (and [alias] in the settings files). [default:
+    /// anthropic/claude-sonnet-4-5]
+    #[arg(
+        help_heading = "Model",
+        short,
+        long,
+        value_name = "PROVIDER/MODEL",
+        env = "ROUNDS_MODEL"
+    )]
     pub model: Option<String>,
 
-    /// Read the provider's API key from FILE (one line) instead of the environment. Also
-    /// ANTHROPIC_API_KEY_FILE, OPENAI_API_KEY_FILE, GEMINI_API_KEY_FILE, …: a launcher that keeps
+    /// Read the provider's API key from FILE (one line) instead of the environment.
+    ///
+    /// Also ANTHROPIC_API_KEY_FILE, OPENAI_API_KEY_FILE, GEMINI_API_KEY_FILE, …: a launcher that keeps
     /// the key in a file leaves it out of every process environment.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Model", long, value_name = "FILE")]
     pub api_key_file: Option<PathBuf>,
 
     /// Provider endpoint, overriding ANTHROPIC_BASE_URL and GEMINI_BASE_URL (http://host:port),
     /// OPENAI_BASE_URL (http://host:port/v1), and the defaults of ollama
     /// (http://127.0.0.1:11434/v1), llamacpp (:8080/v1) and vllm (:8000/v1).
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "Model", long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// Cap on each response's output tokens. [default for anthropic: 8192, plus the thinking
-    /// budget when thinking; for ollama, llamacpp and vllm: 4096]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Cap on each response's output tokens.
+    ///
+    /// [default for anthropic: 8192, plus the thinking budget when thinking; for ollama, llamacpp and
+    /// vllm: 4096]
+    #[arg(help_heading = "Model", long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
 
     /// The OpenAI wire API: auto takes the Responses API for OpenAI's reasoning models (o1, o3,
     /// o4, gpt-5…) and Chat Completions for the rest and for compatible servers (ollama, …).
     /// -m openai-responses/MODEL is the Responses API too.
-    #[arg(long, value_enum, default_value_t = Api::Auto)]
+    #[arg(value_name = "auto|chat|responses", help_heading = "Model", long, value_enum, default_value_t = Api::Auto)]
     pub api: Api,
 
-    /// How hard a reasoning model thinks: OpenAI reasoning.effort, Gemini thinkingLevel
-    /// (Gemini 3) or a thinking budget, an Anthropic thinking budget (1024, 8192 or 24576
-    /// tokens).
-    #[arg(long, value_enum, value_name = "LEVEL")]
+    /// How hard a reasoning model thinks: OpenAI reasoning.effort, Gemini thinkingLevel (Gemini 3) or a thinking budget, an Anthropic
+    /// thinking budget (1024, 8192 or 24576 tokens).
+    #[arg(help_heading = "Model", long, value_enum, value_name = "LEVEL")]
     pub reasoning_effort: Option<ReasoningEffort>,
 
     /// Turn on Anthropic extended thinking with this many tokens (at least 1024; --max-tokens
     /// must be larger), or set Gemini's thinkingBudget. Wins over --reasoning-effort.
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(help_heading = "Model", long, value_name = "TOKENS")]
     pub thinking_budget: Option<u32>,
 
-    /// Sampling temperature, 0 to 2 (Anthropic: 0 to 1). Refused for OpenAI reasoning models
-    /// and with Anthropic thinking, which only run at their default.
-    #[arg(long, value_name = "T", value_parser = temperature)]
+    /// Sampling temperature, 0 to 2 (Anthropic: 0 to 1).
+    ///
+    /// Refused for OpenAI reasoning models and with Anthropic thinking, which only run at their
+    /// default.
+    #[arg(help_heading = "Model", long, value_name = "T", value_parser = temperature)]
     pub temperature: Option<f64>,
 
     /// Whether one response may ask for several tool calls. auto: hosted providers as they
     /// default (OpenAI is asked for them), local servers (ollama, llamacpp, vllm) are sent
     /// nothing. off: asked of every API that has the switch and enforced for the others (a
     /// second call in a response is dropped).
-    #[arg(long, value_enum, value_name = "auto|on|off", default_value_t = ParallelToolCalls::Auto)]
+    #[arg(help_heading = "Model", long, value_enum, value_name = "auto|on|off", default_value_t = ParallelToolCalls::Auto)]
     pub parallel_tool_calls: ParallelToolCalls,
 
-    /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin. Exit 0 goes on
-    /// (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's stderr as
-    /// the error the model sees, anything else is a warning. Repeatable.
-    #[arg(long = "pre-tool-hook", value_name = "CMD")]
+    /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin.
+    ///
+    /// Exit 0 goes on (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's
+    /// stderr as the error the model sees, anything else is a warning. Repeatable.
+    #[arg(
+        help_heading = "Tools & allowlist",
+        long = "pre-tool-hook",
+        value_name = "CMD"
+    )]
     pub pre_tool_hook: Vec<String>,
 
-    /// Run CMD after each tool call, with the call and its result as JSON on stdin. Exit 2
-    /// replaces the result with an error carrying CMD's stderr. Repeatable.
-    #[arg(long = "post-tool-hook", value_name = "CMD")]
+    /// Run CMD after each tool call, with the call and its result as JSON on stdin.
+    ///
+    /// Exit 2 replaces the result with an error carrying CMD's stderr. Repeatable.
+    #[arg(
+        help_heading = "Tools & allowlist",
+        long = "post-tool-hook",
+        value_name = "CMD"
+    )]
     pub post_tool_hook: Vec<String>,
 
     /// Longest tool result sent to the model; longer ones keep their head and tail, and the
     /// whole is saved to a file (beside the transcript) that the result names.
-    #[arg(long, value_name = "BYTES", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1024..))]
+    #[arg(help_heading = "Tools & allowlist", long, value_name = "BYTES", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1024..))]
     pub max_result_bytes: u64,
 
     /// Most bytes of one output saved to its file when a result is cut (the result's marker
     /// says when the file holds only the start).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::tools::DEFAULT_MAX_SPILL)]
+    #[arg(help_heading = "Tools & allowlist", long, value_name = "BYTES", default_value_t = crate::tools::DEFAULT_MAX_SPILL)]
     pub max_spill_bytes: u64,
 
     /// The model's context window in tokens: before a request would pass 85% of it, the
     /// oldest tool results are elided from the conversation (never from the transcript).
     /// [default: the model's, from the price table; else 200000]
-    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
+    #[arg(help_heading = "Model", long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
     pub context_window: Option<u64>,
 
     /// Send no prompt-cache hints (Anthropic cache breakpoints, OpenAI's prompt_cache_key).
-    #[arg(long)]
+    #[arg(help_heading = "Model", long)]
     pub no_cache: bool,
 
     /// How long Anthropic keeps the cached prompt: 5m, or 1h (writes cost more, for runs whose
     /// rounds are more than five minutes apart).
-    #[arg(long, value_enum, value_name = "5m|1h", default_value = "5m")]
+    #[arg(
+        help_heading = "Model",
+        long,
+        value_enum,
+        value_name = "5m|1h",
+        default_value = "5m"
+    )]
     pub cache_ttl: CacheTtl,
 
     /// Stop after N rounds (exit 3).
-    #[arg(long, value_name = "N", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = "Limits", long, value_name = "N", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
 
     /// Seconds each tool call may run before it is stopped.
-    #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = positive_secs)]
+    #[arg(help_heading = "Limits", long, value_name = "SECS", default_value_t = 30.0, value_parser = positive_secs)]
     pub tool_timeout: f64,
 
     /// Most tool calls running at once (consecutive read-only calls run in parallel).
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(help_heading = "Limits", long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_parallel: u16,
 
-    /// Most tool calls one response may ask for. At the first call past N the response is cut
-    /// (the request is cancelled, so no more output is generated), the first N run, and every
-    /// later call gets an error result saying it was dropped.
-    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Most tool calls one response may ask for.
+    ///
+    /// At the first call past N the response is cut (the request is cancelled, so no more output is
+    /// generated), the first N run, and every later call gets an error result saying it was dropped.
+    #[arg(help_heading = "Limits", long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_calls_per_round: u32,
 
     /// The K-th time the same call (same tool, same arguments) returns the same result, the
     /// result tells the model so; once more ends the run as stuck (exit 9).
-    #[arg(long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = "Limits", long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_repeats: u32,
 
     /// Stop the whole run after SECS (exit 5): the stream stops, running tools are killed, and
     /// the transcript is closed.
-    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    #[arg(help_heading = "Limits", long, value_name = "SECS", value_parser = positive_secs)]
     pub timeout: Option<f64>,
 
     /// Stop before a request that would take the run's tokens (input + output, all rounds)
     /// past N (exit 4).
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Limits", long, value_name = "N")]
     pub budget_tokens: Option<u64>,
 
-    /// Stop before a request that would take the run's cost past USD (exit 4). Needs the
-    /// model's price (see --prices).
-    #[arg(long, value_name = "USD", value_parser = positive_usd)]
+    /// Stop before a request that would take the run's cost past USD (exit 4).
+    ///
+    /// Needs the model's price (see --prices).
+    #[arg(help_heading = "Limits", long, value_name = "USD", value_parser = positive_usd)]
     pub budget_usd: Option<f64>,
 
     /// Prices and context windows of models (TOML, as data/prices.toml), taking precedence
     /// over the compiled-in table.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Model", long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
 
     /// At --max-rounds: stop, or make one last call without tools so the model answers from
     /// what it has (the status is max_rounds either way).
-    #[arg(long, value_enum, default_value_t = OnMaxRounds::Stop)]
+    #[arg(value_name = "stop|summarize", help_heading = "Limits", long, value_enum, default_value_t = OnMaxRounds::Stop)]
     pub on_max_rounds: OnMaxRounds,
 
-    /// End the run with exit 6 after a round in which a tool failed (tool-error) or a call was
-    /// denied (denied). Comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "WHAT")]
+    /// End the run with exit 6 after a round in which a tool failed (tool-error) or a call was denied
+    /// (denied).
+    ///
+    /// Comma-separated.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "WHAT"
+    )]
     pub fail_on: Vec<FailOn>,
 
     /// Retries of a failed model request (429, 5xx, overloaded, dropped or stalled streams).
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(help_heading = "Limits", long, value_name = "N", default_value_t = 4)]
     pub max_retries: u32,
 
-    /// Seconds before the first retry; each retry doubles it (with jitter, at most 30 s). A
-    /// provider's retry-after is honoured instead, up to 60 s.
-    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = nonnegative_secs)]
+    /// Seconds before the first retry; each retry doubles it (with jitter, at most 30 s).
+    ///
+    /// A provider's retry-after is honoured instead, up to 60 s.
+    #[arg(help_heading = "Limits", long, value_name = "SECS", default_value_t = 1.0, value_parser = nonnegative_secs)]
     pub retry_delay: f64,
 
     /// Seconds without any data from the provider before the stream counts as stalled.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = positive_secs)]
+    #[arg(help_heading = "Limits", long, value_name = "SECS", default_value_t = 120.0, value_parser = positive_secs)]
     pub idle_timeout: f64,
 
     #[command(flatten)]
@@ -226,83 +281,128 @@ pub struct Cli {
 
     /// Keep each run in PostgreSQL as well (postgres://…): a runs table and its turn blocks,
     /// written as each round completes. The JSONL transcript is still written.
-    #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
+    #[arg(
+        help_heading = "Store",
+        long,
+        value_name = "URL",
+        env = "ROUNDS_STORE",
+        hide_env_values = true
+    )]
     pub store: Option<String>,
 
     /// The final answer must be JSON valid against this JSON Schema: sent as the provider's
     /// structured output where it has one (OpenAI), as an instruction elsewhere, and checked;
     /// an invalid answer gets one corrective turn, then exit 7. -o json adds it as final_json.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub output_schema: Option<PathBuf>,
 
     /// Also write the final answer to FILE (as codex exec's flag of that name).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
 
     /// What to print on stdout.
-    #[arg(short, long, value_enum, default_value_t = OutputMode::Text)]
+    #[arg(value_name = "text|json|stream-json", help_heading = "Output", short, long, value_enum, default_value_t = OutputMode::Text)]
     pub output: OutputMode,
 
-    /// Write the transcript to FILE. [default: $ROUNDS_HOME/runs/DATE/RUN_ID.jsonl]
-    #[arg(long, value_name = "FILE", conflicts_with = "no_transcript")]
+    /// Write the transcript to FILE.
+    ///
+    /// [default: $ROUNDS_HOME/runs/DATE/RUN_ID.jsonl]
+    #[arg(
+        help_heading = "Output",
+        long,
+        value_name = "FILE",
+        conflicts_with = "no_transcript"
+    )]
     pub transcript: Option<PathBuf>,
 
     /// Do not keep a transcript.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub no_transcript: bool,
 
     /// Print nothing on stderr but errors.
-    #[arg(short, long)]
+    #[arg(help_heading = "Output", short, long)]
     pub quiet: bool,
 
     /// Colour on stderr (progress, `show`): auto is on a terminal unless NO_COLOR is set.
-    #[arg(long, value_enum, value_name = "auto|always|never", default_value_t = Color::Auto, global = true)]
+    #[arg(help_heading = "Output", long, value_enum, value_name = "auto|always|never", default_value_t = Color::Auto, global = true)]
     pub color: Color,
 
     /// Use the settings of [profile.NAME] in the settings files (./.rounds.toml and
     /// $XDG_CONFIG_HOME/rounds/config.toml, whose keys are the long flags).
-    #[arg(long, value_name = "NAME", env = "ROUNDS_PROFILE", global = true)]
+    #[arg(
+        help_heading = "Settings",
+        long,
+        value_name = "NAME",
+        env = "ROUNDS_PROFILE",
+        global = true
+    )]
     pub profile: Option<String>,
 
-    /// One setting, as a settings file would give it: -c key=value (repeatable). Flags and
-    /// environment variables still win.
-    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", global = true)]
+    /// One setting, as a settings file would give it:
+    ///
+    /// -c key=value (repeatable). Flags and environment variables still win.
+    #[arg(
+        help_heading = "Settings",
+        short = 'c',
+        long = "config",
+        value_name = "KEY=VALUE",
+        global = true
+    )]
     pub config: Vec<String>,
 
     /// Log more on stderr (-v: info, -vv: debug).
-    #[arg(short, long, action = ArgAction::Count)]
+    #[arg(help_heading = "Output", short, long, action = ArgAction::Count)]
     pub verbose: u8,
 }
 
 /// Which tools exist and which the model may use: shared by a run and `rounds tools`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ToolFlags {
-    /// Allow tools: TOOL or TOOL(PATTERN), comma-separated, repeatable. Adds to the default
-    /// (read_file, list_dir, glob, grep); "none" clears what came before, "all" allows every
-    /// tool. PATTERN is a glob on the call's subject: the path for file tools
-    /// (read_file(src/**)).
-    #[arg(short, long = "allow", value_name = "RULES")]
+    /// Allow tools:
+    ///
+    /// TOOL or TOOL(PATTERN), comma-separated, repeatable. Adds to the default (read_file, list_dir,
+    /// glob, grep); "none" clears what came before, "all" allows every tool. PATTERN is a glob on the
+    /// call's subject: the path for file tools (read_file(src/**)).
+    #[arg(
+        help_heading = "Tools & allowlist",
+        short,
+        long = "allow",
+        value_name = "RULES"
+    )]
     pub allow: Vec<String>,
 
-    /// Deny tools or calls, same syntax as --allow. Deny wins over allow.
-    #[arg(long = "deny", value_name = "RULES")]
+    /// Deny tools or calls, same syntax as --allow.
+    ///
+    /// Deny wins over allow.
+    #[arg(
+        help_heading = "Tools & allowlist",
+        long = "deny",
+        value_name = "RULES"
+    )]
     pub deny: Vec<String>,
 
-    /// Pass this environment variable through to tool processes (repeatable). Tools get a
-    /// scrubbed environment (PATH, HOME, LANG, … but no keys); provider keys are never passed.
-    #[arg(long = "tool-env", value_name = "NAME")]
+    /// Pass this environment variable through to tool processes (repeatable).
+    ///
+    /// Tools get a scrubbed environment (PATH, HOME, LANG, … but no keys); provider keys are never
+    /// passed.
+    #[arg(
+        help_heading = "Tools & allowlist",
+        long = "tool-env",
+        value_name = "NAME"
+    )]
     pub tool_env: Vec<String>,
 
-    /// Search endpoint for web_search, with {query} where the URL-encoded query goes. It may
-    /// answer with a DuckDuckGo-style HTML page or JSON {"results":[{"title","url","snippet"}]}.
+    /// Search endpoint for web_search, with {query} where the URL-encoded query goes.
+    ///
+    /// It may answer with a DuckDuckGo-style HTML page or JSON {"results":[{"title","url","snippet"}]}.
     /// [default: https://html.duckduckgo.com/html/?q={query}]
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "Tools & allowlist", long, value_name = "URL")]
     pub search_url: Option<String>,
 
     /// Let web_fetch reach loopback, private, link-local and other non-public addresses (off by
     /// default: a fetched page could talk the model into reading 169.254.169.254 or an internal
     /// admin port). Proxies set in HTTP(S)_PROXY/ALL_PROXY are always reachable.
-    #[arg(long)]
+    #[arg(help_heading = "Tools & allowlist", long)]
     pub web_allow_private: bool,
 
     /// The OS sandbox of every tool process (bash, command tools, hooks, MCP servers), on
@@ -310,38 +410,45 @@ pub struct ToolFlags {
     /// the temp dir and the run's outputs, with no network and no access to other processes;
     /// read-only allows no writes; off removes it; require is workspace-write that must be
     /// fully enforced (exit 2 when the kernel cannot).
-    #[arg(long, value_name = "MODE", default_value = "workspace-write",
+    #[arg(help_heading = "Sandbox", long, value_name = "MODE", default_value = "workspace-write",
           value_parser = clap::builder::PossibleValuesParser::new(crate::process::sandbox::FLAG_VALUES))]
     pub sandbox: String,
 
     /// Let tool processes also write below DIR (repeatable), e.g. a cache directory.
-    #[arg(long = "sandbox-write", value_name = "DIR")]
+    #[arg(help_heading = "Sandbox", long = "sandbox-write", value_name = "DIR")]
     pub sandbox_write: Vec<PathBuf>,
 
     /// Let bash and hooks use the network (command tools and MCP servers declare their own need
     /// with network = true in their entry).
-    #[arg(long)]
+    #[arg(help_heading = "Sandbox", long)]
     pub tool_network: bool,
 
-    /// The directory file tools are confined to. [default: the current directory]
-    #[arg(short, long, value_name = "DIR")]
+    /// The directory file tools are confined to.
+    ///
+    /// [default: the current directory]
+    #[arg(help_heading = "Tools & allowlist", short, long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
     /// Add command tools from a manifest (TOML or JSON; see the README), repeatable.
-    #[arg(long = "tools-file", value_name = "FILE")]
+    #[arg(
+        help_heading = "Tools & allowlist",
+        long = "tools-file",
+        value_name = "FILE"
+    )]
     pub tools_file: Vec<PathBuf>,
 
-    /// Start an MCP server over stdio and offer its tools as NAME__TOOL: "NAME=COMMAND ARGS…",
-    /// repeatable.
-    #[arg(long = "mcp", value_name = "NAME=COMMAND")]
+    /// Start an MCP server over stdio and offer its tools as NAME__TOOL:
+    ///
+    /// "NAME=COMMAND ARGS…", repeatable.
+    #[arg(help_heading = "MCP", long = "mcp", value_name = "NAME=COMMAND")]
     pub mcp: Vec<String>,
 
     /// Start the MCP servers of a config file ({"mcpServers": {NAME: {command, args, env}}}).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "MCP", long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
 
     /// How long each MCP server may take to start: answer initialize and list all its tools.
-    #[arg(long, value_name = "SECS", default_value_t = 15.0, value_parser = positive_secs,
+    #[arg(help_heading = "MCP", long, value_name = "SECS", default_value_t = 15.0, value_parser = positive_secs,
           env = "ROUNDS_MCP_STARTUP_TIMEOUT")]
     pub mcp_startup_timeout: f64,
 }
@@ -464,7 +571,12 @@ pub enum OutputMode {
 const AFTER_HELP: &str = "\
 Keys come from the environment: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY (ollama,
 llamacpp and vllm need none). Base URLs: ANTHROPIC_BASE_URL and GEMINI_BASE_URL (http://host:port),
-OPENAI_BASE_URL (http://host:port/v1). Tools never see the keys.
+OPENAI_BASE_URL (http://host:port/v1). Tools never see the keys (see also --api-key-file).
+
+Settings: any long flag can also live in ./.rounds.toml or ~/.config/rounds/config.toml under its
+own name; rounds config shows what a run would use and where each value comes from.
+Logs: -v (requests, tools), -vv (stream events), or ROUNDS_LOG with tracing targets
+(ROUNDS_LOG=rounds=debug). NO_COLOR turns colour off.
 
 Examples:
   rounds -m anthropic/claude-sonnet-4-5 'Which files define the CLI?'

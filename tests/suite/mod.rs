@@ -8,6 +8,7 @@ mod context;
 mod diagnostics;
 mod exit_codes;
 mod guards;
+mod help;
 mod hooks;
 mod manifest;
 mod mcp;
