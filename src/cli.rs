@@ -40,9 +40,10 @@ pub struct Cli {
     #[arg(long)]
     pub no_stdin: bool,
 
-    /// Continue the conversation recorded in a transcript (or "last": the newest one under
-    /// $ROUNDS_HOME/runs), with any provider. The prompt is added as the next user turn; without
-    /// one, "Continue from where you left off."
+    /// Continue the conversation recorded in a transcript (or "last": the newest run in this
+    /// workspace under $ROUNDS_HOME/runs), with any provider. The prompt is added as the next
+    /// user turn; without one, "Continue from where you left off." The run keeps the recorded
+    /// model and workspace unless -m or -w name others.
     #[arg(long, value_name = "FILE|last")]
     pub resume: Option<String>,
 

@@ -23,6 +23,7 @@ pub mod progress;
 pub mod provider;
 pub mod records;
 pub mod render;
+pub mod runs;
 pub mod store;
 pub mod terminal;
 pub mod tools;
