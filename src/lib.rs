@@ -24,6 +24,8 @@ pub mod provider;
 pub mod records;
 pub mod render;
 pub mod runs;
+pub mod show;
+pub mod step_summary;
 pub mod store;
 pub mod terminal;
 pub mod tools;
@@ -51,9 +53,17 @@ pub fn run(cli: Cli) -> u8 {
             init_logging(cli.verbose, cli.quiet);
             return commands::export(&args);
         }
+        Some(cli::Command::Runs(args)) => return commands::runs(&args),
+        Some(cli::Command::Show(args)) => return commands::show(&args),
+        Some(cli::Command::Completions(args)) => return commands::completions(&args),
+        Some(cli::Command::Man) => return commands::man(),
         None => {}
     }
     let (quiet, output) = (cli.quiet, cli.output);
+    let step_summary = cli
+        .step_summary
+        .clone()
+        .filter(|p| !p.as_os_str().is_empty());
     init_logging(cli.verbose, quiet);
     let env = |name: &str| std::env::var(name).ok();
     let mut read_stdin = || config::read_real_stdin(quiet);
@@ -79,6 +89,9 @@ pub fn run(cli: Cli) -> u8 {
     };
     render::print_outcome(output, &outcome);
     render::print_summary(&outcome, quiet);
+    if let Some(path) = step_summary {
+        step_summary::append(&path, &outcome);
+    }
     outcome.exit_code()
 }
 
