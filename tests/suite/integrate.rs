@@ -325,3 +325,38 @@ fn the_example_workflow_reviews_a_change_and_handles_every_exit_code() {
     );
     assert!(summary().contains("### ❌ rounds: error (exit 1)"));
 }
+
+#[test]
+fn the_readme_opens_with_an_install_section_that_matches_the_build_settings() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap();
+    let manifest: toml::Table = toml::from_str(&read("Cargo.toml")).unwrap();
+    let readme = read("README.md");
+    assert!(
+        readme.lines().take(12).any(|l| l == "## Install"),
+        "the install section must come first"
+    );
+    let install = &readme[..readme.find("## Quick start").unwrap()];
+    for needed in [
+        "cargo install --locked --path .",
+        "cargo install --locked --git",
+        "**Platforms**",
+        "rounds completions bash",
+        "rounds man",
+    ] {
+        assert!(install.contains(needed), "{needed}");
+    }
+    let msrv = manifest["package"]["rust-version"].as_str().unwrap();
+    assert!(
+        install.contains(&format!("**Rust**: {msrv} or newer")),
+        "{msrv}"
+    );
+    // The shipped binary is stripped, and the script that regenerates the function order
+    // builds one that is not (it reads the names) without touching the profile, whose
+    // settings are part of every symbol's name.
+    let release = manifest["profile"]["release"].as_table().unwrap();
+    assert_eq!(release["strip"].as_str(), Some("symbols"));
+    let script = read("bench/symbol-order.sh");
+    assert!(script.contains(r#"RUSTFLAGS="-C strip=none""#));
+    assert!(!script.contains("CARGO_PROFILE_"));
+}
