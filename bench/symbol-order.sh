@@ -9,7 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}/symbol-order
-ROUNDS_NO_SYMBOL_ORDER=1 CARGO_TARGET_DIR="$target" cargo build --release --quiet
+# The release profile strips the binary, and callgrind needs its symbol names. They must be the
+# names of the shipped build, and cargo mixes the profile (strip included) into every symbol's
+# hash, while RUSTFLAGS only name the files: so the profile stays as it is and -C strip=none,
+# given last, keeps the symbols.
+ROUNDS_NO_SYMBOL_ORDER=1 RUSTFLAGS="-C strip=none" CARGO_TARGET_DIR="$target" \
+  cargo build --release --quiet
 bin="$target/release/rounds"
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT

@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
+#[path = "cli_subcommands.rs"]
+mod subcommands;
+pub use subcommands::{ColorWhen, CompletionsArgs, RunsArgs, ShowArgs};
+
 /// Run an LLM tool-calling loop to completion, with no human present.
 ///
 /// rounds sends the prompt and the allowed tools to a model, runs the tool calls it asks for
@@ -57,9 +61,10 @@ pub struct Cli {
     #[arg(help_heading = "Prompt", long)]
     pub no_stdin: bool,
 
-    /// Continue the conversation recorded in a transcript (or "last": the newest one under
-    /// $ROUNDS_HOME/runs), with any provider. The prompt is added as the next user turn; without
-    /// one, "Continue from where you left off."
+    /// Continue the conversation recorded in a transcript (or "last": the newest run in this
+    /// workspace under $ROUNDS_HOME/runs), with any provider. The prompt is added as the next
+    /// user turn; without one, "Continue from where you left off." The run keeps the recorded
+    /// model and workspace unless -m or -w name others.
     #[arg(help_heading = "Prompt", long, value_name = "FILE|last")]
     pub resume: Option<String>,
 
@@ -300,6 +305,18 @@ pub struct Cli {
     #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
 
+    /// Append a Markdown summary of the run to FILE (status, rounds, tool calls and errors,
+    /// tokens and cost, the answer folded). GitHub Actions sets GITHUB_STEP_SUMMARY and shows
+    /// the file on the run's page.
+    #[arg(
+        help_heading = "Output",
+        long,
+        value_name = "FILE",
+        env = "GITHUB_STEP_SUMMARY",
+        hide_env_values = true
+    )]
+    pub step_summary: Option<PathBuf>,
+
     /// What to print on stdout.
     #[arg(value_name = "text|json|stream-json", help_heading = "Output", short, long, value_enum, default_value_t = OutputMode::Text)]
     pub output: OutputMode,
@@ -467,6 +484,16 @@ pub enum Command {
     /// store; every run flag applies to every job. See rounds batch --help.
     #[command(disable_help_flag = true)]
     Batch(BatchArgs),
+    /// List recent runs kept under $ROUNDS_HOME/runs (time, status, rounds, tokens, prompt,
+    /// transcript), or delete old ones (--prune).
+    Runs(RunsArgs),
+    /// Show a run for a person: each round's text, tool calls with their input and folded
+    /// result, errors, usage and cost; or write it as one HTML page (--html).
+    Show(ShowArgs),
+    /// Print a completion script for SHELL on stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout.
+    Man,
 }
 
 /// `rounds batch`: its flags are parsed by `batch::args`, which adds every run flag to them.
@@ -584,7 +611,11 @@ Examples:
   rounds -a 'bash(cargo *)' --timeout 600 'Make cargo test pass'
   rounds -o stream-json 'Summarize src/' | jq -c 'select(.type == \"tool_use\")'
   rounds -m replay:fixtures/demo/demo.jsonl -w fixtures/demo/workspace
-  rounds tools -a all";
+  rounds tools -a all
+  rounds runs; rounds show last
+
+A prompt that starts with a subcommand's name (tools, export, runs, show, completions, man,
+help) needs -- in front: rounds -- show me the tests";
 
 /// The most seconds any time flag takes (about 31 years): far beyond any real limit, and small
 /// enough that adding it to the current time cannot overflow.
@@ -708,6 +739,23 @@ mod tests {
         assert!(cli.command.is_none() && cli.prompt == ["list", "the", "tools"]);
         let cli = Cli::try_parse_from(["rounds", "--", "tools", "are", "great"]).unwrap();
         assert!(cli.command.is_none() && cli.prompt == ["tools", "are", "great"]);
+        for word in ["runs", "show", "completions", "man", "help"] {
+            let cli = Cli::try_parse_from(["rounds", "--", word, "me"]).unwrap();
+            assert!(
+                cli.command.is_none() && cli.prompt == [word, "me"],
+                "{word}"
+            );
+        }
+        let cli = Cli::try_parse_from(["rounds", "runs", "--prune", "2w", "--dry-run"]).unwrap();
+        let Some(Command::Runs(args)) = cli.command else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(
+            (args.prune, args.dry_run),
+            (Some(std::time::Duration::from_secs(14 * 86_400)), true)
+        );
+        let cli = Cli::try_parse_from(["rounds", "show"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Show(ref a)) if a.run == "last"));
     }
 
     #[test]

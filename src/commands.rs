@@ -1,11 +1,15 @@
-//! The subcommands other than a run: `rounds tools` and `rounds export`. Each gathers its data
-//! from the layers below on the one runtime (`crate::runtime`), and prints through `render`.
+//! The subcommands other than a run: `rounds tools`, `export`, `runs`, `show`, `completions`
+//! and `man`. Each gathers its data from the layers below (on the one runtime,
+//! `crate::runtime`, when it needs one), and prints through `render`.
 
-use std::path::Path;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 
-use crate::cli::{ExportArgs, ListOutput, ToolsArgs};
+use crate::cli::{
+    Cli, ColorWhen, CompletionsArgs, ExportArgs, ListOutput, RunsArgs, ShowArgs, ToolsArgs,
+};
 use crate::outcome::Status;
-use crate::{inventory, render, store};
+use crate::{config, inventory, render, runs, show, store, transcript};
 
 /// `rounds tools`: returns the exit code (2 when the flags or a tool source are wrong).
 pub fn tools(args: ToolsArgs) -> u8 {
@@ -57,11 +61,185 @@ pub fn export(args: &ExportArgs) -> u8 {
     }
 }
 
-/// An unwritable `--out` is the user's to fix, like an unwritable `--transcript`.
-fn write_file(path: &Path, jsonl: &str) -> Result<(), (Status, String)> {
+/// `rounds runs`: the newest runs, or `--prune AGE`. Exit 1 when something could not be
+/// removed.
+pub fn runs(args: &RunsArgs) -> u8 {
+    let dir = match runs_dir() {
+        Ok(dir) => dir,
+        Err(e) => return usage_error(&e),
+    };
+    if let Some(age) = args.prune {
+        let cutoff = std::time::SystemTime::now()
+            .checked_sub(age)
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let pruned = runs::prune(&dir, cutoff, args.dry_run);
+        render::print_pruned(&pruned, args.dry_run);
+        return if pruned.errors.is_empty() {
+            0
+        } else {
+            Status::Error.exit_code()
+        };
+    }
+    let list = runs::list(&dir, args.limit);
+    render::print_runs(args.output == ListOutput::Json, &list, &dir);
+    0
+}
+
+/// `rounds show FILE|RUN_ID|last`: the run as text (coloured and paged on a terminal), or as
+/// an HTML page with `--html`.
+pub fn show(args: &ShowArgs) -> u8 {
+    let read = find_run(&args.run).and_then(|path| {
+        transcript::read(&path)
+            .map_err(|e| e.to_string())
+            .map(|t| (path, t))
+    });
+    let (path, transcript) = match read {
+        Ok(found) => found,
+        Err(e) => return usage_error(&e),
+    };
+    let shown = path.display().to_string();
+    if let Some(out) = &args.html {
+        let page = show::html::render(&transcript, &shown);
+        return match write_file(out, &page) {
+            Ok(()) => 0,
+            Err((status, message)) => {
+                render::print_error("usage error", &message);
+                status.exit_code()
+            }
+        };
+    }
+    let terminal = std::io::stdout().is_terminal();
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let color = !no_color
+        && match args.color {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto => terminal,
+        };
+    let options = show::Options {
+        result_lines: args.result_lines,
+        color,
+    };
+    let text = show::terminal::render(&transcript, &shown, options);
+    render::print_paged(&text, terminal && !args.no_pager);
+    0
+}
+
+/// `rounds completions SHELL`.
+pub fn completions(args: &CompletionsArgs) -> u8 {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "rounds", &mut script);
+    render::print_document(&script);
+    0
+}
+
+/// `rounds man`: one page, rounds(1), with a section per subcommand (clap_mangen alone would
+/// point to pages rounds-runs(1)… that no one installs).
+pub fn man() -> u8 {
+    match man_page() {
+        Ok(page) => {
+            render::print_document(page.as_bytes());
+            0
+        }
+        Err(e) => {
+            render::print_error("error", &format!("cannot render the man page: {e}"));
+            Status::Error.exit_code()
+        }
+    }
+}
+
+fn man_page() -> std::io::Result<String> {
+    use clap::CommandFactory;
+    use clap_mangen::Man;
+    type Part = fn(&Man, &mut dyn std::io::Write) -> std::io::Result<()>;
+    // Each part comes with roff's preamble (two lines defining Aq); the page needs it once.
+    let part = |man: &Man, render: Part| -> std::io::Result<String> {
+        let mut buf = Vec::new();
+        render(man, &mut buf)?;
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        Ok(text
+            .lines()
+            .filter(|l| !l.starts_with(".ie \\n(.g .ds Aq") && !l.starts_with(".el .ds Aq"))
+            .map(|l| format!("{l}\n"))
+            .collect())
+    };
+    let mut cmd = Cli::command();
+    cmd.build();
+    let main = Man::new(cmd.clone());
+    let mut page = String::from(".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n");
+    for render in [
+        Man::render_title,
+        Man::render_name_section,
+        Man::render_synopsis_section,
+        Man::render_description_section,
+        Man::render_options_section,
+    ] as [Part; 5]
+    {
+        page.push_str(&part(&main, render)?);
+    }
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let man = Man::new(sub.clone());
+        let name = sub.get_bin_name().unwrap_or(sub.get_name()).to_uppercase();
+        page.push_str(&format!(".SH \"{name}\"\n"));
+        for render in [
+            Man::render_description_section,
+            Man::render_synopsis_section,
+            Man::render_options_section,
+        ] as [Part; 3]
+        {
+            // Within the subcommand's section, its parts are subsections.
+            let text = part(&man, render)?;
+            let text = text.replacen(".SH DESCRIPTION\n", "", 1);
+            let text = text.replace(".SH SYNOPSIS", ".SS Usage");
+            page.push_str(
+                &text
+                    .replace(".SH OPTIONS", ".SS Options")
+                    .replace(".SH ", ".SS "),
+            );
+        }
+    }
+    page.push_str(&part(&main, Man::render_extra_section)?);
+    page.push_str(&part(&main, Man::render_version_section)?);
+    Ok(page)
+}
+
+/// `$ROUNDS_HOME/runs`.
+fn runs_dir() -> Result<PathBuf, String> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    config::rounds_home(&env)
+        .map(|home| home.join(runs::DIR))
+        .ok_or_else(|| "cannot tell where runs are kept: set ROUNDS_HOME or HOME".into())
+}
+
+/// What `rounds show` was given: `last`, a file, or a run id under the runs directory.
+fn find_run(which: &str) -> Result<PathBuf, String> {
+    if which == "last" {
+        let dir = runs_dir()?;
+        return runs::newest(&dir, None).ok_or_else(|| format!("no runs under {}", dir.display()));
+    }
+    let path = Path::new(which);
+    if path.exists() || !runs::is_run_id(which) || which.ends_with(".jsonl") {
+        return Ok(path.to_owned());
+    }
+    let dir = runs_dir()?;
+    runs::find(&dir, which).ok_or_else(|| {
+        format!(
+            "no run {which} under {} (nor a file of that name)",
+            dir.display()
+        )
+    })
+}
+
+fn usage_error(message: &str) -> u8 {
+    render::print_error("usage error", message);
+    Status::Usage.exit_code()
+}
+
+/// An unwritable `--out` (or `--html`) is the user's to fix, like an unwritable `--transcript`.
+fn write_file(path: &Path, text: &str) -> Result<(), (Status, String)> {
     use std::io::Write;
-    let written =
-        crate::files::create_private(path).and_then(|mut f| f.write_all(jsonl.as_bytes()));
+    let written = crate::files::create_private(path).and_then(|mut f| f.write_all(text.as_bytes()));
     written.map_err(|e| {
         (
             Status::Usage,

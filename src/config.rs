@@ -14,6 +14,7 @@ use crate::process::{self, Sandbox, sandbox};
 use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Api, Cache, CacheTtl, Effort, Options, Parallel, ProviderChoice};
+use crate::runs;
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
@@ -36,6 +37,8 @@ pub struct Resume {
     pub origin_run_id: String,
     /// Every transcript of the chain, oldest first (`path` last).
     pub files: Vec<PathBuf>,
+    /// The start line of the run resumed (`path`'s).
+    pub start: transcript::Start,
 }
 
 /// The prompt of a resumed run when none is given.
@@ -133,8 +136,11 @@ pub enum ConfigError {
     Replay(#[from] ReadError),
     #[error("--resume: {0}")]
     Resume(ReadError),
-    #[error("--resume last: no transcript under {}", .0.display())]
-    NothingToResume(PathBuf),
+    #[error(
+        "--resume last: no run in workspace {} among the newest {} under {}",
+        workspace.display(), runs::MAX_SCAN, runs.display()
+    )]
+    NothingToResume { runs: PathBuf, workspace: PathBuf },
     #[error(
         "--transcript {}: that file is read by this run (--resume or replay); writing the new \
          transcript there would destroy it",
@@ -243,6 +249,11 @@ fn text_stdin(bytes: Vec<u8>) -> Result<String, ConfigError> {
 impl Config {
     pub fn resolve(cli: Cli, inputs: Inputs<'_>) -> Result<Config, ConfigError> {
         let env = |name: &str| (inputs.env)(name).filter(|v| !v.is_empty());
+        let resume = match &cli.resume {
+            None => None,
+            Some(which) => Some(resume(which, &env, &inputs.cwd, &cli.tools)?),
+        };
+        let cli = keep_resumed(cli, resume.as_ref(), &inputs.cwd);
         let model_spec = cli
             .model
             .clone()
@@ -271,10 +282,6 @@ impl Config {
             _ => None,
         };
 
-        let resume = match &cli.resume {
-            None => None,
-            Some(which) => Some(resume(which, &env, &inputs.cwd)?),
-        };
         let fallback = match (&resume, recorded) {
             (Some(_), _) => Some(CONTINUE),
             (None, Some(start)) => Some(start.prompt.as_str()),
@@ -717,14 +724,23 @@ pub fn tool_setup(
     Ok((tools, process::tool_env(&lookup, &names, &flags.tool_env)))
 }
 
+/// `--resume FILE`, or `--resume last`: the newest run in this run's workspace (`-w`, else the
+/// current directory).
 fn resume(
     which: &str,
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
+    flags: &ToolFlags,
 ) -> Result<Resume, ConfigError> {
     let path = if which == "last" {
-        let home = rounds_home(env).unwrap_or_default().join("runs");
-        latest_transcript(&home).ok_or(ConfigError::NothingToResume(home))?
+        let runs = rounds_home(env).unwrap_or_default().join(runs::DIR);
+        let dir = flags
+            .workspace
+            .as_ref()
+            .map_or(cwd.to_owned(), |w| cwd.join(w));
+        let workspace = std::fs::canonicalize(&dir).unwrap_or(dir);
+        runs::newest(&runs, Some(&workspace))
+            .ok_or(ConfigError::NothingToResume { runs, workspace })?
     } else {
         cwd.join(which)
     };
@@ -746,30 +762,47 @@ fn resume(
             .filter_map(|t| t.start.resumed_from.as_ref().map(PathBuf::from))
             .chain([path.clone()])
             .collect(),
+        start: chain.last().map(|t| t.start.clone()).ok_or_else(|| {
+            ConfigError::Resume(ReadError::Invalid {
+                path: path.clone(),
+                line: 1,
+                message: "no start line".into(),
+            })
+        })?,
         path,
     })
 }
 
-/// The newest transcript under `runs/`: run ids and date folders sort by time.
-fn latest_transcript(runs: &Path) -> Option<PathBuf> {
-    let newest = |dir: &Path, want_dir: bool| {
-        std::fs::read_dir(dir)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.is_dir() == want_dir && (want_dir || p.extension().is_some_and(|e| e == "jsonl"))
-            })
-            .max()
+/// A resumed run keeps the model and the workspace its transcript recorded, unless the flags
+/// (or `ROUNDS_MODEL`) name others. A recorded workspace is only taken while it is still a
+/// directory given by an absolute path; it then confines the tools like any `-w`, and a
+/// warning names it when it is not the current directory.
+fn keep_resumed(mut cli: Cli, resume: Option<&Resume>, cwd: &Path) -> Cli {
+    let Some(start) = resume.map(|r| &r.start) else {
+        return cli;
     };
-    let mut days: Vec<PathBuf> = std::fs::read_dir(runs)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    days.sort();
-    days.iter().rev().find_map(|day| newest(day, false))
+    if cli.model.is_none() && start.provider != "replay" {
+        cli.model = Some(format!("{}/{}", start.provider, start.model));
+    }
+    let recorded = Path::new(&start.workspace);
+    if cli.tools.workspace.is_some() {
+        return cli;
+    }
+    if !(recorded.is_absolute() && recorded.is_dir()) {
+        tracing::warn!(
+            "the resumed run's workspace {} is not a directory any more; using the current one",
+            recorded.display()
+        );
+    } else {
+        if std::fs::canonicalize(cwd).is_ok_and(|c| c != recorded) {
+            tracing::warn!(
+                "resuming in the run's workspace {} (-w changes it)",
+                recorded.display()
+            );
+        }
+        cli.tools.workspace = Some(recorded.to_owned());
+    }
+    cli
 }
 
 /// `--append-system-prompt TEXT|@FILE` (repeatable): each added after the system prompt, which
@@ -828,13 +861,11 @@ fn read_file(what: &'static str, path: &Path) -> Result<String, ConfigError> {
 /// `$ROUNDS_HOME/runs/YYYY-MM-DD/RUN_ID.jsonl`; `ROUNDS_HOME` defaults to `$XDG_STATE_HOME/rounds`,
 /// else `~/.local/state/rounds`. `None` when none of those can be found.
 fn default_transcript_path(env: &dyn Fn(&str) -> Option<String>, run_id: &str) -> Option<PathBuf> {
-    let home = rounds_home(env)?;
-    let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
-    Some(home.join("runs").join(date).join(format!("{run_id}.jsonl")))
+    Some(runs::transcript_path(&rounds_home(env)?, run_id))
 }
 
 /// `$ROUNDS_HOME`, else `$XDG_STATE_HOME/rounds`, else `~/.local/state/rounds`.
-fn rounds_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub fn rounds_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     env("ROUNDS_HOME").map(PathBuf::from).or_else(|| {
         env("XDG_STATE_HOME")
             .map(|s| PathBuf::from(s).join("rounds"))
@@ -842,13 +873,13 @@ fn rounds_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     })
 }
 
-/// A run id that sorts by time and is unique enough across concurrent runs on one machine.
+/// A run id that sorts by time (see `runs::new_id`) and is unique enough across concurrent runs
+/// on one machine.
 fn new_run_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
-    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
-    format!("{stamp}-{:08x}", h.finish() as u32)
+    runs::new_id(jiff::Timestamp::now(), h.finish() as u32)
 }
 
 #[cfg(test)]

@@ -25,6 +25,9 @@ pub mod provider;
 pub mod records;
 pub mod render;
 pub mod settings;
+pub mod runs;
+pub mod show;
+pub mod step_summary;
 pub mod store;
 pub mod terminal;
 pub mod tools;
@@ -75,9 +78,17 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
         }
         Some(cli::Command::Config) => return commands::config(&layers),
         Some(cli::Command::Batch(args)) => return batch::main(args.args),
+        Some(cli::Command::Runs(args)) => return commands::runs(&args),
+        Some(cli::Command::Show(args)) => return commands::show(&args),
+        Some(cli::Command::Completions(args)) => return commands::completions(&args),
+        Some(cli::Command::Man) => return commands::man(),
         None => {}
     }
     let (quiet, output) = (cli.quiet, cli.output);
+    let step_summary = cli
+        .step_summary
+        .clone()
+        .filter(|p| !p.as_os_str().is_empty());
     init_logging(cli.verbose, quiet);
     let env = |name: &str| std::env::var(name).ok();
     let mut read_stdin = || config::read_real_stdin(quiet);
@@ -105,6 +116,9 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
     };
     render::print_outcome(output, &outcome);
     render::print_summary(&outcome, quiet);
+    if let Some(path) = step_summary {
+        step_summary::append(&path, &outcome);
+    }
     outcome.exit_code()
 }
 

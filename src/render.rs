@@ -91,6 +91,134 @@ pub fn print_export(jsonl: &str) {
     let _ = out.write_all(jsonl.as_bytes()).and_then(|()| out.flush());
 }
 
+/// A document for stdout as it is (a completion script, a man page).
+pub fn print_document(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes).and_then(|()| out.flush());
+}
+
+/// Text for a person, through a pager when `page` (stdout is a terminal): `$PAGER` run with
+/// `sh -c`, else `less`, with `LESS=FRX` unless set (quit at once when it fits one screen, keep
+/// colours, leave the screen as it is). A pager that cannot start means printing directly.
+pub fn print_paged(text: &str, page: bool) {
+    if page && through_pager(text) {
+        return;
+    }
+    print_document(text.as_bytes());
+}
+
+fn through_pager(text: &str) -> bool {
+    use std::process::{Command, Stdio};
+    let pager = std::env::var("PAGER")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "less".into());
+    if pager.trim() == "cat" {
+        return false;
+    }
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(&pager).stdin(Stdio::piped());
+    if std::env::var_os("LESS").is_none() {
+        cmd.env("LESS", "FRX");
+    }
+    let Ok(mut child) = cmd.spawn() else {
+        return false;
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // A pager quit early (q) closes the pipe: not an error.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let _ = child.wait();
+    true
+}
+
+/// `rounds runs`: a table (time, status, rounds, tokens, prompt; the transcript below), or one
+/// JSON array.
+pub fn print_runs(json: bool, runs: &[crate::runs::Summary], dir: &std::path::Path) {
+    let mut out = String::new();
+    if json {
+        out = serde_json::to_string_pretty(runs).unwrap_or_default();
+        out.push('\n');
+    } else if runs.is_empty() {
+        eprintln!(
+            "rounds: no runs under {}",
+            terminal::line(&dir.display().to_string())
+        );
+        return;
+    } else {
+        out.push_str(&format!(
+            "{:23}  {:12}  {:>6}  {:>15}  PROMPT\n",
+            "STARTED (UTC)", "STATUS", "ROUNDS", "TOKENS IN/OUT"
+        ));
+        for r in runs {
+            let time = r
+                .time
+                .parse::<jiff::Timestamp>()
+                .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
+                .unwrap_or_else(|_| terminal::line(&r.time).into_owned());
+            let tokens = r.usage.map_or("-".to_owned(), |u| {
+                format!("{}/{}", u.input_total(), u.output_tokens)
+            });
+            let prompt = match &r.error {
+                Some(e) if r.status == "unreadable" => e.clone(),
+                _ => r.prompt.clone(),
+            };
+            out.push_str(&format!(
+                "{time:23}  {:12}  {:>6}  {tokens:>15}  {}\n",
+                r.status,
+                r.rounds,
+                terminal::line(&shorten(&prompt, 60))
+            ));
+            let path = r.path.display().to_string();
+            out.push_str(&format!("{:23}  {}\n", "", terminal::line(&path)));
+        }
+    }
+    print_document(out.as_bytes());
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// `rounds runs --prune`: what went (or would go), what stayed and why, what failed.
+pub fn print_pruned(pruned: &crate::runs::Pruned, dry_run: bool) {
+    let verb = if dry_run { "would remove" } else { "removed" };
+    let mut out = String::new();
+    for path in &pruned.removed {
+        out.push_str(&format!(
+            "{verb} {}\n",
+            terminal::line(&path.display().to_string())
+        ));
+    }
+    for path in &pruned.kept {
+        out.push_str(&format!(
+            "kept {} (a newer run was resumed from it)\n",
+            terminal::line(&path.display().to_string())
+        ));
+    }
+    let runs = pruned
+        .removed
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .count();
+    out.push_str(&format!(
+        "{verb} {runs} run{} ({:.1} MiB)\n",
+        if runs == 1 { "" } else { "s" },
+        pruned.bytes as f64 / 1024.0 / 1024.0
+    ));
+    print_document(out.as_bytes());
+    for (path, error) in &pruned.errors {
+        print_error(
+            "error",
+            &format!("cannot remove {}: {error}", path.display()),
+        );
+    }
+}
+
 /// The stderr lines that close a run: the error if any, then a one-line summary.
 pub fn print_summary(outcome: &Outcome, quiet: bool) {
     if let Some(error) = &outcome.error {

@@ -234,6 +234,8 @@ fn a_resumed_responses_run_sends_its_reasoning_to_openai_only() {
     // Anthropic gets the conversation without any of them.
     let claude = MockServer::start(vec![sse::answer("ok")]);
     let out = run(sb.anthropic(&claude).args([
+        "-m",
+        "anthropic/claude-test",
         "--no-transcript",
         "--resume",
         first.to_str().unwrap(),

@@ -163,7 +163,7 @@ fn resume_last_picks_the_newest_run_and_a_missing_file_is_a_usage_error() {
         ))]);
         let out = run(sb.anthropic(&server).arg(answer));
         assert_eq!(out.code, 0, "{}", out.stderr);
-        std::thread::sleep(std::time::Duration::from_millis(1100));
+        // Run ids sort to the millisecond: runs a second apart or less are told apart.
     }
     let server = MockServer::start(vec![sse::answer("third")]);
     let out =
@@ -186,6 +186,141 @@ fn resume_last_picks_the_newest_run_and_a_missing_file_is_a_usage_error() {
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("--resume: cannot read transcript"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn resume_last_is_the_newest_run_in_this_workspace() {
+    let sb = Sandbox::new();
+    let other = sb.path("other");
+    std::fs::create_dir_all(&other).unwrap();
+    // A run here, then a newer one elsewhere (by -w, and by its working directory).
+    for (dir, flags, prompt) in [
+        (sb.ws(), vec![], "here"),
+        (sb.ws(), vec!["-w", "../other"], "there by -w"),
+        (other.clone(), vec![], "there by cwd"),
+    ] {
+        let server = MockServer::start(vec![sse::answer("ok")]);
+        let out = run(sb
+            .anthropic(&server)
+            .current_dir(dir)
+            .args(flags)
+            .arg(prompt));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    // (working directory, flags, the prompt of the run that must be resumed)
+    let cases = [
+        (sb.ws(), vec![], "here"),
+        (other.clone(), vec![], "there by cwd"),
+        (sb.ws(), vec!["-w", "../other"], "there by cwd"),
+    ];
+    for (dir, flags, resumed) in cases {
+        let server = MockServer::start(vec![sse::answer("ok")]);
+        let out = run(sb.anthropic(&server).current_dir(&dir).args(&flags).args([
+            "--no-transcript",
+            "--no-cache",
+            "--resume",
+            "last",
+            "next",
+        ]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let body = server.requests()[0].json();
+        assert_eq!(body["messages"][0]["content"], resumed, "{flags:?}");
+    }
+    let empty = sb.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run(sb
+        .rounds()
+        .env("ANTHROPIC_API_KEY", "k")
+        .current_dir(&empty)
+        .args(["--resume", "last", "next"]));
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains(&format!(
+            "--resume last: no run in workspace {}",
+            empty.canonicalize().unwrap().display()
+        )),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_resumed_run_keeps_its_workspace_and_model_unless_flags_change_them() {
+    let sb = Sandbox::new();
+    let recorded = sb.path("project");
+    std::fs::create_dir_all(&recorded).unwrap();
+    std::fs::write(recorded.join("a.txt"), "alpha\n").unwrap();
+    let first = sb.path("first.jsonl");
+    let server = MockServer::start(vec![sse::answer("ok")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args([
+            "-m",
+            "anthropic/claude-recorded",
+            "-w",
+            "../project",
+            "--transcript",
+        ])
+        .arg(&first)
+        .arg("hi"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let read = || {
+        Reply::sse(sse::anthropic(
+            &[B::Tool("t1", "read_file", r#"{"path":"a.txt"}"#)],
+            "tool_use",
+            1,
+            1,
+        ))
+    };
+    // (flags, the model asked for, whether a.txt is found: only in the recorded workspace)
+    let cases: [(&[&str], &str, bool); 3] = [
+        (&[], "claude-recorded", true),
+        (&["-m", "anthropic/claude-flag"], "claude-flag", true),
+        (&["-w", "."], "claude-recorded", false),
+    ];
+    for (flags, model, found) in cases {
+        let server = MockServer::start(vec![read(), sse::answer("done")]);
+        let out = run(sb
+            .anthropic(&server)
+            .args(flags)
+            .args(["--no-transcript", "--resume"])
+            .arg(&first)
+            .arg("read a.txt"));
+        assert_eq!(out.code, 0, "{flags:?}: {}", out.stderr);
+        let requests = server.requests();
+        assert_eq!(requests[0].json()["model"], model, "{flags:?}");
+        let result = requests[1].json()["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()["content"][0]
+            .clone();
+        assert_eq!(
+            result["is_error"].as_bool().unwrap_or(false),
+            !found,
+            "{result}"
+        );
+        assert_eq!(
+            out.stderr.contains("resuming in the run's workspace"),
+            flags.is_empty() || flags[0] == "-m",
+            "{flags:?}: {}",
+            out.stderr
+        );
+    }
+    // A recorded workspace that is gone is not used: the current directory is, with a warning.
+    std::fs::rename(&recorded, sb.path("moved")).unwrap();
+    let server = MockServer::start(vec![read(), sse::answer("done")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--no-transcript", "--resume"])
+        .arg(&first)
+        .arg("read a.txt"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is not a directory any more"),
         "{}",
         out.stderr
     );

@@ -1,0 +1,268 @@
+//! A transcript as one self-contained HTML page, for a CI artifact opened in a browser: inline
+//! CSS, no external assets, no JavaScript (folded results are `<details>`), and a Content
+//! Security Policy that would block scripts and loads even if something slipped through.
+//!
+//! Every piece of the transcript goes through [`escape`]: control characters are first shown
+//! escaped (as on a terminal, so a hidden bidi override or escape sequence is visible), then
+//! `& < > " '` become entities. Text is only ever placed in element content or quoted
+//! attribute values, never in a tag name, an unquoted attribute or a URL.
+
+use std::fmt::Write;
+
+use super::{defect_text, duration, end_head, input_text, result_head, time};
+use crate::conversation::{Block, ToolResult};
+use crate::transcript::{Round, Transcript};
+
+/// `raw` made safe as HTML text or as a quoted attribute value.
+pub fn escape(raw: &str) -> String {
+    let shown = crate::terminal::text(raw);
+    let mut out = String::with_capacity(shown.len() + 16);
+    for c in shown.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "\
+body{font:15px/1.45 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;\
+color:#1f2328;background:#fff}\
+h1{font-size:1.4rem}h2{font-size:1.1rem;margin:0 0 .5rem}\
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0;font:13px/1.4 ui-monospace,monospace}\
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{color:#59636e}dd{margin:0}\
+section{border:1px solid #d1d9e0;border-radius:6px;padding:.8rem 1rem;margin:1rem 0}\
+.meta{color:#59636e;font-weight:normal;font-size:.9rem}\
+.call{border-left:3px solid #0969da;padding-left:.7rem;margin:.6rem 0}\
+.call code{font:13px ui-monospace,monospace;overflow-wrap:anywhere}\
+details{margin:.3rem 0}summary{cursor:pointer}\
+.ok>summary{color:#1a7f37}.error>summary,.error>pre,.err{color:#cf222e}\
+.thinking,.note{color:#59636e}.warn{color:#9a6700}\
+.status-ok{color:#1a7f37}.status-bad{color:#cf222e}";
+
+/// The whole transcript as an HTML document.
+pub fn render(t: &Transcript, path: &str) -> String {
+    let s = &t.start;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>rounds run {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        escape(&s.run_id)
+    );
+    let _ = writeln!(
+        out,
+        "<header>\n<h1>rounds run <code>{}</code></h1>\n<dl>",
+        escape(&s.run_id)
+    );
+    let mut field = |name: &str, value: &str| {
+        let _ = writeln!(out, "<dt>{name}</dt><dd>{}</dd>", escape(value));
+    };
+    field("model", &format!("{}/{}", s.provider, s.model));
+    field("started", &time(&s.time));
+    field("workspace", &s.workspace);
+    field("tools", &s.tools.join(", "));
+    if let Some(from) = &s.resumed_from {
+        field("resumed from", from);
+    }
+    field("transcript", path);
+    out.push_str("</dl>\n</header>\n");
+    let _ = writeln!(
+        out,
+        "<section class=\"prompt\">\n<h2>Prompt</h2>\n<pre>{}</pre>\n</section>",
+        escape(&s.prompt)
+    );
+    for round in &t.rounds {
+        render_round(&mut out, round);
+    }
+    out.push_str("<section class=\"end\">\n");
+    if t.torn_tail {
+        out.push_str(
+            "<p class=\"warn\">The last line was cut off (the run was killed while writing \
+             it).</p>\n",
+        );
+    }
+    match &t.end {
+        Some(end) => {
+            let class = if end.exit_code == 0 {
+                "status-ok"
+            } else {
+                "status-bad"
+            };
+            let _ = writeln!(
+                out,
+                "<h2>End: <span class=\"{class}\">{}</span></h2>\n<p>{} · {}</p>",
+                escape(&end_head(end)),
+                escape(&super::usage_text(&end.usage, end.cost_usd)),
+                duration(end.duration_ms)
+            );
+            if let Some(error) = &end.error {
+                let _ = writeln!(out, "<pre class=\"err\">{}</pre>", escape(error));
+            }
+            if !end.final_text.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "<h2>Answer</h2>\n<pre class=\"answer\">{}</pre>",
+                    escape(&end.final_text)
+                );
+            }
+        }
+        None => out.push_str(
+            "<p class=\"warn\">No end line: the run is still going, or was killed.</p>\n",
+        ),
+    }
+    out.push_str("</section>\n</body>\n</html>\n");
+    out
+}
+
+fn render_round(out: &mut String, round: &Round) {
+    let _ = writeln!(
+        out,
+        "<section class=\"round\" id=\"round-{n}\">\n<h2>Round {n}{summary} <span \
+         class=\"meta\">{} model · {} tools · {}{stop}</span></h2>",
+        duration(round.model_ms),
+        duration(round.tools_ms),
+        escape(&super::usage_text(&round.usage, round.cost_usd)),
+        n = round.round,
+        summary = if round.summary {
+            " (summary, no tools)"
+        } else {
+            ""
+        },
+        stop = round
+            .stop_reason
+            .as_ref()
+            .map(|r| format!(" · stop: {}", escape(&super::name(r))))
+            .unwrap_or_default(),
+    );
+    for retry in &round.retries {
+        let _ = writeln!(
+            out,
+            "<p class=\"warn\">Retry after attempt {}: {} (waited {})</p>",
+            retry.attempt,
+            escape(&retry.error),
+            duration(retry.delay_ms)
+        );
+    }
+    for block in &round.blocks {
+        match block {
+            Block::Text { text, .. } => {
+                let _ = writeln!(out, "<pre class=\"text\">{}</pre>", escape(text));
+            }
+            Block::Thinking { text, .. } => {
+                let _ = writeln!(
+                    out,
+                    "<details class=\"thinking\"><summary>Thinking ({} lines)</summary><pre>{}\
+                     </pre></details>",
+                    text.lines().count(),
+                    escape(text)
+                );
+            }
+            Block::RedactedThinking { .. } => {
+                out.push_str("<p class=\"thinking\">[redacted thinking]</p>\n");
+            }
+            Block::Reasoning { summary, .. } => {
+                let _ = writeln!(
+                    out,
+                    "<details class=\"thinking\"><summary>Reasoning (encrypted; {} summary \
+                     parts)</summary><pre>{}</pre></details>",
+                    summary.len(),
+                    escape(&summary.join("\n\n"))
+                );
+            }
+            Block::ToolUse(call) => {
+                let input = match serde_json::to_string_pretty(&call.input) {
+                    Ok(pretty) if call.defect.is_none() => pretty,
+                    _ => input_text(call),
+                };
+                let _ = writeln!(
+                    out,
+                    "<div class=\"call\">\n<div>→ <b>{}</b> <span class=\"meta\">{}</span></div>\n\
+                     <pre class=\"input\">{}</pre>",
+                    escape(&call.name),
+                    escape(&call.id),
+                    escape(&input)
+                );
+                if let Some(defect) = defect_text(call) {
+                    let _ = writeln!(out, "<p class=\"err\">Not run: {}</p>", escape(&defect));
+                }
+                match super::result_of(round, call) {
+                    Some(r) => result(out, r),
+                    None if call.defect.is_none() => {
+                        out.push_str("<p class=\"warn\">No result recorded.</p>\n");
+                    }
+                    None => {}
+                }
+                out.push_str("</div>\n");
+            }
+        }
+    }
+    for stray in super::stray_results(round) {
+        let _ = writeln!(
+            out,
+            "<div class=\"call\"><p class=\"warn\">Result for no call ({})</p>",
+            escape(&stray.tool_use_id)
+        );
+        result(out, stray);
+        out.push_str("</div>\n");
+    }
+    if let Some(error) = &round.error {
+        let _ = writeln!(out, "<p class=\"err\">Stream error: {}</p>", escape(error));
+    }
+    if !round.elided.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Elided from this request on to fit the context window: {} \
+             earlier results.</p>",
+            round.elided.len()
+        );
+    }
+    out.push_str("</section>\n");
+}
+
+/// A result as `<details>`: the summary line says how it went and shows its first line; the
+/// whole recorded result is inside. Errors are open.
+fn result(out: &mut String, r: &ToolResult) {
+    let (class, open) = if r.is_error {
+        ("error", " open")
+    } else {
+        ("ok", "")
+    };
+    let first = r.content.lines().next().unwrap_or("");
+    let total = r.content.lines().count();
+    let size = if total > 1 {
+        format!(" ({total} lines)")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "<details class=\"result {class}\"{open}><summary>{}{size} <span class=\"meta\">{}\
+         </span></summary><pre>{}</pre></details>",
+        escape(&result_head(r)),
+        escape(first.trim()),
+        escape(&r.content)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_markup_quotes_and_controls() {
+        assert_eq!(
+            escape("<a href=\"x\" title='y'>&amp;</a>"),
+            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;"
+        );
+        assert_eq!(escape("a\u{202e}b\x1b[2J\n"), "a\\u{202e}b\\x1b[2J\n");
+    }
+}

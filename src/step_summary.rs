@@ -1,0 +1,172 @@
+//! `--step-summary FILE` (or `GITHUB_STEP_SUMMARY`, which GitHub Actions sets): a Markdown
+//! summary of the run appended to FILE when it ends, which GitHub shows on the workflow run's
+//! page: status, rounds, tool calls and errors, tokens and cost, and the answer, folded.
+//!
+//! The prompt's first line, the answer and any error are other parties' text (a PR title, the
+//! model): each is put where Markdown and HTML cannot reach it, inside a code span or a fenced
+//! block whose fence is longer than any run of backticks in it, so nothing in it can close the
+//! fence, the `<details>` block around it, or add markup to the page.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::outcome::{Outcome, Status};
+
+/// The most bytes of the answer put in the summary (GitHub takes at most 1 MiB per step).
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// Appends the run's summary to `path`, creating it if needed. A failure is a warning: the run
+/// itself went as its status says.
+pub fn append(path: &Path, outcome: &Outcome) {
+    let start = outcome
+        .transcript
+        .as_deref()
+        .and_then(|t| crate::runs::read_start(t).ok());
+    let model = start
+        .as_ref()
+        .map(|s| format!("{}/{}", s.provider, s.model));
+    let prompt = start
+        .as_ref()
+        .map(|s| s.prompt.lines().next().unwrap_or("").to_owned());
+    let text = markdown(outcome, model.as_deref(), prompt.as_deref());
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        tracing::warn!("cannot write the step summary {}: {e}", path.display());
+    }
+}
+
+/// The summary as Markdown, starting and ending with a blank line so it stands apart from
+/// whatever else the step appends.
+pub fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&str>) -> String {
+    let status = outcome.status;
+    let mark = match status {
+        Status::Completed => "✅",
+        Status::Error | Status::Usage => "❌",
+        _ => "⚠️",
+    };
+    let mut md = format!(
+        "\n### {mark} rounds: {} (exit {})\n\n",
+        status.as_str(),
+        status.exit_code()
+    );
+    let mut item = |name: &str, value: String| md.push_str(&format!("- **{name}:** {value}\n"));
+    if let Some(prompt) = prompt {
+        item("Prompt", code_span(&shorten(prompt, 120)));
+    }
+    if let Some(model) = model {
+        item("Model", code_span(model));
+    }
+    item("Rounds", outcome.rounds.to_string());
+    let failed: u32 = outcome.tool_errors.values().sum();
+    let mut calls = outcome.tool_calls.to_string();
+    if failed > 0 {
+        let kinds: Vec<String> = outcome
+            .tool_errors
+            .iter()
+            .map(|(kind, n)| format!("{} {n}", crate::show::name(kind)))
+            .collect();
+        calls.push_str(&format!(", {failed} failed ({})", kinds.join(", ")));
+    }
+    item("Tool calls", calls);
+    item(
+        "Tokens",
+        crate::show::usage_text(&outcome.usage, None).replace(" tokens", ""),
+    );
+    if let Some(usd) = outcome.cost_usd {
+        item("Cost", format!("${usd:.4}"));
+    }
+    item("Duration", crate::show::duration(outcome.duration_ms));
+    if let Some(path) = &outcome.transcript {
+        item("Transcript", code_span(&path.display().to_string()));
+    }
+    if let Some(error) = &outcome.error {
+        md.push_str(&format!("\n**Error:**\n\n{}\n", fenced(error)));
+    }
+    if !outcome.final_text.is_empty() {
+        let lines = outcome.final_text.lines().count();
+        let mut answer = outcome.final_text.as_str();
+        let mut cut = String::new();
+        if answer.len() > MAX_ANSWER {
+            let mut end = MAX_ANSWER;
+            while !answer.is_char_boundary(end) {
+                end -= 1;
+            }
+            answer = &answer[..end];
+            cut = "\n_The answer is cut here; the transcript has all of it._\n".into();
+        }
+        md.push_str(&format!(
+            "\n<details><summary>Final answer ({lines} line{})</summary>\n\n{}\n{cut}\n</details>\n",
+            if lines == 1 { "" } else { "s" },
+            fenced(answer)
+        ));
+    }
+    md.push('\n');
+    md
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The longest run of backticks in `text`.
+fn longest_backticks(text: &str) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
+}
+
+/// `text` on one line (control characters shown escaped) as a Markdown code span, whose
+/// backtick string is longer than any inside it.
+fn code_span(text: &str) -> String {
+    let text = crate::terminal::line(text);
+    let ticks = "`".repeat(longest_backticks(&text) + 1);
+    // A span that starts or ends with a backtick needs a space between.
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{pad}{text}{pad}{ticks}")
+}
+
+/// `text` as a fenced code block (control characters shown escaped), fenced with more
+/// backticks than any run inside it, so no line of it can close the block.
+fn fenced(text: &str) -> String {
+    let text = crate::terminal::text(text);
+    let fence = "`".repeat((longest_backticks(&text) + 1).max(3));
+    format!("{fence}text\n{}\n{fence}", text.trim_end_matches('\n'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_text_stays_inside_its_fence_and_span() {
+        let answer = "ok\n```\n</details>\n<script>alert(1)</script>\n`````\nend";
+        let block = fenced(answer);
+        let fence = "``````";
+        assert!(block.starts_with(&format!("{fence}text\n")), "{block}");
+        assert!(block.ends_with(&format!("\n{fence}")), "{block}");
+        // No line inside is a fence that long.
+        let inner: Vec<&str> = block.lines().collect();
+        assert!(
+            inner[1..inner.len() - 1]
+                .iter()
+                .all(|l| !l.trim().starts_with(fence))
+        );
+        assert_eq!(code_span("a`b"), "``a`b``");
+        assert_eq!(code_span("`x"), "`` `x ``");
+        assert_eq!(code_span("two\nlines"), "`two\\nlines`");
+    }
+}

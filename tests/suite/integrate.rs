@@ -1,0 +1,362 @@
+//! Fitting rounds into shells and CI: completions, the man page, `rounds help`, the GitHub
+//! step summary, and the example workflow's commands run against the mock.
+
+use crate::common::mock::{MockServer, Reply};
+use crate::common::sse::{self, B};
+use crate::common::{Sandbox, run};
+use pretty_assertions::assert_eq;
+
+const SUBCOMMANDS: [&str; 6] = ["tools", "export", "runs", "show", "completions", "man"];
+
+#[test]
+fn completions_cover_every_subcommand_for_each_shell() {
+    let sb = Sandbox::new();
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let out = run(sb.rounds().args(["completions", shell]));
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        for name in SUBCOMMANDS {
+            assert!(out.stdout.contains(name), "{shell} lacks {name}");
+        }
+        assert!(out.stdout.contains("output-schema"), "{shell}");
+    }
+    let out = run(sb.rounds().args(["completions", "tcsh"]));
+    assert_eq!(out.code, 2);
+}
+
+#[test]
+fn the_man_page_is_roff_and_documents_the_flags() {
+    let sb = Sandbox::new();
+    let out = run(sb.rounds().arg("man"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = out.stdout;
+    assert!(page.starts_with(".ie \\n(.g .ds Aq"), "{}", &page[..80]);
+    assert!(page.contains("\n.TH rounds 1 "), "{}", &page[..200]);
+    assert!(page.contains(".SH NAME\nrounds"));
+    assert!(page.contains("\\-\\-output\\-schema"));
+    // One page: each subcommand has its section there, not a page of its own.
+    for name in SUBCOMMANDS {
+        let section = format!("\n.SH \"ROUNDS {}\"\n", name.to_uppercase());
+        assert!(page.contains(&section), "{name}");
+    }
+    assert!(!page.contains("rounds\\-runs(1)"));
+    assert_eq!(page.matches(".ds Aq \\(aq").count(), 1);
+}
+
+#[test]
+fn help_subcommand_prints_what_dash_dash_help_prints() {
+    let sb = Sandbox::new();
+    let pairs: [(&[&str], &[&str]); 4] = [
+        (&["help"], &["--help"]),
+        (&["help", "runs"], &["runs", "--help"]),
+        (&["help", "show"], &["show", "--help"]),
+        (&["help", "completions"], &["completions", "--help"]),
+    ];
+    for (help, flag) in pairs {
+        let (a, b) = (run(sb.rounds().args(help)), run(sb.rounds().args(flag)));
+        assert_eq!((a.code, b.code), (0, 0), "{help:?}");
+        assert_eq!(a.stdout, b.stdout, "{help:?}");
+    }
+}
+
+/// The step summary file after one run of `rounds` with `answer`.
+fn summary_after(sb: &Sandbox, replies: Vec<Reply>, args: &[&str]) -> (i32, String) {
+    let file = sb.path("summary.md");
+    let server = MockServer::start(replies);
+    let out = run(sb
+        .anthropic(&server)
+        .env("GITHUB_STEP_SUMMARY", &file)
+        .args(args));
+    (out.code, std::fs::read_to_string(&file).unwrap_or_default())
+}
+
+#[test]
+fn the_step_summary_is_appended_and_a_hostile_answer_stays_in_its_fence() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("summary.md"), "# An earlier step\n").unwrap();
+    let hostile = "Done.\n```\n</details>\n<script>alert(1)</script>\n`````\n# Heading";
+    let (code, md) = summary_after(&sb, vec![sse::answer(hostile)], &["fix it"]);
+    assert_eq!(code, 0);
+    assert!(md.starts_with("# An earlier step\n\n### ✅ rounds: completed (exit 0)\n"));
+    for line in [
+        "- **Prompt:** `fix it`",
+        "- **Model:** `anthropic/claude-sonnet-4-5`",
+        "- **Rounds:** 1",
+        "- **Tool calls:** 0",
+        "- **Tokens:** 1 in / 1 out",
+    ] {
+        assert!(md.contains(&format!("\n{line}\n")), "{line}\n{md}");
+    }
+    // The answer sits in a fence of six backticks (longer than its five), inside <details>.
+    let fence = "``````";
+    let open = format!("<details><summary>Final answer (6 lines)</summary>\n\n{fence}text\n");
+    let at = md.find(&open).unwrap_or_else(|| panic!("{md}")) + open.len();
+    let end = md[at..].find(&format!("\n{fence}\n")).unwrap() + at;
+    assert_eq!(&md[at..end], hostile);
+    assert!(md[end..].starts_with(&format!("\n{fence}\n\n</details>\n")));
+    assert_eq!(md.matches(fence).count(), 2);
+
+    // A second run appends; one that hits a limit and called a tool it was not offered says so.
+    let call = || {
+        Reply::sse(sse::anthropic(
+            &[B::Tool("t1", "bash", r#"{"command":"ls"}"#)],
+            "tool_use",
+            1,
+            1,
+        ))
+    };
+    let (code, md) = summary_after(&sb, vec![call(), call()], &["--max-rounds", "1", "go"]);
+    assert_eq!(code, 3);
+    assert_eq!(md.matches("### ").count(), 2, "{md}");
+    assert!(md.contains("### ⚠️ rounds: max_rounds (exit 3)"), "{md}");
+    assert!(
+        md.contains("- **Tool calls:** 1, 1 failed (unknown_tool 1)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_step_summary_flag_names_the_file_and_usage_errors_are_summarized_too() {
+    let sb = Sandbox::new();
+    let file = sb.path("flag.md");
+    let out = run(sb
+        .rounds()
+        .arg("--step-summary")
+        .arg(&file)
+        .args(["-m", "nowhere/model", "hi"]));
+    assert_eq!(out.code, 2);
+    let md = std::fs::read_to_string(&file).unwrap();
+    assert!(md.contains("### ❌ rounds: usage (exit 2)"), "{md}");
+    assert!(
+        md.contains("**Error:**\n\n```text\nunknown provider"),
+        "{md}"
+    );
+}
+
+/// The review step of `examples/github-actions.yml`: its `env:` mapping and its `run: |`
+/// script, as GitHub would run them.
+struct Step {
+    env: Vec<(String, String)>,
+    script: String,
+}
+
+fn example_step() -> Step {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/github-actions.yml");
+    let yml = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<&str> = yml.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let marker = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("# rounds-ci-script"))
+        .expect("the marker above the script");
+    assert_eq!(lines[marker + 1].trim(), "run: |");
+    let key = indent(lines[marker + 1]);
+    let body: Vec<&str> = lines[marker + 2..]
+        .iter()
+        .take_while(|l| l.trim().is_empty() || indent(l) > key)
+        .copied()
+        .collect();
+    let base = indent(body[0]);
+    let script: Vec<&str> = body.iter().map(|l| l.get(base..).unwrap_or("")).collect();
+    let env_at = lines[..marker]
+        .iter()
+        .rposition(|l| l.trim() == "env:")
+        .unwrap();
+    let env = lines[env_at + 1..marker]
+        .iter()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .map(|l| {
+            let (k, v) = l.trim().split_once(": ").unwrap();
+            (k.to_owned(), v.trim_matches('"').to_owned())
+        })
+        .collect();
+    Step {
+        env,
+        script: script.join("\n") + "\n",
+    }
+}
+
+/// A git repository with two commits in the sandbox's workspace; returns the first's id.
+fn two_commits(sb: &Sandbox) -> String {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(sb.ws())
+            .env("HOME", sb.path("home"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    sb.write("lib.rs", "fn one() {}\n");
+    git(&["add", "."]);
+    git(&["commit", "-qm", "one"]);
+    let base = git(&["rev-parse", "HEAD"]).trim().to_owned();
+    sb.write("lib.rs", "fn one() {}\nfn two() {}\n");
+    git(&["commit", "-qam", "two"]);
+    base
+}
+
+/// Runs the example's script as GitHub does (`bash --noprofile --norc -eo pipefail`), with
+/// the step's environment: expressions replaced by `given`, which may also override values.
+fn run_example(sb: &Sandbox, server: &MockServer, given: &[(&str, String)]) -> crate::common::Run {
+    let step = example_step();
+    let script = sb.path("step.sh");
+    std::fs::write(&script, &step.script).unwrap();
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_rounds"))
+        .parent()
+        .unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let mut cmd = std::process::Command::new("bash");
+    cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
+        .arg(&script)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", sb.path("home"))
+        .env("RUNNER_TEMP", sb.path("runner"))
+        .env("GITHUB_STEP_SUMMARY", sb.path("summary.md"))
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .current_dir(sb.ws())
+        .stdin(std::process::Stdio::null());
+    for (k, v) in &step.env {
+        let value = match given.iter().find(|(name, _)| name == k) {
+            Some((_, value)) => value.clone(),
+            None if v.contains("${{") => panic!("the test gives no value for {k}"),
+            None => v.clone(),
+        };
+        cmd.env(k, value);
+    }
+    run(&mut cmd)
+}
+
+#[test]
+fn the_example_workflow_reviews_a_change_and_handles_every_exit_code() {
+    let sb = Sandbox::new();
+    let base = two_commits(&sb);
+    let title = "Add two() $(touch pwned) `touch pwned2`";
+    let given = |timeout: &str| {
+        vec![
+            ("ANTHROPIC_API_KEY", "k".to_owned()),
+            ("PR_TITLE", title.to_owned()),
+            ("BASE_SHA", base.clone()),
+            ("ROUNDS_TIMEOUT", timeout.to_owned()),
+        ]
+    };
+    let out_dir = sb.path("runner/rounds-review");
+    let bash = |command: &str| {
+        Reply::sse(sse::anthropic(
+            &[B::Tool(
+                "t1",
+                "bash",
+                &format!(r#"{{"command":"{command}"}}"#),
+            )],
+            "tool_use",
+            1,
+            1,
+        ))
+    };
+
+    // A review that looks at the history, then answers.
+    let server = MockServer::start(vec![bash("git log --oneline"), sse::answer("Looks fine.")]);
+    let out = run_example(&sb, &server, &given("900"));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.stdout, "Looks fine.\n");
+    let first = server.requests()[0].json();
+    let prompt = first["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        prompt.contains(&format!("(pull request: {title})")),
+        "{prompt}"
+    );
+    assert!(prompt.contains("+fn two() {}"), "{prompt}");
+    assert!(!sb.ws().join("pwned").exists() && !sb.ws().join("pwned2").exists());
+    let lines = crate::common::read_jsonl(&out_dir.join("transcript.jsonl"));
+    assert_eq!(lines[1]["results"][0]["is_error"], false, "{}", lines[1]);
+    let log = lines[1]["results"][0]["content"].as_str().unwrap();
+    assert!(log.contains(" two\n") && log.contains(" one\n"), "{log}");
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("review.md")).unwrap(),
+        "Looks fine."
+    );
+    let html = std::fs::read_to_string(out_dir.join("transcript.html")).unwrap();
+    assert!(html.contains("Looks fine.") && html.contains("git log --oneline"));
+    let summary = || std::fs::read_to_string(sb.path("summary.md")).unwrap();
+    assert!(summary().contains("### ✅ rounds: completed (exit 0)"));
+
+    // The deadline: exit 5 is a warning, and the artifacts are still there.
+    std::fs::remove_dir_all(&out_dir).unwrap();
+    let server = MockServer::start(vec![Reply::silent(std::time::Duration::from_secs(10))]);
+    let out = run_example(&sb, &server, &given("1"));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("::warning title=rounds::stopped at --timeout"),
+        "{}",
+        out.stdout
+    );
+    assert!(out_dir.join("transcript.html").exists());
+    assert!(summary().contains("### ⚠️ rounds: timeout (exit 5)"));
+
+    // A command outside the allowlist: exit 6 fails the job.
+    let server = MockServer::start(vec![bash("rm -rf ."), sse::answer("x")]);
+    let out = run_example(&sb, &server, &given("900"));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("::error title=rounds::the model tried a command outside"),
+        "{}",
+        out.stdout
+    );
+    assert!(sb.ws().join("lib.rs").exists());
+    assert!(summary().contains("### ⚠️ rounds: tool_failure (exit 6)"));
+
+    // A provider error: the job fails with rounds' exit code.
+    let server = MockServer::start(vec![Reply::error(401, r#"{"error":"bad key"}"#)]);
+    let out = run_example(
+        &sb,
+        &server,
+        &[given("900"), vec![("ROUNDS_MODEL", "anthropic/m".into())]].concat(),
+    );
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("rounds failed (exit 1)"),
+        "{}",
+        out.stdout
+    );
+    assert!(summary().contains("### ❌ rounds: error (exit 1)"));
+}
+
+#[test]
+fn the_readme_opens_with_an_install_section_that_matches_the_build_settings() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap();
+    let manifest: toml::Table = toml::from_str(&read("Cargo.toml")).unwrap();
+    let readme = read("README.md");
+    assert!(
+        readme.lines().take(12).any(|l| l == "## Install"),
+        "the install section must come first"
+    );
+    let install = &readme[..readme.find("## Quick start").unwrap()];
+    for needed in [
+        "cargo install --locked --path .",
+        "cargo install --locked --git",
+        "**Platforms**",
+        "rounds completions bash",
+        "rounds man",
+    ] {
+        assert!(install.contains(needed), "{needed}");
+    }
+    let msrv = manifest["package"]["rust-version"].as_str().unwrap();
+    assert!(
+        install.contains(&format!("**Rust**: {msrv} or newer")),
+        "{msrv}"
+    );
+    // The shipped binary is stripped, and the script that regenerates the function order
+    // builds one that is not (it reads the names) without touching the profile, whose
+    // settings are part of every symbol's name.
+    let release = manifest["profile"]["release"].as_table().unwrap();
+    assert_eq!(release["strip"].as_str(), Some("symbols"));
+    let script = read("bench/symbol-order.sh");
+    assert!(script.contains(r#"RUSTFLAGS="-C strip=none""#));
+    assert!(!script.contains("CARGO_PROFILE_"));
+}
