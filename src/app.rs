@@ -139,10 +139,10 @@ async fn execute(
         let _ = std::fs::remove_dir_all(agent.toolbox.outputs().dir());
     }
     outcome.duration_ms = started.elapsed().as_millis() as u64;
-    if let Some(path) = &output_last_message {
-        if let Err(e) = write_answer(path, &outcome.final_text) {
-            outcome = failed_record(outcome, e);
-        }
+    if let Some(path) = &output_last_message
+        && let Err(e) = write_answer(path, &outcome.final_text)
+    {
+        outcome = failed_record(outcome, e);
     }
     Ok(close(outcome, &mut records, observer.as_ref()).await)
 }

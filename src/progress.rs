@@ -107,11 +107,11 @@ impl Observer for Progress {
     }
 
     fn text_delta(&self, _text: &str) {
-        if let Ok(mut s) = self.state.lock() {
-            if !s.writing {
-                s.writing = true;
-                self.round_message(&s);
-            }
+        if let Ok(mut s) = self.state.lock()
+            && !s.writing
+        {
+            s.writing = true;
+            self.round_message(&s);
         }
     }
 

@@ -33,10 +33,8 @@ pub fn observer(
     if mode == OutputMode::StreamJson {
         all.push(Arc::new(StreamJson::new(cancel.clone())));
     }
-    if !quiet {
-        if let Some(progress) = Progress::for_terminal(max_rounds) {
-            all.push(Arc::new(progress));
-        }
+    if !quiet && let Some(progress) = Progress::for_terminal(max_rounds) {
+        all.push(Arc::new(progress));
     }
     Arc::new(Fanout(all))
 }

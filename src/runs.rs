@@ -108,10 +108,10 @@ pub fn find(runs: &Path, run_id: &str) -> Option<PathBuf> {
     }
     let name = format!("{run_id}.jsonl");
     let is_file = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
-    if let Some(path) = day_of(run_id).map(|d| runs.join(d).join(&name)) {
-        if is_file(&path) {
-            return Some(path);
-        }
+    if let Some(path) = day_of(run_id).map(|d| runs.join(d).join(&name))
+        && is_file(&path)
+    {
+        return Some(path);
     }
     let mut days = entries(runs, |t| t.is_dir());
     days.sort();

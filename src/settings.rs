@@ -185,17 +185,17 @@ pub fn load(
             }
         }
     }
-    if let Some(wanted) = profile {
-        if !profiles.iter().any(|p| p == wanted) {
-            return Err(SettingsError(format!(
-                "--profile {wanted}: no [profile.{wanted}] in the settings files (found: {})",
-                if profiles.is_empty() {
-                    "none".to_owned()
-                } else {
-                    profiles.join(", ")
-                }
-            )));
-        }
+    if let Some(wanted) = profile
+        && !profiles.iter().any(|p| p == wanted)
+    {
+        return Err(SettingsError(format!(
+            "--profile {wanted}: no [profile.{wanted}] in the settings files (found: {})",
+            if profiles.is_empty() {
+                "none".to_owned()
+            } else {
+                profiles.join(", ")
+            }
+        )));
     }
     for s in chosen {
         layers.settings.insert(s.key.clone(), s);

@@ -174,10 +174,10 @@ async fn dispatch(
             );
             let result = toolbox.execute(&job.call, cancel).await;
             drop(permit);
-            if let Ok(mut s) = span.lock() {
-                if let Some((_, end)) = s.as_mut() {
-                    *end = (*end).max(Instant::now());
-                }
+            if let Ok(mut s) = span.lock()
+                && let Some((_, end)) = s.as_mut()
+            {
+                *end = (*end).max(Instant::now());
             }
             observer.tool_finished(&result);
             let _ = job.reply.send(result);

@@ -81,10 +81,10 @@ impl Display {
 
     pub fn round(&self, key: usize, round: u32) {
         let Some(live) = &self.live else { return };
-        if let Ok(s) = live.state.lock() {
-            if let Some((line, name)) = s.running.get(&key) {
-                line.set_message(format!("{name}: round {round}"));
-            }
+        if let Ok(s) = live.state.lock()
+            && let Some((line, name)) = s.running.get(&key)
+        {
+            line.set_message(format!("{name}: round {round}"));
         }
     }
 

@@ -133,10 +133,10 @@ impl Gate {
 
     /// A response used `used` tokens of the `reserved` its request was admitted with.
     pub fn settle(&self, reserved: u64, used: u64) {
-        if let Ok(mut s) = self.state.lock() {
-            if let Some(b) = s.tokens.as_mut() {
-                b.take(used as f64 - reserved as f64);
-            }
+        if let Ok(mut s) = self.state.lock()
+            && let Some(b) = s.tokens.as_mut()
+        {
+            b.take(used as f64 - reserved as f64);
         }
     }
 
@@ -338,10 +338,10 @@ impl Provider for Limited {
                     retry_after: Some(wait),
                     ..
                 } = &e
+                    && *wait <= MAX_HONOURED_WAIT
+                    && e.is_retryable()
                 {
-                    if *wait <= MAX_HONOURED_WAIT && e.is_retryable() {
-                        self.gate.pause(Instant::now(), *wait);
-                    }
+                    self.gate.pause(Instant::now(), *wait);
                 }
                 Err(e)
             }

@@ -131,10 +131,10 @@ impl Capture {
     }
 
     pub fn finish(mut self) -> Captured {
-        if let Some(f) = self.spill.as_mut() {
-            if let Err(e) = f.flush() {
-                self.spill_error.get_or_insert_with(|| e.to_string());
-            }
+        if let Some(f) = self.spill.as_mut()
+            && let Err(e) = f.flush()
+        {
+            self.spill_error.get_or_insert_with(|| e.to_string());
         }
         let spilled = match (&self.spill, &self.spill_error) {
             (Some(_), None) => self.limits.spill.as_ref().map(|s| s.path.clone()),

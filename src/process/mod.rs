@@ -338,12 +338,12 @@ fn spawn_registered(
 ) -> std::io::Result<tokio::process::Child> {
     let mut known = supervisors();
     let child = command.spawn()?;
-    if let Some(pid) = child.id().map(|id| id as i32) {
-        if let Some(stat) = proc_stat(pid) {
-            known
-                .get_or_insert_with(HashMap::new)
-                .insert(pid, stat.start);
-        }
+    if let Some(pid) = child.id().map(|id| id as i32)
+        && let Some(stat) = proc_stat(pid)
+    {
+        known
+            .get_or_insert_with(HashMap::new)
+            .insert(pid, stat.start);
     }
     Ok(child)
 }
@@ -397,10 +397,10 @@ pub fn reap_orphans() -> usize {
                 .collect();
             for orphan in &orphans {
                 for pid in std::iter::once(orphan.pid).chain(descendants_in(&table, orphan.pid)) {
-                    if let Some(p) = Pid::from_raw(pid) {
-                        if kill_process(p, Signal::KILL).is_ok() {
-                            killed.insert(pid);
-                        }
+                    if let Some(p) = Pid::from_raw(pid)
+                        && kill_process(p, Signal::KILL).is_ok()
+                    {
+                        killed.insert(pid);
                     }
                 }
             }

@@ -187,10 +187,10 @@ pub fn error_text(body: &[u8]) -> String {
 /// forms are ignored: backoff applies instead.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
-        if let Ok(wait) = Duration::try_from_secs_f64(ms / 1000.0) {
-            return Some(wait);
-        }
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+        && let Ok(wait) = Duration::try_from_secs_f64(ms / 1000.0)
+    {
+        return Some(wait);
     }
     let secs = get("retry-after")?.trim().parse::<f64>().ok()?;
     // A negative, infinite or absurd value is no hint: backoff applies.

@@ -333,7 +333,7 @@ async fn answer(name: &str, stdout: &Captured, max: u64) -> Result<String, ToolE
         return unreadable(format!("saving them failed ({why})"));
     };
     if stdout.total > max {
-        let max = if max % (1 << 20) == 0 {
+        let max = if max.is_multiple_of(1 << 20) {
             format!("{} MiB", max >> 20)
         } else {
             format!("{max} bytes")

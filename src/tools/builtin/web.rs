@@ -401,7 +401,7 @@ async fn fetch(
 
 /// `20 s`, or `300 ms` below a second.
 pub fn seconds(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 {
+    if d.as_millis().is_multiple_of(1000) {
         format!("{} s", d.as_secs())
     } else {
         format!("{} ms", d.as_millis())

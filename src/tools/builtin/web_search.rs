@@ -267,10 +267,11 @@ fn unwrap_link(href: &str, base: &Url) -> String {
     let ddg = url
         .host_str()
         .is_some_and(|h| h == "duckduckgo.com" || h.ends_with(".duckduckgo.com"));
-    if ddg && url.path() == "/l/" {
-        if let Some((_, target)) = url.query_pairs().find(|(k, _)| k == "uddg") {
-            return target.into_owned();
-        }
+    if ddg
+        && url.path() == "/l/"
+        && let Some((_, target)) = url.query_pairs().find(|(k, _)| k == "uddg")
+    {
+        return target.into_owned();
     }
     url.to_string()
 }

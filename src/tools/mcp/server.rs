@@ -113,10 +113,10 @@ impl Running {
         };
         if let Some(child) = child.as_mut() {
             // Not yet reaped, so the pid is still the supervisor's.
-            if let (Ok(None), Some(pid)) = (child.try_wait(), child.id()) {
-                if let Some(pid) = Pid::from_raw(pid as i32) {
-                    let _ = kill_process(pid, Signal::TERM);
-                }
+            if let (Ok(None), Some(pid)) = (child.try_wait(), child.id())
+                && let Some(pid) = Pid::from_raw(pid as i32)
+            {
+                let _ = kill_process(pid, Signal::TERM);
             }
         }
     }

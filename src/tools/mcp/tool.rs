@@ -192,10 +192,10 @@ impl Drop for Abandoned {
 /// by newlines; structured content when there is nothing else.
 pub fn render(result: &CallToolResult) -> String {
     let mut parts: Vec<String> = result.content.iter().map(render_block).collect();
-    if parts.is_empty() {
-        if let Some(structured) = &result.structured_content {
-            parts.push(structured.to_string());
-        }
+    if parts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(structured.to_string());
     }
     parts.join("\n")
 }
