@@ -7,7 +7,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 #[path = "cli_subcommands.rs"]
 mod subcommands;
-pub use subcommands::{ColorWhen, CompletionsArgs, RunsArgs, ShowArgs};
+pub use subcommands::{CompletionsArgs, RunsArgs, ShowArgs};
 
 /// Run an LLM tool-calling loop to completion, with no human present.
 ///
@@ -305,9 +305,11 @@ pub struct Cli {
     #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub output_last_message: Option<PathBuf>,
 
-    /// Append a Markdown summary of the run to FILE (status, rounds, tool calls and errors,
-    /// tokens and cost, the answer folded). GitHub Actions sets GITHUB_STEP_SUMMARY and shows
-    /// the file on the run's page.
+    /// Append a Markdown summary of the run to FILE (GitHub Actions: GITHUB_STEP_SUMMARY).
+    ///
+    /// The summary holds the status, rounds, tool calls and errors, tokens and cost, and the
+    /// answer folded. GitHub Actions sets GITHUB_STEP_SUMMARY in every step and shows the file on
+    /// the run's page; several runs in one step each append theirs.
     #[arg(
         help_heading = "Output",
         long,

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::ListOutput;
 
@@ -38,10 +38,6 @@ pub struct ShowArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// Colour: auto (on a terminal), always, or never. NO_COLOR turns it off in any case.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
-    pub color: ColorWhen,
-
     /// Do not page the output on a terminal ($PAGER, else less).
     #[arg(long)]
     pub no_pager: bool,
@@ -49,13 +45,6 @@ pub struct ShowArgs {
     /// Lines of each tool result (and thinking) shown before the rest is folded.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub result_lines: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorWhen {
-    Auto,
-    Always,
-    Never,
 }
 
 #[derive(Debug, Args)]

@@ -5,9 +5,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{
-    Cli, ColorWhen, CompletionsArgs, ExportArgs, ListOutput, RunsArgs, ShowArgs, ToolsArgs,
-};
+use crate::cli::{Cli, CompletionsArgs, ExportArgs, ListOutput, RunsArgs, ShowArgs, ToolsArgs};
 use crate::outcome::Status;
 use crate::{config, inventory, render, runs, show, store, transcript};
 
@@ -109,16 +107,11 @@ pub fn show(args: &ShowArgs) -> u8 {
         };
     }
     let terminal = std::io::stdout().is_terminal();
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let color = !no_color
-        && match args.color {
-            ColorWhen::Always => true,
-            ColorWhen::Never => false,
-            ColorWhen::Auto => terminal,
-        };
+    // The global --color, NO_COLOR and whether stdout is a terminal, as `render::set_color`
+    // weighed them.
     let options = show::Options {
         result_lines: args.result_lines,
-        color,
+        color: console::colors_enabled(),
     };
     let text = show::terminal::render(&transcript, &shown, options);
     render::print_paged(&text, terminal && !args.no_pager);

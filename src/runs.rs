@@ -236,12 +236,12 @@ pub fn summarize(path: &Path) -> Summary {
             return summary;
         }
     };
+    summary.prompt = start.user_prompt().lines().next().unwrap_or("").to_owned();
     summary.run_id = start.run_id;
     summary.time = start.time;
     summary.provider = start.provider;
     summary.model = start.model;
     summary.workspace = start.workspace;
-    summary.prompt = start.prompt.lines().next().unwrap_or("").to_owned();
     summary.resumed_from = start.resumed_from;
     summary.status = "unfinished".into();
     let last = open_regular(path).and_then(|mut f| last_line(&mut f));

@@ -27,7 +27,7 @@ pub fn append(path: &Path, outcome: &Outcome) {
         .map(|s| format!("{}/{}", s.provider, s.model));
     let prompt = start
         .as_ref()
-        .map(|s| s.prompt.lines().next().unwrap_or("").to_owned());
+        .map(|s| s.user_prompt().lines().next().unwrap_or("").to_owned());
     let text = markdown(outcome, model.as_deref(), prompt.as_deref());
     let written = std::fs::OpenOptions::new()
         .append(true)

@@ -56,6 +56,15 @@ pub struct Start {
     pub sandbox: Option<Summary>,
 }
 
+impl Start {
+    /// The prompt as the user gave it: `prompt` without the workspace line the run put in
+    /// front of it for the model (what `rounds runs`, `show` and step summaries show).
+    pub fn user_prompt(&self) -> &str {
+        let opening = format!("Workspace root: {}\n\n", self.workspace);
+        self.prompt.strip_prefix(&opening).unwrap_or(&self.prompt)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
     pub max_rounds: u32,

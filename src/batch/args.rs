@@ -158,7 +158,11 @@ pub struct Parsed {
 impl Parsed {
     /// The run flags as a single run would have them.
     pub fn cli(&self) -> Result<Cli, String> {
-        Cli::from_arg_matches(&self.matches).map_err(|e| e.to_string())
+        let mut cli = Cli::from_arg_matches(&self.matches).map_err(|e| e.to_string())?;
+        // `--step-summary` (and GITHUB_STEP_SUMMARY) is the batch's own report: a job that
+        // appended its run's summary too would bury it under one section per job.
+        cli.step_summary = None;
+        Ok(cli)
     }
 
     /// The run flags given on the command line, as words that parse back to them: what a
@@ -212,6 +216,9 @@ pub fn command() -> clap::Command {
     let mut cmd = BatchFlags::augment_args(cmd).about(ABOUT);
     for arg in Cli::command().get_arguments() {
         let id = arg.get_id().as_str();
+        if id == "step_summary" {
+            continue; // the batch's own flag of that name, a report of the whole batch
+        }
         let mut arg = arg.clone();
         if id == "prompt" {
             arg = arg.index(2);

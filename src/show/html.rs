@@ -78,7 +78,7 @@ pub fn render(t: &Transcript, path: &str) -> String {
     let _ = writeln!(
         out,
         "<section class=\"prompt\">\n<h2>Prompt</h2>\n<pre>{}</pre>\n</section>",
-        escape(&s.prompt)
+        escape(s.user_prompt())
     );
     for round in &t.rounds {
         render_round(&mut out, round);

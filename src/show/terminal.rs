@@ -141,7 +141,7 @@ fn header(out: &mut Out, t: &Transcript, path: &str) {
     out.line("");
     let label = out.paint(BOLD, "prompt");
     out.line(&label);
-    out.block("  ", None, &s.prompt);
+    out.block("  ", None, s.user_prompt());
 }
 
 fn render_round(out: &mut Out, round: &Round, result_lines: usize) {

@@ -227,7 +227,12 @@ fn resume_last_is_the_newest_run_in_this_workspace() {
         ]));
         assert_eq!(out.code, 0, "{}", out.stderr);
         let body = server.requests()[0].json();
-        assert_eq!(body["messages"][0]["content"], resumed, "{flags:?}");
+        // The resumed run's turn as it was sent: its workspace line, then its prompt.
+        let first = body["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            first.starts_with("Workspace root: ") && first.ends_with(&format!("\n\n{resumed}")),
+            "{flags:?}: {first}"
+        );
     }
     let empty = sb.path("empty");
     std::fs::create_dir_all(&empty).unwrap();

@@ -161,13 +161,22 @@ fn show_colours_only_when_asked_or_on_a_terminal_and_pages_only_there() {
     let sgr = regex::Regex::new(r"\x1b\[[0-9;]*m").unwrap();
     assert!(!sgr.replace_all(&out.stdout, "").contains('\x1b'));
     assert!(out.stdout.contains(r"\x1b]0;pwned\x07"));
-    // NO_COLOR wins.
-    let out = run(sb
-        .rounds()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("NO_COLOR", "1")
-        .args(["show", "--color", "always", FIXTURE]));
-    assert!(!out.stdout.contains('\x1b'));
+    // NO_COLOR turns auto off, and the global --color never does too; an explicit
+    // --color always overrides NO_COLOR (as no-color.org asks of a command-line flag).
+    for (no_color, flag, coloured) in [
+        (true, "auto", false),
+        (false, "never", false),
+        (true, "always", true),
+    ] {
+        let mut cmd = sb.rounds();
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["show", "--color", flag, FIXTURE]);
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        }
+        let out = run(&mut cmd);
+        assert_eq!(out.stdout.contains('\x1b'), coloured, "{no_color} {flag}");
+    }
     // On a terminal (script(1) gives it one): coloured, through $PAGER.
     let status = std::process::Command::new("script")
         .args(["-qec"])
