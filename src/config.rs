@@ -15,6 +15,7 @@ use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Api, Cache, CacheTtl, Effort, Options, Parallel, ProviderChoice};
 use crate::runs;
+use crate::terminal;
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
@@ -32,6 +33,8 @@ const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
 /// The conversation a resumed run continues.
 pub struct Resume {
     pub path: PathBuf,
+    /// The transcript is a run rounds kept for this user (see `own_run`).
+    pub own_run: bool,
     pub history: Vec<Message>,
     /// The id of the chain's first run: the prompt-cache key stays the same across resumes.
     pub origin_run_id: String,
@@ -751,7 +754,9 @@ fn resume(
             path.display()
         );
     }
+    let runs = rounds_home(env).unwrap_or_default().join(runs::DIR);
     Ok(Resume {
+        own_run: own_run(&path, &runs),
         origin_run_id: chain
             .first()
             .map(|t| t.start.run_id.clone())
@@ -773,14 +778,28 @@ fn resume(
     })
 }
 
+/// Whether `path` is a run rounds kept for this user: a file of theirs under
+/// `$ROUNDS_HOME/runs` (private, written only by rounds), not one brought from elsewhere.
+fn own_run(path: &Path, runs: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(file), Ok(runs)) = (std::fs::canonicalize(path), std::fs::canonicalize(runs)) else {
+        return false;
+    };
+    file.starts_with(&runs)
+        && std::fs::metadata(&file).is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw())
+}
+
 /// A resumed run keeps the model and the workspace its transcript recorded, unless the flags
-/// (or `ROUNDS_MODEL`) name others. A recorded workspace is only taken while it is still a
-/// directory given by an absolute path; it then confines the tools like any `-w`, and a
-/// warning names it when it is not the current directory.
+/// (or `ROUNDS_MODEL`) name others. The workspace is what confines the tools, so it is only
+/// taken from a run rounds kept for this user (`own_run`): a transcript from anywhere else (an
+/// artifact, a crafted file saying `"workspace": "/"`) cannot widen it, and the run stays in
+/// the current directory (or `-w`). A recorded workspace is also only taken while it is still a
+/// directory given by an absolute path; a warning names it when it is not the current one.
 fn keep_resumed(mut cli: Cli, resume: Option<&Resume>, cwd: &Path) -> Cli {
-    let Some(start) = resume.map(|r| &r.start) else {
+    let Some(resume) = resume else {
         return cli;
     };
+    let start = &resume.start;
     if cli.model.is_none() && start.provider != "replay" {
         cli.model = Some(format!("{}/{}", start.provider, start.model));
     }
@@ -788,13 +807,23 @@ fn keep_resumed(mut cli: Cli, resume: Option<&Resume>, cwd: &Path) -> Cli {
     if cli.tools.workspace.is_some() {
         return cli;
     }
-    if !(recorded.is_absolute() && recorded.is_dir()) {
+    let here = std::fs::canonicalize(cwd).is_ok_and(|c| c == recorded);
+    if !resume.own_run {
+        if !here {
+            tracing::warn!(
+                "{} is not one of your runs under $ROUNDS_HOME/runs, so its workspace {} is \
+                 not trusted; running in the current directory (-w chooses another)",
+                resume.path.display(),
+                terminal::line(&start.workspace)
+            );
+        }
+    } else if !(recorded.is_absolute() && recorded.is_dir()) {
         tracing::warn!(
             "the resumed run's workspace {} is not a directory any more; using the current one",
             recorded.display()
         );
     } else {
-        if std::fs::canonicalize(cwd).is_ok_and(|c| c != recorded) {
+        if !here {
             tracing::warn!(
                 "resuming in the run's workspace {} (-w changes it)",
                 recorded.display()

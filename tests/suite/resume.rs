@@ -258,20 +258,14 @@ fn a_resumed_run_keeps_its_workspace_and_model_unless_flags_change_them() {
     let recorded = sb.path("project");
     std::fs::create_dir_all(&recorded).unwrap();
     std::fs::write(recorded.join("a.txt"), "alpha\n").unwrap();
-    let first = sb.path("first.jsonl");
     let server = MockServer::start(vec![sse::answer("ok")]);
     let out = run(sb
         .anthropic(&server)
-        .args([
-            "-m",
-            "anthropic/claude-recorded",
-            "-w",
-            "../project",
-            "--transcript",
-        ])
-        .arg(&first)
+        .args(["-m", "anthropic/claude-recorded", "-w", "../project"])
         .arg("hi"));
     assert_eq!(out.code, 0, "{}", out.stderr);
+    // The run as rounds kept it, under $ROUNDS_HOME/runs: its recorded workspace is trusted.
+    let first = newest_kept(&sb);
     let read = || {
         Reply::sse(sse::anthropic(
             &[B::Tool("t1", "read_file", r#"{"path":"a.txt"}"#)],
@@ -315,6 +309,25 @@ fn a_resumed_run_keeps_its_workspace_and_model_unless_flags_change_them() {
             out.stderr
         );
     }
+    // The same transcript anywhere else (an artifact, a file someone sent) is not trusted to
+    // say where the tools may reach: the run stays in the current directory, and says so.
+    let copy = sb.path("brought.jsonl");
+    std::fs::copy(&first, &copy).unwrap();
+    let server = MockServer::start(vec![read(), sse::answer("done")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--no-transcript", "--resume"])
+        .arg(&copy)
+        .arg("read a.txt"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let last = server.requests()[1].json()["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"][0]
+        .clone();
+    assert_eq!(last["is_error"], true, "{last}");
+    assert!(out.stderr.contains("is not trusted"), "{}", out.stderr);
     // A recorded workspace that is gone is not used: the current directory is, with a warning.
     std::fs::rename(&recorded, sb.path("moved")).unwrap();
     let server = MockServer::start(vec![read(), sse::answer("done")]);
@@ -329,6 +342,18 @@ fn a_resumed_run_keeps_its_workspace_and_model_unless_flags_change_them() {
         "{}",
         out.stderr
     );
+}
+
+/// The newest transcript rounds kept under the sandbox's `$ROUNDS_HOME/runs`.
+fn newest_kept(sb: &Sandbox) -> std::path::PathBuf {
+    let mut all: Vec<_> = std::fs::read_dir(sb.path("state/runs"))
+        .unwrap()
+        .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    all.sort();
+    all.pop().expect("a kept run")
 }
 
 /// A transcript whose start line says it resumed from `earlier`.
