@@ -122,7 +122,12 @@ pub fn show(args: &ShowArgs) -> u8 {
 pub fn completions(args: &CompletionsArgs) -> u8 {
     use clap::CommandFactory;
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "rounds", &mut script);
+    // batch parses its own flags: complete them from its own parser, not the stub.
+    let mut cmd = Cli::command().mut_subcommand("batch", |stub| {
+        let about = stub.get_about().cloned().unwrap_or_default();
+        crate::batch::args::command().name("batch").about(about)
+    });
+    clap_complete::generate(args.shell, &mut cmd, "rounds", &mut script);
     render::print_document(&script);
     0
 }
@@ -172,6 +177,11 @@ fn man_page() -> std::io::Result<String> {
         page.push_str(&part(&main, render)?);
     }
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        // batch parses its own flags; the top-level parser knows only its stub.
+        let sub = match sub.get_name() {
+            "batch" => crate::batch::args::own_command(),
+            _ => sub.clone(),
+        };
         let man = Man::new(sub.clone());
         let name = sub.get_bin_name().unwrap_or(sub.get_name()).to_uppercase();
         page.push_str(&format!(".SH \"{name}\"\n"));

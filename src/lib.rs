@@ -38,7 +38,12 @@ use config::{Config, Inputs};
 use outcome::Outcome;
 
 /// The program: parses `args` (settings files beneath them) and runs; returns the exit code.
-pub fn main(args: Vec<std::ffi::OsString>) -> u8 {
+pub fn main(mut args: Vec<std::ffi::OsString>) -> u8 {
+    // `rounds batch` parses its own flags (every run flag and its own), so the top-level
+    // parser's `help batch` would show only its stub: ask batch itself.
+    if args.get(1).is_some_and(|a| a == "help") && args.get(2).is_some_and(|a| a == "batch") {
+        args.splice(1..3, ["batch".into(), "--help".into()]);
+    }
     let env = |name: &str| std::env::var(name).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     match settings::parse(args, &env, &cwd) {

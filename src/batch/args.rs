@@ -204,6 +204,21 @@ impl Parsed {
     }
 }
 
+/// `rounds batch` with only its own flags (the man page lists the run flags once, above).
+pub fn own_command() -> clap::Command {
+    let cmd = clap::Command::new("rounds batch").after_help(AFTER_HELP);
+    // --store is a run flag, but the queue's flags require it.
+    let store = Cli::command()
+        .get_arguments()
+        .find(|a| a.get_id() == "store")
+        .cloned();
+    let cmd = BatchFlags::augment_args(cmd).about(ABOUT);
+    match store {
+        Some(store) => cmd.arg(store),
+        None => cmd,
+    }
+}
+
 /// `rounds batch` with every run flag. A flag given twice takes the last value, so a worker's
 /// flags can follow (and override) the ones its batch was queued with.
 pub fn command() -> clap::Command {

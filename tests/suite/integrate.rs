@@ -6,7 +6,16 @@ use crate::common::sse::{self, B};
 use crate::common::{Sandbox, run};
 use pretty_assertions::assert_eq;
 
-const SUBCOMMANDS: [&str; 6] = ["tools", "export", "runs", "show", "completions", "man"];
+const SUBCOMMANDS: [&str; 8] = [
+    "tools",
+    "export",
+    "config",
+    "batch",
+    "runs",
+    "show",
+    "completions",
+    "man",
+];
 
 #[test]
 fn completions_cover_every_subcommand_for_each_shell() {
@@ -18,6 +27,8 @@ fn completions_cover_every_subcommand_for_each_shell() {
             assert!(out.stdout.contains(name), "{shell} lacks {name}");
         }
         assert!(out.stdout.contains("output-schema"), "{shell}");
+        // batch's own flags, which only its own parser knows.
+        assert!(out.stdout.contains("job-budget-tokens"), "{shell}");
     }
     let out = run(sb.rounds().args(["completions", "tcsh"]));
     assert_eq!(out.code, 2);
@@ -38,6 +49,8 @@ fn the_man_page_is_roff_and_documents_the_flags() {
         let section = format!("\n.SH \"ROUNDS {}\"\n", name.to_uppercase());
         assert!(page.contains(&section), "{name}");
     }
+    // batch parses its own flags: its section has them, not the top-level parser's stub.
+    assert!(page.contains("\\-\\-job\\-budget\\-tokens"));
     assert!(!page.contains("rounds\\-runs(1)"));
     assert_eq!(page.matches(".ds Aq \\(aq").count(), 1);
 }
@@ -45,11 +58,12 @@ fn the_man_page_is_roff_and_documents_the_flags() {
 #[test]
 fn help_subcommand_prints_what_dash_dash_help_prints() {
     let sb = Sandbox::new();
-    let pairs: [(&[&str], &[&str]); 4] = [
+    let pairs: [(&[&str], &[&str]); 5] = [
         (&["help"], &["--help"]),
         (&["help", "runs"], &["runs", "--help"]),
         (&["help", "show"], &["show", "--help"]),
         (&["help", "completions"], &["completions", "--help"]),
+        (&["help", "batch"], &["batch", "--help"]),
     ];
     for (help, flag) in pairs {
         let (a, b) = (run(sb.rounds().args(help)), run(sb.rounds().args(flag)));
