@@ -754,9 +754,9 @@ fn resume(
             path.display()
         );
     }
-    let runs = rounds_home(env).unwrap_or_default().join(runs::DIR);
+    let runs = rounds_home(env).map(|home| home.join(runs::DIR));
     Ok(Resume {
-        own_run: own_run(&path, &runs),
+        own_run: runs.is_some_and(|runs| own_run(&path, &runs)),
         origin_run_id: chain
             .first()
             .map(|t| t.start.run_id.clone())
