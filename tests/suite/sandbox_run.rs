@@ -50,15 +50,19 @@ fn bash_result(sb: &Sandbox) -> String {
 }
 
 /// A directory outside the workspace and outside the temp dir (the sandbox lets tools write
-/// both): under cargo's target directory.
+/// both): under cargo's target directory. That may itself be under /tmp (a clone in /tmp), so
+/// `run_bash` gives rounds a temp dir of the test's own.
 fn outside() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
 fn run_bash(sb: &Sandbox, command: &str, flags: &[&str]) -> Value {
     let server = bash_then_answer(command);
+    let tmp = sb.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let out = run(sb
         .anthropic(&server)
+        .env("TMPDIR", &tmp)
         .args(["-a", "bash", "--transcript"])
         .arg(sb.transcript_path())
         .args(flags)
