@@ -327,11 +327,11 @@ fn path_rules_judge_where_a_symlink_leads() {
     assert!(said.contains("fn main"), "{}", results[0]);
 }
 
-/// Issue 12 §5: grep and glob walked into what a `read_file` deny rule covers, and grep read a
-/// denied file named outright or through a symlink. The CONTROL runs the same call without the
-/// deny rule.
+/// Issue 12 §5: grep and glob walked into what a `read_file` deny rule covers (and list_dir
+/// named it), and grep read a denied file named outright or through a symlink. The CONTROL
+/// runs the same call without the deny rule.
 #[test]
-fn grep_and_glob_leave_out_what_a_read_file_deny_rule_covers() {
+fn grep_glob_and_list_dir_leave_out_what_a_read_file_deny_rule_covers() {
     let sb = linked_secrets();
     let grep = |path: &str| format!(r#"{{"pattern":"SECRET","path":"{path}"}}"#);
     let row = |flags, tool, input, secret| Row {
@@ -358,6 +358,11 @@ fn grep_and_glob_leave_out_what_a_read_file_deny_rule_covers() {
                 r#"{"pattern":"**/key"}"#.into(),
                 "secrets/key",
             ),
+            // A listing gives names away too (the link `settings -> .env` stays: its text is
+            // the workspace's, not the file's).
+            row(env, "list_dir", "{}".into(), ".env ("),
+            row(env, "list_dir", r#"{"depth":3}"#.into(), ".env ("),
+            row(secrets, "list_dir", r#"{"path":"secrets"}"#.into(), "key"),
         ],
     );
 

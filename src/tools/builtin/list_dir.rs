@@ -94,6 +94,7 @@ fn list(
         .map_err(|e| path_error(e, given, workspace, gate))?;
     let mut listing = Listing {
         workspace,
+        gate,
         cancel,
         depth,
         lines: Vec::new(),
@@ -118,6 +119,8 @@ fn list(
 
 struct Listing<'a> {
     workspace: &'a Workspace,
+    /// What a deny rule keeps from being read is left out, names included, as grep and glob do.
+    gate: &'a Gate,
     cancel: &'a CancellationToken,
     depth: usize,
     lines: Vec<String>,
@@ -141,9 +144,12 @@ impl Listing<'_> {
             if self.total >= MAX_COUNTED {
                 return Ok(());
             }
-            self.total += 1;
             let name = entry.file_name().to_string_lossy().into_owned();
             let path = dir.join(entry.file_name());
+            if self.gate.hides(&self.workspace.display(&path)).is_some() {
+                continue;
+            }
+            self.total += 1;
             // DirEntry::file_type does not follow symlinks, so a symlinked directory is never
             // descended into (it could lead out of the workspace, or in a loop).
             let Ok(file_type) = entry.file_type() else {
