@@ -21,7 +21,7 @@ use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
 
-use crate::conversation::{Block, ErrorKind, ToolResult, ToolUse};
+use crate::conversation::{Block, ErrorKind, Message, ToolResult, ToolUse};
 use crate::transcript::{GuardKind, GuardNote, Round};
 
 /// What becomes of a call as it arrives in the stream.
@@ -77,8 +77,8 @@ impl Response {
             n.of = Some(first.clone());
             self.notes.push(n);
             let content = format!(
-                "not run again: this is the same call (same tool, same arguments) as {first} in \
-                 this response; its result answers both."
+                "{COPY}this is the same call (same tool, same arguments) as {first} in this \
+                 response; its result answers both."
             );
             return Admit::Answer(ToolResult {
                 tool_use_id: call.id.clone(),
@@ -148,26 +148,13 @@ impl Repeats {
             let Some(call) = call.filter(|_| !not_run) else {
                 continue;
             };
-            let fingerprint = fingerprint(result);
-            let seen = self.seen.entry(key(call)).or_insert(Seen {
-                result: fingerprint,
-                count: 0,
-            });
-            if seen.result == fingerprint {
-                seen.count += 1;
-            } else {
-                *seen = Seen {
-                    result: fingerprint,
-                    count: 1,
-                };
-            }
-            let count = seen.count;
+            let count = self.count(call, fingerprint(result));
             if count < self.max {
                 continue;
             }
             result.content.push_str(&format!(
-                "\n\n[rounds: you have made this exact call {count} times and got this same \
-                 result each time. It will not change. Do something else.]"
+                "{NOTE}{count} times and got this same result each time. It will not change. Do \
+                 something else.]"
             ));
             let kind = if count == self.max {
                 GuardKind::Repeated
@@ -187,7 +174,66 @@ impl Repeats {
         }
         stuck
     }
+
+    /// Counts the calls and results of a conversation resumed from a transcript, so that a
+    /// model stuck before the resume is not given a fresh allowance by it. Results the guards
+    /// made (dropped calls, copies) are not counts, and the note `check` added to a result is
+    /// taken off again before it is compared.
+    pub fn seed(&mut self, history: &[Message]) {
+        let mut calls: HashMap<&str, &ToolUse> = HashMap::new();
+        for message in history {
+            match message {
+                Message::Assistant { blocks, .. } => {
+                    calls = blocks
+                        .iter()
+                        .filter_map(|b| match b {
+                            Block::ToolUse(call) => Some((call.id.as_str(), call)),
+                            _ => None,
+                        })
+                        .collect();
+                }
+                Message::ToolResults(results) => {
+                    for result in results {
+                        let made_here = result.error_kind == Some(ErrorKind::Dropped)
+                            || result.content.starts_with(COPY);
+                        if let Some(call) = calls.get(result.tool_use_id.as_str())
+                            && !made_here
+                        {
+                            let mut as_returned = result.clone();
+                            if let Some(at) = as_returned.content.find(NOTE) {
+                                as_returned.content.truncate(at);
+                            }
+                            self.count(call, fingerprint(&as_returned));
+                        }
+                    }
+                }
+                Message::User(_) => {}
+            }
+        }
+    }
+
+    /// How many times in a row `call` has now returned the result whose fingerprint this is.
+    fn count(&mut self, call: &ToolUse, fingerprint: u64) -> u32 {
+        let seen = self.seen.entry(key(call)).or_insert(Seen {
+            result: fingerprint,
+            count: 0,
+        });
+        if seen.result == fingerprint {
+            seen.count += 1;
+        } else {
+            *seen = Seen {
+                result: fingerprint,
+                count: 1,
+            };
+        }
+        seen.count
+    }
 }
+
+/// What `check` appends to a repeated result, up to the count.
+const NOTE: &str = "\n\n[rounds: you have made this exact call ";
+/// How the result of a copy of a call in the same response begins.
+const COPY: &str = "not run again: ";
 
 fn note(kind: GuardKind, id: Option<&str>) -> GuardNote {
     GuardNote {
@@ -376,6 +422,52 @@ mod tests {
         let (_, notes, stuck) = round(&mut repeats, &[(&c, "no such file")]);
         assert_eq!(notes[0].kind, GuardKind::Stuck);
         assert!(stuck.unwrap().contains("read_file call 4 times"));
+    }
+
+    /// A conversation resumed from a transcript: `n` rounds of `c` returning `content`, with
+    /// the note `check` added where it did, and a copy of the call in the last response.
+    fn resumed(n: usize, content: &str) -> Vec<Message> {
+        let mut earlier = Repeats::new(3);
+        let mut history = vec![Message::User("go".into())];
+        for i in 0..n {
+            let c = call(&format!("c{i}"), "read_file", r#"{"path":"a"}"#);
+            let copy = call(&format!("k{i}"), "read_file", r#"{"path":"a"}"#);
+            let (mut results, _, _) = round(&mut earlier, &[(&c, content)]);
+            let Admit::Answer(answer) = ({
+                let mut r = Response::new(16);
+                r.admit(&c);
+                r.admit(&copy)
+            }) else {
+                panic!("a copy is answered")
+            };
+            results.push(answer);
+            history.push(Message::Assistant {
+                blocks: vec![Block::ToolUse(c), Block::ToolUse(copy)],
+                provider: "anthropic".into(),
+            });
+            history.push(Message::ToolResults(results));
+        }
+        history
+    }
+
+    #[test]
+    fn a_resumed_run_goes_on_counting_from_its_transcript() {
+        // (Ids are taken out of results before they are compared: none may be a word in them.)
+        let next = call("toolu_9", "read_file", r#"{"path":"a"}"#);
+        // Stuck before the resume (noted at 3, stuck at 4): the same answer again is stuck.
+        let mut repeats = Repeats::new(3);
+        repeats.seed(&resumed(4, "no such file"));
+        let (_, notes, stuck) = round(&mut repeats, &[(&next, "no such file")]);
+        assert!(stuck.is_some(), "{notes:?}");
+        // Two before: the third is noted, not stuck (the copies did not count).
+        let mut repeats = Repeats::new(3);
+        repeats.seed(&resumed(2, "no such file"));
+        let (_, notes, stuck) = round(&mut repeats, &[(&next, "no such file")]);
+        assert_eq!((notes[0].kind, stuck), (GuardKind::Repeated, None));
+        // CONTROL: without the seed, the same round is the first of its kind.
+        let mut repeats = Repeats::new(3);
+        let (_, notes, stuck) = round(&mut repeats, &[(&next, "no such file")]);
+        assert!(notes.is_empty() && stuck.is_none());
     }
 
     #[test]

@@ -144,6 +144,8 @@ impl Agent {
         let mut number = 0;
         let mut corrected = false;
         let mut repeats = guards::Repeats::new(self.limits.max_repeats);
+        // A resumed conversation's calls count: resuming is no way out of being stuck.
+        repeats.seed(history);
         loop {
             let summary = number == self.limits.max_rounds;
             if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {

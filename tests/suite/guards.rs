@@ -251,6 +251,16 @@ fn a_model_that_repeats_a_call_for_the_same_result_ends_stuck() {
     assert!(text.contains("It will not change"), "{text}");
     assert_eq!(server.requests().len(), 4);
     assert!(out.stderr.contains("stuck"), "{}", out.stderr);
+
+    // Resuming is no way out: the transcript's calls count, so the same call for the same
+    // result once more is stuck at once (a fresh count would have allowed three more).
+    let again = insistent("list_dir", r#"{"path":"src"}"#);
+    let out = run(sb
+        .anthropic(&again)
+        .args(["--no-transcript", "--resume"])
+        .arg(sb.transcript_path()));
+    assert_eq!(out.code, 9, "{}", out.stderr);
+    assert_eq!(again.requests().len(), 1);
 }
 
 #[test]
