@@ -19,6 +19,10 @@ use crate::app::ProviderSource;
 use crate::conversation::Usage;
 use crate::outcome::Status;
 use crate::provider::retry::MAX_HONOURED_WAIT;
+
+/// How long every job holds off after a 429 that names no wait: the default first backoff
+/// (`--retry-delay`). Without it, each job would find the limit for itself.
+const UNSAID_WAIT: Duration = Duration::from_secs(1);
 use crate::provider::{
     self, BuildError, EventStream, Provider, ProviderChoice, ProviderError, Request, StreamEvent,
 };
@@ -335,13 +339,15 @@ impl Provider for Limited {
                 self.gate.settle(reserved, 0);
                 if let ProviderError::Http {
                     status: 429,
-                    retry_after: Some(wait),
+                    retry_after,
                     ..
                 } = &e
-                    && *wait <= MAX_HONOURED_WAIT
                     && e.is_retryable()
                 {
-                    self.gate.pause(Instant::now(), *wait);
+                    let wait = retry_after.unwrap_or(UNSAID_WAIT);
+                    if wait <= MAX_HONOURED_WAIT {
+                        self.gate.pause(Instant::now(), wait);
+                    }
                 }
                 Err(e)
             }

@@ -159,7 +159,17 @@ fn shards_split_the_jobs_so_that_each_runs_exactly_once() {
 
 #[test]
 fn a_shared_429_makes_one_backoff_for_all_jobs() {
-    // A rate limiter: the first request gets 429 with retry-after 1 s. Requests already on
+    shared_429(true);
+}
+
+#[test]
+fn a_429_that_names_no_wait_is_shared_too() {
+    // The batch holds every job off for the default first backoff (1 s).
+    shared_429(false);
+}
+
+fn shared_429(retry_after: bool) {
+    // A rate limiter: the first request gets 429 (with retry-after 1 s, or none). Requests already on
     // their way by then are answered (after a short hold, as a busy server would); any request
     // that arrives later while the limit holds is refused again. Jobs that share the backoff
     // send nothing until the second is over.
@@ -178,7 +188,9 @@ fn a_shared_429_makes_one_backoff_for_all_jobs() {
                 429,
                 r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
             );
-            reply.headers.push(("retry-after".into(), "1".into()));
+            if retry_after {
+                reply.headers.push(("retry-after".into(), "1".into()));
+            }
             return reply;
         };
         let mut reply = three_rounds(r);
