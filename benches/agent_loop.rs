@@ -17,6 +17,8 @@
 
 #[path = "../tests/common/cache_sim.rs"]
 mod cache_sim;
+#[path = "../tests/common/measure.rs"]
+mod measure;
 #[path = "../tests/common/mock.rs"]
 mod mock;
 #[path = "../tests/common/sse.rs"]
@@ -24,7 +26,7 @@ mod sse;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mock::{MockServer, Reply};
 use serde_json::Value;
@@ -77,23 +79,9 @@ fn transcript(dir: &Path) -> Vec<Value> {
 }
 
 /// Runs to completion, sampling the child's peak RSS; returns (exit code, peak RSS in KiB).
-fn run_measured(mut cmd: Command) -> (i32, u64) {
-    let mut child = cmd.spawn().unwrap();
-    let status = format!("/proc/{}/status", child.id());
-    let mut peak = 0;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(&status) {
-            let hwm = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-            peak = peak.max(hwm.unwrap_or(0));
-        }
-        if let Some(code) = child.try_wait().unwrap() {
-            return (code.code().unwrap_or(-1), peak);
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+fn run_measured(cmd: Command) -> (i32, u64) {
+    let run = measure::measured(cmd);
+    (run.code, run.peak_kib)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

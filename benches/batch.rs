@@ -11,6 +11,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+#[path = "../tests/common/measure.rs"]
+mod measure;
 #[path = "../tests/common/mock.rs"]
 mod mock;
 #[path = "../tests/common/sse.rs"]
@@ -18,7 +20,7 @@ mod sse;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mock::{MockServer, Recorded, Reply};
 use sse::B;
@@ -73,27 +75,6 @@ fn sandbox(jobs: usize) -> tempfile::TempDir {
     dir
 }
 
-/// Runs to completion, sampling the child's peak RSS; returns (exit code, wall, peak KiB).
-fn measured(mut cmd: Command) -> (i32, Duration, u64) {
-    let started = Instant::now();
-    let mut child = cmd.spawn().unwrap();
-    let status = format!("/proc/{}/status", child.id());
-    let mut peak = 0;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(&status) {
-            let hwm = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-            peak = peak.max(hwm.unwrap_or(0));
-        }
-        if let Some(code) = child.try_wait().unwrap() {
-            return (code.code().unwrap_or(-1), started.elapsed(), peak);
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 /// (e) and (f): the batch, and xargs over single runs.
 fn batch_vs_xargs() -> (Duration, Duration, u64) {
     let dir = sandbox(JOBS);
@@ -103,7 +84,11 @@ fn batch_vs_xargs() -> (Duration, Duration, u64) {
         .args(["batch", "-q", "--jobs", "32", "--out"])
         .arg(dir.path().join("out"))
         .arg(dir.path().join("jobs.jsonl"));
-    let (code, batch_wall, peak) = measured(batch);
+    let measure::Measured {
+        code,
+        wall: batch_wall,
+        peak_kib: peak,
+    } = measure::measured(batch);
     assert_eq!(code, 0);
     assert_eq!(server.requests().len(), 3 * JOBS);
 
@@ -128,7 +113,11 @@ fn batch_vs_xargs() -> (Duration, Duration, u64) {
         ])
         .arg(dir.path().join("single/{}.jsonl"))
         .arg("Do {}.");
-    let (code, xargs_wall, _) = measured(xargs);
+    let measure::Measured {
+        code,
+        wall: xargs_wall,
+        ..
+    } = measure::measured(xargs);
     assert_eq!(code, 0);
     assert_eq!(server.requests().len(), 3 * JOBS);
     (batch_wall, xargs_wall, peak)
@@ -144,7 +133,7 @@ fn per_job_overhead() -> (f64, f64) {
         .args(["batch", "-q", "--jobs", "1", "--out"])
         .arg(dir.path().join("out"))
         .arg(dir.path().join("jobs.jsonl"));
-    let (code, _, _) = measured(batch);
+    let code = measure::measured(batch).code;
     assert_eq!(code, 0);
     let requests = server.requests();
     assert_eq!(requests.len(), 3 * jobs);

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cache_sim;
+pub mod measure;
 pub mod mock;
 pub mod pg;
 pub mod sse;
