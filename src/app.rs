@@ -288,10 +288,24 @@ fn write_answer(path: &std::path::Path, answer: &str) -> Result<(), String> {
         .map_err(|e| format!("--output-last-message {}: {e}", path.display()))
 }
 
-/// SIGINT and SIGTERM cancel the run with their status. A second signal ends the process at
-/// once: the user asked twice, and everything finished is already on disk.
+/// SIGINT and SIGTERM cancel the run with their status.
 fn watch_signals(cancel: &Cancel) -> tokio::task::JoinHandle<()> {
     let cancel = cancel.clone();
+    on_signals(move |signal| {
+        let earlier = cancel.cancel(
+            Status::Interrupted(signal),
+            format!("interrupted by {}", signal.name()),
+        );
+        matches!(earlier, Some(Status::Interrupted(_)))
+    })
+}
+
+/// Calls `stop` for each SIGINT and SIGTERM; when it says a signal had come before, ends the
+/// process at once with that signal's status: the user asked twice, and everything finished is
+/// already on disk. A single run and a batch both stop this way.
+pub fn on_signals(
+    mut stop: impl FnMut(Signal) -> bool + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         use tokio::signal::unix::{SignalKind, signal};
         let (Ok(mut int), Ok(mut term)) = (
@@ -306,11 +320,9 @@ fn watch_signals(cancel: &Cancel) -> tokio::task::JoinHandle<()> {
                 _ = int.recv() => Signal::Interrupt,
                 _ = term.recv() => Signal::Terminate,
             };
-            let status = Status::Interrupted(signal);
-            let earlier = cancel.cancel(status, format!("interrupted by {}", signal.name()));
-            if let Some(Status::Interrupted(_)) = earlier {
+            if stop(signal) {
                 #[allow(clippy::exit)]
-                std::process::exit(i32::from(status.exit_code()));
+                std::process::exit(i32::from(Status::Interrupted(signal).exit_code()));
             }
         }
     })

@@ -207,26 +207,7 @@ impl Control {
 /// SIGINT and SIGTERM stop the batch (see `Control::interrupt`); a second one ends the process
 /// at once: everything finished is already on disk.
 fn watch_signals(control: Arc<Control>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            tracing::warn!("cannot install signal handlers; Ctrl-C will end rounds abruptly");
-            return;
-        };
-        loop {
-            let signal = tokio::select! {
-                _ = int.recv() => Signal::Interrupt,
-                _ = term.recv() => Signal::Terminate,
-            };
-            if control.interrupt(signal) {
-                #[allow(clippy::exit)]
-                std::process::exit(i32::from(Status::Interrupted(signal).exit_code()));
-            }
-        }
-    })
+    crate::app::on_signals(move |signal| control.interrupt(signal))
 }
 
 /// A batch's results, to report.
