@@ -59,13 +59,10 @@ fn results(lines: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
-#[test]
-fn thirty_rounds_of_8_kb_fit_a_20k_window_and_the_transcript_keeps_everything() {
-    let sb = Sandbox::new();
-    files(&sb);
-    let (server, sizes) = reader(u64::MAX);
-    let out = run(sb
-        .anthropic(&server)
+/// The run the tests here make: a 20k window, room for every round, a transcript.
+fn read_every_file(sb: &Sandbox, server: &MockServer) -> crate::common::Run {
+    run(sb
+        .anthropic(server)
         .args([
             "--context-window",
             "20000",
@@ -74,7 +71,15 @@ fn thirty_rounds_of_8_kb_fit_a_20k_window_and_the_transcript_keeps_everything() 
             "--transcript",
         ])
         .arg(sb.transcript_path())
-        .arg("read every file"));
+        .arg("read every file"))
+}
+
+#[test]
+fn thirty_rounds_of_8_kb_fit_a_20k_window_and_the_transcript_keeps_everything() {
+    let sb = Sandbox::new();
+    files(&sb);
+    let (server, sizes) = reader(u64::MAX);
+    let out = read_every_file(&sb, &server);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let sizes = sizes.lock().unwrap().clone();
     assert_eq!(sizes.len(), ROUNDS + 1);
@@ -139,17 +144,7 @@ fn a_too_long_refusal_is_retried_once_with_more_elided_and_resume_keeps_the_view
     files(&sb);
     // The provider counts more tokens than the estimate: it refuses past 15k of a 20k window.
     let (server, sizes) = reader(15_000);
-    let out = run(sb
-        .anthropic(&server)
-        .args([
-            "--context-window",
-            "20000",
-            "--max-rounds",
-            "40",
-            "--transcript",
-        ])
-        .arg(sb.transcript_path())
-        .arg("read every file"));
+    let out = read_every_file(&sb, &server);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("prompt is too long"), "{}", out.stderr);
     let sizes = sizes.lock().unwrap().clone();
