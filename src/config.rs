@@ -2,48 +2,38 @@
 //! here, once, before any request: a missing key, an unreadable file or an empty prompt is a
 //! usage error (exit 2) that names what is wrong, never a key's value.
 
-use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agent::{FailOn, LoopLimits, OnMaxRounds, OutputSchema};
 use crate::cli::{self, Cli, ToolFlags};
-use crate::conversation::Message;
 use crate::pricing::{Catalog, ModelInfo, PricesError};
 use crate::process::{self, Sandbox, sandbox};
-use crate::provider::openai::Flavor;
 use crate::provider::retry::RetryPolicy;
-use crate::provider::{Api, Cache, CacheTtl, Effort, Options, Parallel, ProviderChoice};
+use crate::provider::{Cache, CacheTtl, Parallel, ProviderChoice};
 use crate::runs;
-use crate::terminal;
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
 use crate::tools::workspace::WorkspaceError;
 use crate::tools::{Outputs, Workspace, builtin};
-use crate::transcript::{self, ReadError};
+use crate::transcript::ReadError;
+
+mod prompt;
+mod provider;
+mod resume;
+
+use prompt::{MAX_STDIN_BYTES, resolve_prompt};
+pub use prompt::{StdinKind, read_real_stdin, stdin_kind};
+
+use provider::{model_options, resolve_provider};
+pub use resume::Resume;
+use resume::{keep_resumed, resume};
 
 const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
 /// The context window of a model the price table does not know.
 const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
-/// Larger input would not fit any model's context; refusing is clearer than truncating.
-const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
-
-/// The conversation a resumed run continues.
-pub struct Resume {
-    pub path: PathBuf,
-    /// The transcript is a run rounds kept for this user (see `own_run`).
-    pub own_run: bool,
-    pub history: Vec<Message>,
-    /// The id of the chain's first run: the prompt-cache key stays the same across resumes.
-    pub origin_run_id: String,
-    /// Every transcript of the chain, oldest first (`path` last).
-    pub files: Vec<PathBuf>,
-    /// The start line of the run resumed (`path`'s).
-    pub start: transcript::Start,
-}
-
 /// The prompt of a resumed run when none is given.
 const CONTINUE: &str = "Continue from where you left off.";
 
@@ -169,16 +159,6 @@ pub enum ConfigError {
     SecretToolEnv(String),
 }
 
-/// What is on the other end of stdin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StdinKind {
-    Terminal,
-    /// A pipe or a regular file: something a user deliberately fed us.
-    Piped,
-    /// Closed, /dev/null, a socket: nothing to read.
-    Nothing,
-}
-
 /// The outside world config reads from; tests substitute it.
 pub struct Inputs<'a> {
     pub env: &'a dyn Fn(&str) -> Option<String>,
@@ -189,64 +169,6 @@ pub struct Inputs<'a> {
     pub cwd: PathBuf,
     /// Model aliases from the settings files (`[alias]`), over the built-in ones.
     pub aliases: std::collections::BTreeMap<String, String>,
-}
-
-/// Looks at the process's real stdin.
-pub fn stdin_kind() -> StdinKind {
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        return StdinKind::Terminal;
-    }
-    match std::fs::metadata("/dev/stdin") {
-        Ok(m) => {
-            use std::os::unix::fs::FileTypeExt;
-            let t = m.file_type();
-            if t.is_fifo() || t.is_file() {
-                StdinKind::Piped
-            } else {
-                StdinKind::Nothing
-            }
-        }
-        Err(_) => StdinKind::Nothing,
-    }
-}
-
-/// Reads the real stdin to its end, bounded. If a pipe stays silent for a while, says on stderr
-/// what rounds is waiting for, so a CI step that hangs explains itself.
-pub fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let r = std::io::stdin()
-            .take(MAX_STDIN_BYTES + 1)
-            .read_to_end(&mut buf)
-            .map(|_| buf);
-        let _ = tx.send(r);
-    });
-    let result = match rx.recv_timeout(Duration::from_secs(3)) {
-        Ok(r) => r,
-        Err(_) => {
-            if !quiet {
-                tracing::warn!("still reading stdin (a pipe); pass --no-stdin to skip it");
-            }
-            rx.recv()
-                .map_err(|_| ConfigError::Stdin(std::io::ErrorKind::BrokenPipe.into()))?
-        }
-    };
-    let bytes = result.map_err(ConfigError::Stdin)?;
-    if bytes.len() as u64 > MAX_STDIN_BYTES {
-        return Err(ConfigError::StdinTooLarge);
-    }
-    text_stdin(bytes)
-}
-
-/// Piped input as text. Binary input is refused rather than sent as a page of U+FFFD: a
-/// model cannot read it, and a file in the workspace is how to give it one.
-fn text_stdin(bytes: Vec<u8>) -> Result<String, ConfigError> {
-    if bytes.contains(&0) {
-        return Err(ConfigError::BinaryStdin(bytes.len()));
-    }
-    String::from_utf8(bytes).map_err(|e| ConfigError::BinaryStdin(e.into_bytes().len()))
 }
 
 impl Config {
@@ -443,219 +365,6 @@ impl Config {
     }
 }
 
-fn resolve_provider(
-    spec: &str,
-    base_url: Option<&str>,
-    key_file: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-    cwd: &Path,
-) -> Result<(ProviderChoice, String), ConfigError> {
-    if let Some(path) = spec.strip_prefix("replay:") {
-        let path = cwd.join(path);
-        let transcript = transcript::read(&path)?;
-        let model = transcript.start.model.clone();
-        return Ok((
-            ProviderChoice::Replay {
-                path,
-                transcript: Box::new(transcript),
-            },
-            model,
-        ));
-    }
-    let (provider, model) = match spec.split_once('/') {
-        Some((p, m)) => (p.to_owned(), m.to_owned()),
-        None => {
-            let p = if spec.starts_with("claude-") {
-                "anthropic"
-            } else if spec.starts_with("gpt-")
-                || spec.starts_with("chatgpt-")
-                || ["o1", "o3", "o4"].iter().any(|p| spec.starts_with(p))
-            {
-                "openai"
-            } else if spec.starts_with("gemini-") {
-                "gemini"
-            } else {
-                return Err(ConfigError::AmbiguousModel(spec.to_owned()));
-            };
-            (p.to_owned(), spec.to_owned())
-        }
-    };
-    if model.is_empty() {
-        return Err(ConfigError::EmptyModel(spec.to_owned()));
-    }
-    let url = |env_name: Option<&str>, default: &str| -> Result<String, ConfigError> {
-        let url = base_url
-            .map(str::to_owned)
-            .or_else(|| env_name.and_then(env))
-            .unwrap_or_else(|| default.to_owned());
-        match reqwest::Url::parse(&url) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(url),
-            Ok(u) => Err(ConfigError::BaseUrl {
-                url,
-                message: format!("unsupported scheme {}", u.scheme()),
-            }),
-            Err(e) => Err(ConfigError::BaseUrl {
-                url,
-                message: e.to_string(),
-            }),
-        }
-    };
-    let optional_key = |var: &str| api_key(var, key_file, env);
-    let key = |var: &'static str, provider: &'static str| {
-        optional_key(var)?.ok_or(ConfigError::MissingKey { var, provider })
-    };
-    let compatible = |name: &'static str,
-                      default_url: &str,
-                      key_var: &str|
-     -> Result<ProviderChoice, ConfigError> {
-        Ok(ProviderChoice::OpenAi {
-            name,
-            flavor: Flavor::Compatible,
-            base_url: url(None, default_url)?,
-            key: optional_key(key_var)?,
-            options: Options::default(),
-        })
-    };
-    let choice = match provider.as_str() {
-        "anthropic" => ProviderChoice::Anthropic {
-            base_url: url(Some("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")?,
-            key: key("ANTHROPIC_API_KEY", "anthropic")?,
-            options: Options::default(),
-        },
-        "openai" => ProviderChoice::OpenAi {
-            name: "openai",
-            flavor: Flavor::OpenAi,
-            base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
-            key: Some(key("OPENAI_API_KEY", "openai")?),
-            options: Options::default(),
-        },
-        "openai-responses" => ProviderChoice::OpenAiResponses {
-            name: "openai-responses",
-            flavor: Flavor::OpenAi,
-            base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
-            key: Some(key("OPENAI_API_KEY", "openai-responses")?),
-            options: Options::default(),
-        },
-        "ollama" => compatible("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY")?,
-        "llamacpp" => compatible("llamacpp", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY")?,
-        "vllm" => compatible("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY")?,
-        "gemini" => ProviderChoice::Gemini {
-            base_url: url(
-                Some("GEMINI_BASE_URL"),
-                "https://generativelanguage.googleapis.com",
-            )?,
-            key: key("GEMINI_API_KEY", "gemini")?,
-            options: Options::default(),
-        },
-        _ => return Err(ConfigError::UnknownProvider(provider)),
-    };
-    Ok((choice, model))
-}
-
-/// The wire API and the model options the flags ask for; `ProviderChoice::configure` checks
-/// them against the provider and the model.
-fn model_options(cli: &Cli) -> (Api, Options) {
-    let api = match cli.api {
-        cli::Api::Auto => Api::Auto,
-        cli::Api::Chat => Api::Chat,
-        cli::Api::Responses => Api::Responses,
-    };
-    let options = Options {
-        reasoning_effort: cli.reasoning_effort.map(|e| match e {
-            cli::ReasoningEffort::Low => Effort::Low,
-            cli::ReasoningEffort::Medium => Effort::Medium,
-            cli::ReasoningEffort::High => Effort::High,
-        }),
-        thinking_budget: cli.thinking_budget,
-        temperature: cli.temperature,
-        parallel_tool_calls: match cli.parallel_tool_calls {
-            cli::ParallelToolCalls::Auto => Parallel::Auto,
-            cli::ParallelToolCalls::On => Parallel::On,
-            cli::ParallelToolCalls::Off => Parallel::Off,
-        },
-    };
-    (api, options)
-}
-
-/// A provider's key: from `--api-key-file`, else the variable `var`, else the file named by
-/// `{var}_FILE`. Files let a launcher keep the key out of every process environment (which
-/// other processes of the same user can read); they are read once, here, and the trailing
-/// newline an editor adds is dropped.
-fn api_key(
-    var: &str,
-    key_file: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<String>, ConfigError> {
-    let from_file = |path: &Path| -> Result<Option<String>, ConfigError> {
-        let text = read_file("API key file", path)?;
-        let key = text.trim_end_matches(['\n', '\r']);
-        if key.is_empty() || key.contains(['\n', '\r']) {
-            return Err(ConfigError::KeyFile(path.to_owned()));
-        }
-        Ok(Some(key.to_owned()))
-    };
-    if let Some(path) = key_file {
-        return from_file(path);
-    }
-    if let Some(key) = env(var) {
-        return Ok(Some(key));
-    }
-    match env(&format!("{var}_FILE")) {
-        Some(path) => from_file(Path::new(&path)),
-        None => Ok(None),
-    }
-}
-
-fn resolve_prompt(
-    cli: &Cli,
-    stdin_kind: StdinKind,
-    read_stdin: &mut dyn FnMut() -> Result<String, ConfigError>,
-    recorded: Option<&str>,
-    cwd: &Path,
-) -> Result<String, ConfigError> {
-    let dash_file = cli.prompt_file.as_deref() == Some(Path::new("-"));
-    let from_args = match &cli.prompt_file {
-        // `-f -`: the prompt is stdin, as `-` alone says.
-        Some(_) if dash_file => None,
-        Some(path) => Some(read_file("prompt file", &cwd.join(path))?),
-        None if cli.prompt.is_empty() || cli.prompt == ["-"] => None,
-        None => Some(cli.prompt.join(" ")),
-    };
-    let explicit_dash = cli.prompt == ["-"] || dash_file;
-    let prompt = match from_args {
-        Some(prompt) => {
-            // A prompt plus piped input: the input is context for the prompt.
-            let context = if !cli.no_stdin && stdin_kind == StdinKind::Piped {
-                read_stdin()?
-            } else {
-                String::new()
-            };
-            if context.trim().is_empty() {
-                prompt
-            } else {
-                format!("{}\n\n{}", prompt.trim_end(), fenced(&context))
-            }
-        }
-        None if explicit_dash && stdin_kind == StdinKind::Terminal => {
-            return Err(ConfigError::StdinIsTerminal);
-        }
-        None if cli.no_stdin || stdin_kind != StdinKind::Piped => {
-            recorded.map(str::to_owned).unwrap_or_default()
-        }
-        None => {
-            let text = read_stdin()?;
-            match recorded {
-                Some(r) if text.trim().is_empty() && !explicit_dash => r.to_owned(),
-                _ => text,
-            }
-        }
-    };
-    if prompt.trim().is_empty() {
-        return Err(ConfigError::EmptyPrompt);
-    }
-    Ok(prompt)
-}
-
 /// The workspace the flags name (default: the current directory).
 pub fn workspace(flags: &ToolFlags, cwd: &Path) -> Result<Workspace, ConfigError> {
     let dir = match &flags.workspace {
@@ -727,113 +436,6 @@ pub fn tool_setup(
     Ok((tools, process::tool_env(&lookup, &names, &flags.tool_env)))
 }
 
-/// `--resume FILE`, or `--resume last`: the newest run in this run's workspace (`-w`, else the
-/// current directory).
-fn resume(
-    which: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-    cwd: &Path,
-    flags: &ToolFlags,
-) -> Result<Resume, ConfigError> {
-    let path = if which == "last" {
-        let runs = rounds_home(env).unwrap_or_default().join(runs::DIR);
-        let dir = flags
-            .workspace
-            .as_ref()
-            .map_or(cwd.to_owned(), |w| cwd.join(w));
-        let workspace = std::fs::canonicalize(&dir).unwrap_or(dir);
-        runs::newest(&runs, Some(&workspace))
-            .ok_or(ConfigError::NothingToResume { runs, workspace })?
-    } else {
-        cwd.join(which)
-    };
-    let chain = transcript::read_chain(&path).map_err(ConfigError::Resume)?;
-    if chain.last().is_some_and(|t| t.torn_tail) {
-        tracing::warn!(
-            "{}: the last line was cut off (a killed run?); resuming from the rounds before it",
-            path.display()
-        );
-    }
-    let runs = rounds_home(env).map(|home| home.join(runs::DIR));
-    Ok(Resume {
-        own_run: runs.is_some_and(|runs| own_run(&path, &runs)),
-        origin_run_id: chain
-            .first()
-            .map(|t| t.start.run_id.clone())
-            .unwrap_or_default(),
-        history: transcript::conversation(&chain),
-        files: chain
-            .iter()
-            .filter_map(|t| t.start.resumed_from.as_ref().map(PathBuf::from))
-            .chain([path.clone()])
-            .collect(),
-        start: chain.last().map(|t| t.start.clone()).ok_or_else(|| {
-            ConfigError::Resume(ReadError::Invalid {
-                path: path.clone(),
-                line: 1,
-                message: "no start line".into(),
-            })
-        })?,
-        path,
-    })
-}
-
-/// Whether `path` is a run rounds kept for this user: a file of theirs under
-/// `$ROUNDS_HOME/runs` (private, written only by rounds), not one brought from elsewhere.
-fn own_run(path: &Path, runs: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let (Ok(file), Ok(runs)) = (std::fs::canonicalize(path), std::fs::canonicalize(runs)) else {
-        return false;
-    };
-    file.starts_with(&runs)
-        && std::fs::metadata(&file).is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw())
-}
-
-/// A resumed run keeps the model and the workspace its transcript recorded, unless the flags
-/// (or `ROUNDS_MODEL`) name others. The workspace is what confines the tools, so it is only
-/// taken from a run rounds kept for this user (`own_run`): a transcript from anywhere else (an
-/// artifact, a crafted file saying `"workspace": "/"`) cannot widen it, and the run stays in
-/// the current directory (or `-w`). A recorded workspace is also only taken while it is still a
-/// directory given by an absolute path; a warning names it when it is not the current one.
-fn keep_resumed(mut cli: Cli, resume: Option<&Resume>, cwd: &Path) -> Cli {
-    let Some(resume) = resume else {
-        return cli;
-    };
-    let start = &resume.start;
-    if cli.model.is_none() && start.provider != "replay" {
-        cli.model = Some(format!("{}/{}", start.provider, start.model));
-    }
-    let recorded = Path::new(&start.workspace);
-    if cli.tools.workspace.is_some() {
-        return cli;
-    }
-    let here = std::fs::canonicalize(cwd).is_ok_and(|c| c == recorded);
-    if !resume.own_run {
-        if !here {
-            tracing::warn!(
-                "{} is not one of your runs under $ROUNDS_HOME/runs, so its workspace {} is \
-                 not trusted; running in the current directory (-w chooses another)",
-                resume.path.display(),
-                terminal::line(&start.workspace)
-            );
-        }
-    } else if !(recorded.is_absolute() && recorded.is_dir()) {
-        tracing::warn!(
-            "the resumed run's workspace {} is not a directory any more; using the current one",
-            recorded.display()
-        );
-    } else {
-        if !here {
-            tracing::warn!(
-                "resuming in the run's workspace {} (-w changes it)",
-                recorded.display()
-            );
-        }
-        cli.tools.workspace = Some(recorded.to_owned());
-    }
-    cli
-}
-
 /// `--append-system-prompt TEXT|@FILE` (repeatable): each added after the system prompt, which
 /// stays as it was (the built-in one, or `--system`).
 fn append_system(mut system: String, extra: &[String], cwd: &Path) -> Result<String, ConfigError> {
@@ -865,18 +467,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
     }
-}
-
-/// Wraps text in a Markdown fence longer than any backtick run inside it.
-fn fenced(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat((longest + 1).max(3));
-    format!("{fence}\n{}\n{fence}", text.trim_end_matches('\n'))
 }
 
 fn read_file(what: &'static str, path: &Path) -> Result<String, ConfigError> {

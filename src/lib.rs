@@ -16,6 +16,7 @@ pub mod config;
 pub mod conversation;
 pub mod files;
 pub mod inventory;
+pub mod markdown;
 pub mod net;
 pub mod outcome;
 pub mod pricing;

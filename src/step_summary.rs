@@ -10,6 +10,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::markdown;
 use crate::outcome::{Outcome, Status};
 
 /// The most bytes of the answer put in the summary (GitHub takes at most 1 MiB per step).
@@ -115,21 +116,11 @@ fn shorten(text: &str, max: usize) -> String {
     }
 }
 
-/// The longest run of backticks in `text`.
-fn longest_backticks(text: &str) -> usize {
-    let (mut longest, mut run) = (0, 0);
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    longest
-}
-
 /// `text` on one line (control characters shown escaped) as a Markdown code span, whose
 /// backtick string is longer than any inside it.
 fn code_span(text: &str) -> String {
     let text = crate::terminal::line(text);
-    let ticks = "`".repeat(longest_backticks(&text) + 1);
+    let ticks = "`".repeat(markdown::longest_backticks(&text) + 1);
     // A span that starts or ends with a backtick needs a space between.
     let pad = if text.starts_with('`') || text.ends_with('`') {
         " "
@@ -139,12 +130,9 @@ fn code_span(text: &str) -> String {
     format!("{ticks}{pad}{text}{pad}{ticks}")
 }
 
-/// `text` as a fenced code block (control characters shown escaped), fenced with more
-/// backticks than any run inside it, so no line of it can close the block.
+/// `text` as a fenced code block (control characters shown escaped) no line of it can close.
 fn fenced(text: &str) -> String {
-    let text = crate::terminal::text(text);
-    let fence = "`".repeat((longest_backticks(&text) + 1).max(3));
-    format!("{fence}text\n{}\n{fence}", text.trim_end_matches('\n'))
+    markdown::fenced(&crate::terminal::text(text), "text")
 }
 
 #[cfg(test)]

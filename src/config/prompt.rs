@@ -1,0 +1,133 @@
+//! The prompt: from the words, `-f FILE`, or stdin (read once, bounded, text only).
+
+use std::io::{IsTerminal, Read};
+use std::path::Path;
+use std::time::Duration;
+
+use super::{ConfigError, read_file};
+use crate::cli::Cli;
+
+/// Larger input would not fit any model's context; refusing is clearer than truncating.
+pub(super) const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What is on the other end of stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinKind {
+    Terminal,
+    /// A pipe or a regular file: something a user deliberately fed us.
+    Piped,
+    /// Closed, /dev/null, a socket: nothing to read.
+    Nothing,
+}
+
+/// Looks at the process's real stdin.
+pub fn stdin_kind() -> StdinKind {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return StdinKind::Terminal;
+    }
+    match std::fs::metadata("/dev/stdin") {
+        Ok(m) => {
+            use std::os::unix::fs::FileTypeExt;
+            let t = m.file_type();
+            if t.is_fifo() || t.is_file() {
+                StdinKind::Piped
+            } else {
+                StdinKind::Nothing
+            }
+        }
+        Err(_) => StdinKind::Nothing,
+    }
+}
+
+/// Reads the real stdin to its end, bounded. If a pipe stays silent for a while, says on stderr
+/// what rounds is waiting for, so a CI step that hangs explains itself.
+pub fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let r = std::io::stdin()
+            .take(MAX_STDIN_BYTES + 1)
+            .read_to_end(&mut buf)
+            .map(|_| buf);
+        let _ = tx.send(r);
+    });
+    let result = match rx.recv_timeout(Duration::from_secs(3)) {
+        Ok(r) => r,
+        Err(_) => {
+            if !quiet {
+                tracing::warn!("still reading stdin (a pipe); pass --no-stdin to skip it");
+            }
+            rx.recv()
+                .map_err(|_| ConfigError::Stdin(std::io::ErrorKind::BrokenPipe.into()))?
+        }
+    };
+    let bytes = result.map_err(ConfigError::Stdin)?;
+    if bytes.len() as u64 > MAX_STDIN_BYTES {
+        return Err(ConfigError::StdinTooLarge);
+    }
+    text_stdin(bytes)
+}
+
+/// Piped input as text. Binary input is refused rather than sent as a page of U+FFFD: a
+/// model cannot read it, and a file in the workspace is how to give it one.
+pub(super) fn text_stdin(bytes: Vec<u8>) -> Result<String, ConfigError> {
+    if bytes.contains(&0) {
+        return Err(ConfigError::BinaryStdin(bytes.len()));
+    }
+    String::from_utf8(bytes).map_err(|e| ConfigError::BinaryStdin(e.into_bytes().len()))
+}
+
+pub(super) fn resolve_prompt(
+    cli: &Cli,
+    stdin_kind: StdinKind,
+    read_stdin: &mut dyn FnMut() -> Result<String, ConfigError>,
+    recorded: Option<&str>,
+    cwd: &Path,
+) -> Result<String, ConfigError> {
+    let dash_file = cli.prompt_file.as_deref() == Some(Path::new("-"));
+    let from_args = match &cli.prompt_file {
+        // `-f -`: the prompt is stdin, as `-` alone says.
+        Some(_) if dash_file => None,
+        Some(path) => Some(read_file("prompt file", &cwd.join(path))?),
+        None if cli.prompt.is_empty() || cli.prompt == ["-"] => None,
+        None => Some(cli.prompt.join(" ")),
+    };
+    let explicit_dash = cli.prompt == ["-"] || dash_file;
+    let prompt = match from_args {
+        Some(prompt) => {
+            // A prompt plus piped input: the input is context for the prompt.
+            let context = if !cli.no_stdin && stdin_kind == StdinKind::Piped {
+                read_stdin()?
+            } else {
+                String::new()
+            };
+            if context.trim().is_empty() {
+                prompt
+            } else {
+                format!(
+                    "{}\n\n{}",
+                    prompt.trim_end(),
+                    crate::markdown::fenced(&context, "")
+                )
+            }
+        }
+        None if explicit_dash && stdin_kind == StdinKind::Terminal => {
+            return Err(ConfigError::StdinIsTerminal);
+        }
+        None if cli.no_stdin || stdin_kind != StdinKind::Piped => {
+            recorded.map(str::to_owned).unwrap_or_default()
+        }
+        None => {
+            let text = read_stdin()?;
+            match recorded {
+                Some(r) if text.trim().is_empty() && !explicit_dash => r.to_owned(),
+                _ => text,
+            }
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(ConfigError::EmptyPrompt);
+    }
+    Ok(prompt)
+}
