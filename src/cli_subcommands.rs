@@ -1,11 +1,10 @@
-//! The arguments of `rounds runs`, `show` and `completions` (clap definitions only, as in
-//! `cli.rs`).
+//! The arguments of the subcommands (clap definitions only, as in `cli.rs`).
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-use super::ListOutput;
+use super::ToolFlags;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
@@ -52,4 +51,42 @@ pub struct CompletionsArgs {
     /// The shell the script is for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// `rounds batch`: its flags are parsed by `batch::args`, which adds every run flag to them.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub tools: ToolFlags,
+
+    /// Text (a table) or JSON (one array).
+    #[arg(short, long, value_enum, default_value_t = ListOutput::Text)]
+    pub output: ListOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListOutput {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The PostgreSQL database the run was kept in.
+    #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
+    pub store: String,
+
+    /// The run id: the `run_id` of the transcript's start line, of `-o json` and of the store's
+    /// runs table; the transcript's file name is RUN_ID.jsonl.
+    pub run_id: String,
+
+    /// Write to FILE instead of stdout.
+    #[arg(long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
