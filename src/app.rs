@@ -3,13 +3,13 @@
 //! Returns the run's `Outcome`; never prints (the face does) and never exits the process
 //! (except on a second interrupt, on purpose).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::agent::{Agent, Cancel, Observer};
 use crate::config::{Config, Resume};
 use crate::conversation::Message;
+use crate::files::Target;
 use crate::outcome::{Outcome, Signal, Status};
 use crate::process::ProcessContext;
 use crate::provider::{self, BuildError, Provider, ProviderChoice};
@@ -101,7 +101,9 @@ struct Ready {
     records: Records,
     history: Vec<Message>,
     /// `--output-last-message`: where the final answer also goes.
-    output_last_message: Option<PathBuf>,
+    output_last_message: Option<Target>,
+    /// The transcript's file, for tidying the outputs directory beside it.
+    transcript: Option<Target>,
     run_id: String,
 }
 
@@ -119,6 +121,7 @@ async fn execute(
         mut records,
         mut history,
         output_last_message,
+        transcript,
         run_id,
     } = set_up(config, observer.clone(), providers.as_deref()).await?;
 
@@ -133,14 +136,19 @@ async fn execute(
 
     outcome.transcript = records.transcript_path();
     outcome.run_id = Some(run_id);
-    if outcome.transcript.is_none() {
+    match (&transcript, agent.toolbox.outputs().dir()) {
+        // An outputs directory nothing was saved in is no use beside the transcript.
+        (Some(t), _) => t.dir().remove_empty(&crate::config::outputs_name(t)),
         // Without a transcript nothing refers to the saved outputs (they live in the temp
-        // directory): they go with the run.
-        let _ = std::fs::remove_dir_all(agent.toolbox.outputs().dir());
+        // directory): they go with the run. (std does not follow links inside it.)
+        (None, Some(dir)) => {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        (None, None) => {}
     }
     outcome.duration_ms = started.elapsed().as_millis() as u64;
-    if let Some(path) = &output_last_message
-        && let Err(e) = write_answer(path, &outcome.final_text)
+    if let Some(target) = &output_last_message
+        && let Err(e) = write_answer(target, &outcome.final_text)
     {
         outcome = failed_record(outcome, e);
     }
@@ -206,7 +214,7 @@ async fn set_up(
         _ => system,
     };
     let toolbox = Arc::new(Toolbox::new(registry, policy, workspace, tool_settings));
-    let mut records = Records::open(transcript.as_deref(), store.as_deref())
+    let mut records = Records::open(transcript.as_ref(), store.as_deref())
         .await
         .map_err(|e| match transcript_is_default {
             true if e.starts_with("transcript ") => SetupFailure::usage(format!(
@@ -246,6 +254,7 @@ async fn set_up(
             observer,
         },
         output_last_message,
+        transcript,
         run_id,
         servers,
         records,
@@ -281,11 +290,10 @@ fn failed_record(mut outcome: Outcome, e: String) -> Outcome {
 }
 
 /// `--output-last-message`: the final answer (empty when there is none), private to its owner.
-fn write_answer(path: &std::path::Path, answer: &str) -> Result<(), String> {
-    use std::io::Write;
-    crate::files::create_private(path)
-        .and_then(|mut f| f.write_all(answer.as_bytes()))
-        .map_err(|e| format!("--output-last-message {}: {e}", path.display()))
+fn write_answer(target: &Target, answer: &str) -> Result<(), String> {
+    target
+        .write(answer.as_bytes())
+        .map_err(|e| format!("--output-last-message: {e}"))
 }
 
 /// SIGINT and SIGTERM cancel the run with their status.

@@ -241,8 +241,7 @@ fn usage_error(message: &str) -> u8 {
 
 /// An unwritable `--out` (or `--html`) is the user's to fix, like an unwritable `--transcript`.
 fn write_file(path: &Path, text: &str) -> Result<(), (Status, String)> {
-    use std::io::Write;
-    let written = crate::files::create_private(path).and_then(|mut f| f.write_all(text.as_bytes()));
+    let written = crate::files::write_private(path, text.as_bytes());
     written.map_err(|e| {
         (
             Status::Usage,

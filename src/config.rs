@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::agent::{FailOn, LoopLimits, OnMaxRounds, OutputSchema};
 use crate::cli::{self, Cli, ToolFlags};
+use crate::files::{Dir, Target};
 use crate::pricing::{Catalog, ModelInfo, PricesError};
 use crate::process::{self, Sandbox, sandbox};
 use crate::provider::retry::RetryPolicy;
@@ -68,9 +69,10 @@ pub struct Config {
     pub model_info: ModelInfo,
     /// `--output-schema`, compiled.
     pub output_schema: Option<OutputSchema>,
-    /// `--output-last-message`.
-    pub output_last_message: Option<PathBuf>,
-    pub transcript: Option<PathBuf>,
+    /// `--output-last-message`: its directory opened before any tool runs.
+    pub output_last_message: Option<Target>,
+    /// The transcript's file, its directory opened (and made) before any tool runs.
+    pub transcript: Option<Target>,
     /// The transcript goes where rounds put it by default, not where `--transcript` said.
     pub transcript_is_default: bool,
     /// `--store`: the PostgreSQL URL every line is also written to.
@@ -157,6 +159,15 @@ pub enum ConfigError {
     },
     #[error("--tool-env {0}: provider keys are never passed to tools")]
     SecretToolEnv(String),
+    /// A file rounds writes cannot be made (its directory, a symlink in its path…).
+    #[error("cannot write {what} {}: {source}{hint}", path.display())]
+    Output {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+        hint: &'static str,
+    },
 }
 
 /// The outside world config reads from; tests substitute it.
@@ -169,6 +180,9 @@ pub struct Inputs<'a> {
     pub cwd: PathBuf,
     /// Model aliases from the settings files (`[alias]`), over the built-in ones.
     pub aliases: std::collections::BTreeMap<String, String>,
+    /// Where the transcript goes when the caller has opened its directory already (a batch's
+    /// `--out`, opened once before any job ran); `None`: from the flags.
+    pub transcript: Option<Target>,
 }
 
 impl Config {
@@ -232,36 +246,33 @@ impl Config {
         let (tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
 
         let run_id = new_run_id();
-        let transcript = if cli.no_transcript {
-            None
-        } else if let Some(path) = &cli.transcript {
-            Some(inputs.cwd.join(path))
-        } else {
-            default_transcript_path(&env, &run_id)
+        let transcript = match inputs.transcript {
+            Some(target) => Some(target),
+            None => transcript_target(&cli, &env, &inputs.cwd, &run_id)?,
         };
-        if let Some(path) = &transcript {
-            // Creating the transcript truncates it: it must not be a file this run reads from.
+        if let Some(target) = &transcript {
+            // Creating the transcript replaces it: it must not be a file this run reads from.
+            let path = target.path();
             let read_from = resume.iter().flat_map(|r| r.files.iter());
             let replayed = match &provider {
                 ProviderChoice::Replay { path, .. } => Some(path),
                 _ => None,
             };
-            if let Some(same) = read_from.chain(replayed).find(|f| same_file(f, path)) {
+            if let Some(same) = read_from.chain(replayed).find(|f| same_file(f, &path)) {
                 return Err(ConfigError::TranscriptIsInput(same.clone()));
             }
         }
-        // Whole outputs of cut results live beside the transcript, or in the temp directory.
-        let outputs = match &transcript {
-            Some(path) => path.with_extension("outputs"),
-            None => std::env::temp_dir().join(format!("rounds-{run_id}")),
-        };
+        // Whole outputs of cut results live beside the transcript, or in a new directory of
+        // the temp dir; made now, before any tool runs, and written only through this handle.
+        let outputs_dir = outputs_dir(transcript.as_ref())?;
+        let outputs = outputs_dir.path().to_owned();
         let (sandbox, sandbox_record) =
             sandbox(&cli.tools, workspace.root(), &outputs, &inputs.cwd)?;
         let tool_settings = Settings {
             timeout: Duration::from_secs_f64(cli.tool_timeout),
             max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
             env: tool_env,
-            outputs: Outputs::new(outputs, cli.max_spill_bytes),
+            outputs: Outputs::new(outputs_dir, cli.max_spill_bytes),
             hooks: Hooks {
                 pre: cli.pre_tool_hook.clone(),
                 post: cli.post_tool_hook.clone(),
@@ -317,6 +328,18 @@ impl Config {
                 .as_ref()
                 .map_or_else(|| run_id.clone(), |r| r.origin_run_id.clone()),
         });
+        let output_last_message = match &cli.output_last_message {
+            Some(path) => {
+                let path = inputs.cwd.join(path);
+                Some(Target::new(&path).map_err(|source| ConfigError::Output {
+                    what: "--output-last-message",
+                    path,
+                    source,
+                    hint: "",
+                })?)
+            }
+            None => None,
+        };
         let output_schema = match &cli.output_schema {
             Some(path) => Some(output_schema(&inputs.cwd.join(path))?),
             None => None,
@@ -325,7 +348,7 @@ impl Config {
             cache,
             model_info,
             output_schema,
-            output_last_message: cli.output_last_message.as_ref().map(|p| inputs.cwd.join(p)),
+            output_last_message,
             run_id,
             provider,
             model,
@@ -477,10 +500,64 @@ fn read_file(what: &'static str, path: &Path) -> Result<String, ConfigError> {
     })
 }
 
-/// `$ROUNDS_HOME/runs/YYYY-MM-DD/RUN_ID.jsonl`; `ROUNDS_HOME` defaults to `$XDG_STATE_HOME/rounds`,
-/// else `~/.local/state/rounds`. `None` when none of those can be found.
-fn default_transcript_path(env: &dyn Fn(&str) -> Option<String>, run_id: &str) -> Option<PathBuf> {
-    Some(runs::transcript_path(&rounds_home(env)?, run_id))
+/// Where the transcript goes: `--transcript`, else `$ROUNDS_HOME/runs/YYYY-MM-DD/RUN_ID.jsonl`
+/// (`ROUNDS_HOME` defaults to `$XDG_STATE_HOME/rounds`, else `~/.local/state/rounds`), else
+/// nowhere; its directory opened (and made) now.
+fn transcript_target(
+    cli: &Cli,
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+    run_id: &str,
+) -> Result<Option<Target>, ConfigError> {
+    if cli.no_transcript {
+        return Ok(None);
+    }
+    let (path, hint) = match &cli.transcript {
+        Some(path) => (cwd.join(path), ""),
+        None => {
+            let Some(home) = rounds_home(env) else {
+                return Ok(None);
+            };
+            // The user's own state directory may sit behind links of theirs (a dotfiles
+            // checkout): what exists of it is resolved once, here, before any tool runs; below
+            // it no link is followed.
+            let home = crate::files::resolve_existing(&home);
+            (
+                runs::transcript_path(&home, run_id),
+                "; pass --no-transcript, or set ROUNDS_HOME to a writable directory",
+            )
+        }
+    };
+    Target::new(&path)
+        .map(Some)
+        .map_err(|source| ConfigError::Output {
+            what: "the transcript",
+            path,
+            source,
+            hint,
+        })
+}
+
+/// The directory of the whole outputs of cut results: `RUN.outputs` beside the transcript, or a
+/// new directory of an unpredictable name in the temp dir.
+fn outputs_dir(transcript: Option<&Target>) -> Result<Dir, ConfigError> {
+    let made = match transcript {
+        Some(t) => t.dir().subdir(&outputs_name(t)),
+        None => Dir::temp("rounds-"),
+    };
+    made.map_err(|source| ConfigError::Output {
+        what: "the outputs directory",
+        path: transcript.map_or_else(std::env::temp_dir, |t| t.path().with_extension("outputs")),
+        source,
+        hint: "",
+    })
+}
+
+/// `RUN.outputs` for the transcript `RUN.jsonl`.
+pub fn outputs_name(transcript: &Target) -> std::ffi::OsString {
+    Path::new(transcript.name())
+        .with_extension("outputs")
+        .into_os_string()
 }
 
 /// `$ROUNDS_HOME`, else `$XDG_STATE_HOME/rounds`, else `~/.local/state/rounds`.

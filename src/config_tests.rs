@@ -41,6 +41,7 @@ impl World {
             read_stdin: &mut read,
             cwd: self.dir.path().to_owned(),
             aliases: Default::default(),
+            transcript: None,
         };
         Config::resolve(cli, inputs)
     }
@@ -251,27 +252,64 @@ fn base_url_flag_beats_env_which_beats_default() {
 #[test]
 fn transcript_defaults_under_rounds_home() {
     let mut w = World::new();
-    w.env.insert("ROUNDS_HOME".into(), "/state/r".into());
+    let base = w.dir.path().to_owned();
+    w.env
+        .insert("ROUNDS_HOME".into(), base.join("state/r").display().to_string());
     let c = w.resolve(&["q"]).unwrap();
-    let path = c.transcript.unwrap();
-    assert!(path.starts_with("/state/r/runs"), "{}", path.display());
+    let path = c.transcript.unwrap().path();
+    assert!(path.starts_with(base.join("state/r/runs")), "{}", path.display());
     assert_eq!(
         path.file_name().unwrap().to_str().unwrap(),
         format!("{}.jsonl", c.run_id)
     );
-    assert_eq!(
-        w.resolve(&["--no-transcript", "q"]).unwrap().transcript,
-        None
+    // Its directory is made before the run, private; the outputs directory beside it too.
+    let day = path.parent().unwrap();
+    assert!(day.is_dir());
+    assert!(path.with_extension("outputs").is_dir());
+    assert!(
+        w.resolve(&["--no-transcript", "q"])
+            .unwrap()
+            .transcript
+            .is_none()
     );
     w.env.remove("ROUNDS_HOME");
-    w.env.insert("HOME".into(), "/home/u".into());
+    w.env
+        .insert("HOME".into(), base.join("home/u").display().to_string());
     assert!(
         w.resolve(&["q"])
             .unwrap()
             .transcript
             .unwrap()
-            .starts_with("/home/u/.local/state/rounds/runs")
+            .path()
+            .starts_with(base.join("home/u/.local/state/rounds/runs"))
     );
+}
+
+#[test]
+fn a_link_in_the_transcript_path_is_refused_before_the_run_but_rounds_home_may_be_behind_one() {
+    let mut w = World::new();
+    let base = w.dir.path().to_owned();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), base.join("link")).unwrap();
+    let err = w
+        .resolve(&["--transcript", "link/t.jsonl", "q"])
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, ConfigError::Output { .. }) && err.to_string().contains("symbolic link"),
+        "{err}"
+    );
+    let err = w
+        .resolve(&["--output-last-message", "link/answer.txt", "q"])
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    // The user's own state directory behind their own link is theirs to set up.
+    w.env
+        .insert("ROUNDS_HOME".into(), base.join("link/state").display().to_string());
+    let c = w.resolve(&["q"]).unwrap();
+    assert!(c.transcript.unwrap().path().starts_with(elsewhere.path()));
 }
 
 #[test]

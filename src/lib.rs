@@ -91,11 +91,12 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
         None => {}
     }
     let (quiet, output) = (cli.quiet, cli.output);
+    init_logging(cli.verbose, quiet);
     let step_summary = cli
         .step_summary
         .clone()
-        .filter(|p| !p.as_os_str().is_empty());
-    init_logging(cli.verbose, quiet);
+        .filter(|p| !p.as_os_str().is_empty())
+        .and_then(|p| step_summary::open(&p));
     let env = |name: &str| std::env::var(name).ok();
     let mut read_stdin = || config::read_real_stdin(quiet);
     let inputs = Inputs {
@@ -105,6 +106,7 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
         read_stdin: &mut read_stdin,
         cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
         aliases: layers.aliases,
+        transcript: None,
     };
     let outcome = match Config::resolve(cli, inputs) {
         Ok(config) => match runtime() {
@@ -122,8 +124,8 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
     };
     render::print_outcome(output, &outcome);
     render::print_summary(&outcome, quiet);
-    if let Some(path) = step_summary {
-        step_summary::append(&path, &outcome);
+    if let Some(file) = step_summary {
+        step_summary::append(file, &outcome);
     }
     outcome.exit_code()
 }

@@ -2,7 +2,7 @@
 //! to each of them as it is written; a failure of either ends the run (exit 1), because a record
 //! that silently stops is worse than a run that stops.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 
@@ -25,10 +25,13 @@ pub struct Records {
 impl Records {
     /// Creates the transcript and connects to the store, before any model call: an unwritable
     /// file or an unreachable database is the user's to fix (a usage error).
-    pub async fn open(transcript: Option<&Path>, store: Option<&str>) -> Result<Records, String> {
+    pub async fn open(
+        transcript: Option<&crate::files::Target>,
+        store: Option<&str>,
+    ) -> Result<Records, String> {
         Ok(Records {
             transcript: match transcript {
-                Some(path) => Some(Writer::create(path).map_err(|e| e.to_string())?),
+                Some(target) => Some(Writer::create_at(target).map_err(|e| e.to_string())?),
                 None => None,
             },
             store: match store {

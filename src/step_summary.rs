@@ -16,9 +16,21 @@ use crate::outcome::{Outcome, Status};
 /// The most bytes of the answer put in the summary (GitHub takes at most 1 MiB per step).
 const MAX_ANSWER: usize = 64 * 1024;
 
-/// Appends the run's summary to `path`, creating it if needed. A failure is a warning: the run
-/// itself went as its status says.
-pub fn append(path: &Path, outcome: &Outcome) {
+/// Opens `path` for appending, before the run starts (so no tool of the run can have changed
+/// what it names; see `files`). A failure is a warning: the run goes on without a summary.
+pub fn open(path: &Path) -> Option<std::fs::File> {
+    match crate::files::Target::new(path).and_then(|t| t.append()) {
+        Ok(file) => Some(file),
+        Err(e) => {
+            tracing::warn!("cannot write the step summary: {e}");
+            None
+        }
+    }
+}
+
+/// Appends the run's summary to `file` (from [`open`]). A failure is a warning: the run itself
+/// went as its status says.
+pub fn append(mut file: std::fs::File, outcome: &Outcome) {
     let start = outcome
         .transcript
         .as_deref()
@@ -30,13 +42,8 @@ pub fn append(path: &Path, outcome: &Outcome) {
         .as_ref()
         .map(|s| s.user_prompt().lines().next().unwrap_or("").to_owned());
     let text = markdown(outcome, model.as_deref(), prompt.as_deref());
-    let written = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()));
-    if let Err(e) = written {
-        tracing::warn!("cannot write the step summary {}: {e}", path.display());
+    if let Err(e) = file.write_all(text.as_bytes()) {
+        tracing::warn!("cannot write the step summary: {e}");
     }
 }
 

@@ -261,15 +261,20 @@ impl Writer {
     /// Creates (or truncates) the file, private to its owner, making parent directories as
     /// needed (see `files::create_private`).
     pub fn create(path: &Path) -> Result<Writer, WriteError> {
-        let wrap = |source| WriteError {
+        let target = crate::files::Target::new(path).map_err(|source| WriteError {
             path: path.to_owned(),
             source,
-        };
-        let file = crate::files::create_private(path).map_err(wrap)?;
-        Ok(Writer {
-            file,
-            path: path.to_owned(),
-        })
+        })?;
+        Writer::create_at(&target)
+    }
+
+    /// Creates the file `target` names, in its directory opened before (see `files`).
+    pub fn create_at(target: &crate::files::Target) -> Result<Writer, WriteError> {
+        let path = target.path();
+        match target.create() {
+            Ok(file) => Ok(Writer { file, path }),
+            Err(source) => Err(WriteError { path, source }),
+        }
     }
 
     pub fn path(&self) -> &Path {

@@ -86,7 +86,10 @@ fn toolbox(
         timeout: Duration::from_secs(5),
         max_result_bytes: 30_000,
         env: Vec::new(),
-        outputs: crate::tools::Outputs::new(dir.join("outputs"), u64::MAX),
+        outputs: crate::tools::Outputs::new(
+            crate::files::Dir::create_all(&dir.join("outputs")).unwrap(),
+            u64::MAX,
+        ),
         hooks: Default::default(),
         sandbox: Default::default(),
     };

@@ -110,8 +110,15 @@ pub async fn results(a: &ResultsArgs) -> u8 {
         Ok(o) => o,
         Err(e) => return usage(&format!("--out {}: {e}", a.out.display())),
     };
-    if let Err(e) = super::results::ResultsFile::create(&out.results(), &lines) {
-        return failed(&format!("{}: {e}", out.results().display()));
+    let reports = match super::Reports::open(a.junit.as_deref(), None) {
+        Ok(r) => r,
+        Err(e) => return usage(&e),
+    };
+    let created = out
+        .results_target()
+        .and_then(|t| super::results::ResultsFile::create(&t, &lines));
+    if let Err(e) = created {
+        return failed(&e.to_string());
     }
     let finish = Finish {
         results: lines,
@@ -120,8 +127,7 @@ pub async fn results(a: &ResultsArgs) -> u8 {
         backoffs: 0,
         seconds: started.elapsed().as_secs_f64(),
         quiet: false,
-        junit: a.junit.clone(),
-        step_summary: None,
+        reports,
     };
     finish.report(None)
 }

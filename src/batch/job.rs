@@ -25,7 +25,8 @@ pub struct Setup {
 
 /// Where a job's run writes, and what it continues.
 pub struct Placement<'a> {
-    pub transcript: &'a Path,
+    /// Made through the batch's directory, held open since before any job ran.
+    pub transcript: crate::files::Target,
     /// The transcript a resumed job continues (its prompt is then "Continue from where you
     /// left off.").
     pub resume: Option<&'a Path>,
@@ -54,6 +55,7 @@ impl Setup {
             read_stdin: &mut no_stdin,
             cwd: self.cwd.clone(),
             aliases: Default::default(),
+            transcript: Some(at.transcript.clone()),
         };
         Config::resolve(cli, inputs).map_err(|e| e.to_string())
     }
@@ -70,7 +72,7 @@ impl Setup {
         cli.prompt_file = None;
         cli.no_stdin = true;
         cli.resume = at.resume.map(|p| p.display().to_string());
-        cli.transcript = Some(at.transcript.to_owned());
+        cli.transcript = Some(at.transcript.path());
         cli.no_transcript = false;
         cli.output_last_message = None;
         cli.store = at.store.map(str::to_owned);

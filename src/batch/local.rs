@@ -12,7 +12,7 @@ use super::jobs::{BadLine, Job};
 use super::limits::{Budget, Pool};
 use super::out::{OutDir, Plan};
 use super::results::{self, Prior, ResultLine, ResultsFile};
-use super::{Control, Finish};
+use super::{Control, Finish, Reports};
 use crate::outcome::{Outcome, Status};
 
 /// Runs `jobs` (this shard's) and returns the batch's exit code.
@@ -29,6 +29,13 @@ pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant
         Ok(out) => out,
         Err(e) => {
             display::error("usage error", &format!("--out {}: {e}", dir.display()));
+            return Status::Usage.exit_code();
+        }
+    };
+    let reports = match Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            display::error("usage error", &e);
             return Status::Usage.exit_code();
         }
     };
@@ -63,17 +70,23 @@ pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant
     // Flags that cannot run the first job (a missing key, a file that is not there) stop the
     // batch before any request, as they would stop a run.
     if let Some((job, _)) = todo.first() {
-        let probe = Placement {
-            transcript: &out.transcript(&job.id),
+        let probe = out.transcript_target(&job.id).map(|transcript| Placement {
+            transcript,
             resume: None,
             store: None,
-        };
-        if let Err(e) = setup.config(job, &probe) {
+        });
+        if let Err(e) = probe
+            .map_err(|e| e.to_string())
+            .and_then(|p| setup.config(job, &p))
+        {
             display::error("usage error", &format!("job {:?}: {e}", job.id));
             return Status::Usage.exit_code();
         }
     }
-    let results = match ResultsFile::create(&out.results(), &done) {
+    let results = match out
+        .results_target()
+        .and_then(|t| ResultsFile::create(&t, &done))
+    {
         Ok(r) => r,
         Err(e) => {
             let path = out.results();
@@ -118,8 +131,7 @@ pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant
         backoffs: batch.pool.backoffs(),
         seconds: started.elapsed().as_secs_f64(),
         quiet: cli.quiet,
-        junit: flags.junit.clone(),
-        step_summary: flags.step_summary.clone(),
+        reports,
     };
     finish.report(batch.control.signal())
 }
@@ -153,30 +165,30 @@ impl Local {
         if let Some(why) = not_started {
             return ResultLine::not_started(job, &why);
         }
-        let transcript = self.out.transcript(&job.id);
-        let (resume, prior) = match plan {
-            Plan::Resume { prior } => match self.out.set_aside(&job.id) {
-                Ok(path) => (Some(path), prior),
-                Err(e) => {
-                    return self.failed_to_start(
-                        job,
-                        &format!("cannot set aside {}: {e}", transcript.display()),
-                    );
-                }
-            },
-            Plan::Fresh { set_aside: true } => match self.out.set_aside(&job.id) {
-                Ok(_) => (None, Prior::default()),
-                Err(e) => {
-                    return self.failed_to_start(
-                        job,
-                        &format!("cannot set aside {}: {e}", transcript.display()),
-                    );
-                }
-            },
-            Plan::Fresh { set_aside: false } | Plan::Skip(_) => (None, Prior::default()),
+        let transcript = match self.out.transcript_target(&job.id) {
+            Ok(t) => t,
+            Err(e) => return self.failed_to_start(job, &e.to_string()),
+        };
+        let set_aside = |prior: Prior| match self.out.set_aside(&job.id) {
+            Ok(path) => Ok((Some(path), prior)),
+            Err(e) => Err(format!(
+                "cannot set aside {}: {e}",
+                transcript.path().display()
+            )),
+        };
+        let aside = match plan {
+            Plan::Resume { prior } => set_aside(prior),
+            Plan::Fresh { set_aside: true } => {
+                set_aside(Prior::default()).map(|_| (None, Prior::default()))
+            }
+            Plan::Fresh { set_aside: false } | Plan::Skip(_) => Ok((None, Prior::default())),
+        };
+        let (resume, prior) = match aside {
+            Ok(aside) => aside,
+            Err(why) => return self.failed_to_start(job, &why),
         };
         let placement = Placement {
-            transcript: &transcript,
+            transcript,
             resume: resume.as_deref(),
             store: self.store.as_deref(),
         };
@@ -184,7 +196,7 @@ impl Local {
         // batch may still resume it.
         let put_back = || {
             if let Some(aside) = &resume {
-                let _ = std::fs::rename(aside, &transcript);
+                let _ = self.out.put_back(&job.id, aside);
             }
         };
         let (outcome, run_id) = match self.setup.config(job, &placement) {

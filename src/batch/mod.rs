@@ -219,8 +219,46 @@ struct Finish<'a> {
     backoffs: u32,
     seconds: f64,
     quiet: bool,
-    junit: Option<PathBuf>,
-    step_summary: Option<PathBuf>,
+    reports: Reports,
+}
+
+/// Where the batch's reports go, opened before any job runs (see `files`).
+#[derive(Default)]
+struct Reports {
+    /// `--junit FILE`.
+    junit: Option<crate::files::Target>,
+    /// `--step-summary FILE` (or `GITHUB_STEP_SUMMARY`), open for appending.
+    step_summary: Option<std::fs::File>,
+}
+
+impl Reports {
+    /// Opens them: an unusable `--junit` is a usage error, a step summary only a warning.
+    fn open(
+        junit: Option<&std::path::Path>,
+        step_summary: Option<&std::path::Path>,
+    ) -> Result<Reports, String> {
+        let junit = match junit {
+            Some(path) => {
+                Some(crate::files::Target::new(path).map_err(|e| format!("--junit: {e}"))?)
+            }
+            None => None,
+        };
+        let step_summary = step_summary
+            .filter(|p| !p.as_os_str().is_empty())
+            .and_then(
+                |path| match crate::files::Target::new(path).and_then(|t| t.append()) {
+                    Ok(file) => Some(file),
+                    Err(e) => {
+                        display::warning(&format!("step summary: {e}"));
+                        None
+                    }
+                },
+            );
+        Ok(Reports {
+            junit,
+            step_summary,
+        })
+    }
 }
 
 impl Finish<'_> {
@@ -232,20 +270,17 @@ impl Finish<'_> {
             let results = self.results_path.as_deref();
             display::summary(&summary, results, self.backoffs, self.seconds);
         }
-        if let Some(path) = &self.junit {
+        if let Some(target) = &self.reports.junit {
             let xml = report::junit(&self.results, self.bad, self.seconds);
-            if let Err(e) = write_new(path, xml.as_bytes()) {
-                display::error("error", &format!("--junit {}: {e}", path.display()));
+            if let Err(e) = target.write(xml.as_bytes()) {
+                display::error("error", &format!("--junit: {e}"));
             }
         }
-        if let Some(path) = self
-            .step_summary
-            .as_ref()
-            .filter(|p| !p.as_os_str().is_empty())
-        {
+        if let Some(mut file) = self.reports.step_summary.as_ref() {
+            use std::io::Write;
             let md = report::markdown(&summary, &self.results, self.bad);
-            if let Err(e) = append(path, md.as_bytes()) {
-                display::warning(&format!("step summary {}: {e}", path.display()));
+            if let Err(e) = file.write_all(md.as_bytes()) {
+                display::warning(&format!("step summary: {e}"));
             }
         }
         match signal {
@@ -254,18 +289,4 @@ impl Finish<'_> {
             None => INCOMPLETE,
         }
     }
-}
-
-fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    crate::files::create_private(path)?.write_all(bytes)
-}
-
-fn append(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?
-        .write_all(bytes)
 }

@@ -14,15 +14,27 @@
 
 use std::path::{Path, PathBuf};
 
+use std::ffi::OsStr;
+
 use super::jobs::{Job, file_stem};
 use super::results::{Prior, ResultLine};
+use crate::files::{Dir, Target};
 use crate::outcome::Status;
 use crate::transcript;
 
-/// The batch's directory, absolute (transcripts name each other by absolute path).
+const RESULTS: &str = "results.jsonl";
+const ATTEMPTS: &str = "attempts";
+
+fn transcript_name(id: &str) -> String {
+    format!("{}.jsonl", file_stem(id))
+}
+
+/// The batch's directory, absolute (transcripts name each other by absolute path), held open
+/// from before the first job ran: every file of the batch is made through it (see `files`).
 #[derive(Debug, Clone)]
 pub struct OutDir {
     root: PathBuf,
+    dir: Dir,
 }
 
 /// What a job does in this batch, decided from what its directory holds.
@@ -38,44 +50,78 @@ pub enum Plan {
 }
 
 impl OutDir {
-    /// Creates the directory (private to its owner) if need be.
+    /// Creates the directory (private to its owner) if need be; no component of `path` may be
+    /// a symbolic link.
     pub fn create(path: &Path) -> std::io::Result<OutDir> {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(path)?;
+        let dir = Dir::create_all(path)?;
         Ok(OutDir {
             root: path.canonicalize()?,
+            dir,
+        })
+    }
+
+    /// A new directory of an unpredictable name in the temp dir (a worker without `--out`).
+    pub fn temp(prefix: &str) -> std::io::Result<OutDir> {
+        let dir = Dir::temp(prefix)?;
+        Ok(OutDir {
+            root: dir.path().to_owned(),
+            dir,
         })
     }
 
     pub fn transcript(&self, id: &str) -> PathBuf {
-        self.root.join(format!("{}.jsonl", file_stem(id)))
+        self.root.join(transcript_name(id))
+    }
+
+    /// The job's transcript, to create.
+    pub fn transcript_target(&self, id: &str) -> std::io::Result<Target> {
+        let target = self.dir.target(transcript_name(id))?;
+        // Named by the absolute path, as the transcripts that continue it will name it.
+        Ok(Target::renamed(target, self.root.join(transcript_name(id))))
     }
 
     pub fn results(&self) -> PathBuf {
-        self.root.join("results.jsonl")
+        self.root.join(RESULTS)
+    }
+
+    pub fn results_target(&self) -> std::io::Result<Target> {
+        Ok(Target::renamed(self.dir.target(RESULTS)?, self.results()))
     }
 
     /// Moves the job's transcript to `attempts/<id>.N.jsonl` with the first free N and returns
     /// where it went.
     pub fn set_aside(&self, id: &str) -> std::io::Result<PathBuf> {
-        use std::os::unix::fs::DirBuilderExt;
-        let dir = self.root.join("attempts");
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)?;
+        let attempts = self.dir.subdir(OsStr::new(ATTEMPTS))?;
         let stem = file_stem(id);
+        let from = transcript_name(id);
         for n in 1..=10_000 {
-            let to = dir.join(format!("{stem}.{n}.jsonl"));
-            if std::fs::symlink_metadata(&to).is_err() {
-                std::fs::rename(self.transcript(id), &to)?;
-                return Ok(to);
+            let to = format!("{stem}.{n}.jsonl");
+            match self
+                .dir
+                .rename_new(OsStr::new(&from), &attempts, OsStr::new(&to))
+            {
+                Ok(()) => return Ok(self.root.join(ATTEMPTS).join(to)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
             }
         }
         Err(std::io::Error::other("more than 10000 earlier attempts"))
+    }
+
+    /// Where an earlier run of the job, exported from the store, goes:
+    /// `attempts/<id>.<run id>.jsonl`.
+    pub fn attempt_target(&self, id: &str, run_id: &str) -> std::io::Result<Target> {
+        let attempts = self.dir.subdir(OsStr::new(ATTEMPTS))?;
+        let name = format!("{}.{run_id}.jsonl", file_stem(id));
+        let target = attempts.target(name.as_str())?;
+        Ok(Target::renamed(target, self.root.join(ATTEMPTS).join(name)))
+    }
+
+    /// Gives back a transcript `set_aside` moved (a job that did not start after all).
+    pub fn put_back(&self, id: &str, aside: &Path) -> std::io::Result<()> {
+        let attempts = self.dir.subdir(OsStr::new(ATTEMPTS))?;
+        let name = aside.file_name().unwrap_or_default();
+        attempts.rename_new(name, &self.dir, OsStr::new(&transcript_name(id)))
     }
 
     /// What `job` does, from its transcript (read only; nothing moves yet).

@@ -19,10 +19,10 @@ use serde_json::Value;
 use super::args::{self, Parsed};
 use super::display::{self, Display};
 use super::job::{self, Placement, Setup};
-use super::jobs::{BadLine, Job, Overrides, file_stem};
+use super::jobs::{BadLine, Job, Overrides};
 use super::limits::{Budget, Pool};
 use super::results::{Prior, ResultLine};
-use super::{Control, Finish};
+use super::{Control, Finish, Reports};
 use crate::outcome::{Outcome, Status};
 use crate::store::queue::{Claim, Claimed, Queue};
 use crate::transcript::{Line, Record, Transcript};
@@ -130,17 +130,18 @@ pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
         Err(e) => return usage(&e),
     };
     let flags = parsed.flags.clone();
+    // Without --out, a new directory nobody can predict (nor plant a link in beforehand).
     let out = match &flags.out {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join(format!(
-            "rounds-batch-{}-{}",
-            file_stem(&batch),
-            std::process::id()
-        )),
+        Some(dir) => super::out::OutDir::create(dir),
+        None => super::out::OutDir::temp("rounds-batch-"),
     };
-    let out = match super::out::OutDir::create(&out) {
+    let out = match out {
         Ok(o) => o,
-        Err(e) => return usage(&format!("--out {}: {e}", out.display())),
+        Err(e) => return usage(&format!("--out: {e}")),
+    };
+    let reports = match Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return usage(&e),
     };
     let worker = Arc::new(Worker {
         setup: Setup::new(parsed),
@@ -183,8 +184,7 @@ pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
         backoffs: worker.pool.backoffs(),
         seconds: started.elapsed().as_secs_f64(),
         quiet: cli.quiet,
-        junit: flags.junit.clone(),
-        step_summary: flags.step_summary.clone(),
+        reports,
     };
     let code = finish.report(worker.control.signal());
     if worker.misconfigured.load(Ordering::Relaxed) {
@@ -280,12 +280,19 @@ impl Worker {
             Restored::Resume { path, prior, runs } => (Some(path), prior, runs),
             _ => (None, Prior::default(), Vec::new()),
         };
-        let transcript = self.out.transcript(&job.id);
-        if transcript.exists() {
+        let transcript = match self.out.transcript_target(&job.id) {
+            Ok(t) => t,
+            Err(e) => {
+                let outcome = Outcome::new(Status::Error, Some(e.to_string()));
+                let line = ResultLine::finished(&job, &outcome, None, &prior);
+                return self.finish(&job, line).await;
+            }
+        };
+        if self.out.transcript(&job.id).symlink_metadata().is_ok() {
             let _ = self.out.set_aside(&job.id);
         }
         let placement = Placement {
-            transcript: &transcript,
+            transcript: transcript.clone(),
             resume: resume.as_deref(),
             store: Some(&self.url),
         };
@@ -347,13 +354,13 @@ impl Worker {
 
     /// Whether this worker's flags and environment can configure `job` without its
     /// per-job overrides.
-    fn can_run(&self, job: &Job, transcript: &Path) -> bool {
+    fn can_run(&self, job: &Job, transcript: &crate::files::Target) -> bool {
         let bare = Job {
             overrides: Overrides::default(),
             ..job.clone()
         };
         let placement = Placement {
-            transcript,
+            transcript: transcript.clone(),
             resume: None,
             store: None,
         };
@@ -435,11 +442,13 @@ impl Worker {
                 Err(crate::store::StoreError::UnknownRun { .. }) => continue,
                 Err(e) => return Err(format!("cannot read the job's earlier run: {e}")),
             };
-            let path = self
+            // The run id comes from the queue: it names a file only as one component.
+            let target = self
                 .out
-                .transcript(&job.id)
-                .with_file_name(format!("attempts/{}.{run_id}.jsonl", file_stem(&job.id)));
-            let transcript = relink(&jsonl, previous.as_deref(), &path)?;
+                .attempt_target(&job.id, run_id)
+                .map_err(|e| format!("job {:?}: run {run_id:?}: {e}", job.id))?;
+            let path = target.path();
+            let transcript = relink(&jsonl, previous.as_deref(), &target)?;
             chain.push(transcript);
             kept.push(run_id.clone());
             previous = Some(path);
@@ -482,8 +491,12 @@ enum Restored {
 
 /// Writes an exported run to `path` with `resumed_from` pointing at the local copy of the run
 /// before it (the exported one names a file on the machine that ran it), and reads it back.
-fn relink(jsonl: &str, previous: Option<&Path>, path: &Path) -> Result<Transcript, String> {
-    use std::io::Write;
+fn relink(
+    jsonl: &str,
+    previous: Option<&Path>,
+    target: &crate::files::Target,
+) -> Result<Transcript, String> {
+    let path = target.path();
     let mut lines = jsonl.lines();
     let first = lines.next().unwrap_or_default();
     let mut record: Record =
@@ -497,8 +510,6 @@ fn relink(jsonl: &str, previous: Option<&Path>, path: &Path) -> Result<Transcrip
         text.push_str(l);
         text.push('\n');
     }
-    crate::files::create_private(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    crate::transcript::read(path).map_err(|e| e.to_string())
+    target.write(text.as_bytes()).map_err(|e| e.to_string())?;
+    crate::transcript::read(&path).map_err(|e| e.to_string())
 }

@@ -151,10 +151,13 @@ pub struct ResultsFile {
 
 impl ResultsFile {
     /// Creates (or empties) the file with `first` in it: the results the batch already has.
-    pub fn create(path: &Path, first: &[ResultLine]) -> std::io::Result<ResultsFile> {
-        let file = crate::files::create_private(path)?;
+    pub fn create(
+        target: &crate::files::Target,
+        first: &[ResultLine],
+    ) -> std::io::Result<ResultsFile> {
+        let file = target.create()?;
         let results = ResultsFile {
-            path: path.to_owned(),
+            path: target.path(),
             file: Mutex::new(file),
         };
         for line in first {

@@ -9,11 +9,29 @@ use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// A file to save a whole output in, and the most bytes it may hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file to save a whole output in (its name in a directory rounds holds open), and the most
+/// bytes it may hold.
+#[derive(Debug, Clone)]
 pub struct SpillFile {
-    pub path: PathBuf,
+    pub dir: crate::files::Dir,
+    pub name: String,
     pub max: u64,
+}
+
+impl SpillFile {
+    /// The spill file at `path`, its directory opened (and made) now.
+    pub fn at(path: &std::path::Path, max: u64) -> std::io::Result<SpillFile> {
+        let target = crate::files::Target::new(path)?;
+        Ok(SpillFile {
+            dir: target.dir().clone(),
+            name: target.name().to_string_lossy().into_owned(),
+            max,
+        })
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join(&self.name)
+    }
 }
 
 /// Where to keep output that does not fit.
@@ -109,10 +127,10 @@ impl Capture {
         if self.spill.is_none() {
             // Private (it may hold file contents and secrets a command printed), and a symlink
             // planted in its place is not followed.
-            match crate::files::create_private(&spill.path) {
+            match spill.dir.target(&spill.name).and_then(|t| t.create()) {
                 Ok(f) => self.spill = Some(f),
                 Err(e) => {
-                    self.spill_error = Some(format!("{}: {e}", spill.path.display()));
+                    self.spill_error = Some(e.to_string());
                     return;
                 }
             }
@@ -125,7 +143,7 @@ impl Capture {
         if let Some(f) = self.spill.as_mut() {
             match f.write_all(bytes) {
                 Ok(()) => self.spilled_bytes += bytes.len() as u64,
-                Err(e) => self.spill_error = Some(format!("{}: {e}", spill.path.display())),
+                Err(e) => self.spill_error = Some(format!("{}: {e}", spill.path().display())),
             }
         }
     }
@@ -137,7 +155,7 @@ impl Capture {
             self.spill_error.get_or_insert_with(|| e.to_string());
         }
         let spilled = match (&self.spill, &self.spill_error) {
-            (Some(_), None) => self.limits.spill.as_ref().map(|s| s.path.clone()),
+            (Some(_), None) => self.limits.spill.as_ref().map(SpillFile::path),
             _ => None,
         };
         let spill_capped = spilled.is_some() && self.spilled_bytes < self.total;
@@ -230,10 +248,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn limits(head: usize, tail: usize, spill: Option<PathBuf>) -> Limits {
-        let spill = spill.map(|path| SpillFile {
-            path,
-            max: u64::MAX,
-        });
+        let spill = spill.map(|path| SpillFile::at(&path, u64::MAX).unwrap());
         Limits { head, tail, spill }
     }
 
@@ -302,7 +317,11 @@ mod tests {
 
     #[test]
     fn an_unwritable_spill_file_is_reported_not_fatal() {
-        let mut c = Capture::new(limits(2, 2, Some(PathBuf::from("/proc/forbidden/out.txt"))));
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gone");
+        let mut c = Capture::new(limits(2, 2, Some(gone.join("out.txt"))));
+        // Nothing can be made in a directory that was removed (even by root).
+        std::fs::remove_dir(&gone).unwrap();
         c.push(b"0123456789");
         let got = c.finish();
         assert_eq!(got.spilled, None);
@@ -318,10 +337,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out/call.stdout");
-        let spill = SpillFile {
-            path: path.clone(),
-            max: 1000,
-        };
+        let spill = SpillFile::at(&path, 1000).unwrap();
         let mut c = Capture::new(Limits {
             head: 10,
             tail: 10,

@@ -276,12 +276,12 @@ impl Tool for CommandTool {
             stdout: Limits {
                 head: KEEP,
                 tail: KEEP,
-                spill: Some(ctx.outputs.file(&ctx.call_id, "stdout")),
+                spill: ctx.outputs.file(&ctx.call_id, "stdout"),
             },
             stderr: Limits {
                 head: KEEP,
                 tail: KEEP,
-                spill: Some(ctx.outputs.file(&ctx.call_id, "stderr")),
+                spill: ctx.outputs.file(&ctx.call_id, "stderr"),
             },
             sandbox: &sandbox,
         };

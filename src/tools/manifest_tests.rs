@@ -153,10 +153,7 @@ fn captured(dir: &Path, text: &str) -> Captured {
     let mut capture = process::capture::Capture::new(Limits {
         head: 1024,
         tail: 1024,
-        spill: Some(process::capture::SpillFile {
-            path: dir.join("out.stdout"),
-            max: u64::MAX,
-        }),
+        spill: Some(process::capture::SpillFile::at(&dir.join("out.stdout"), u64::MAX).unwrap()),
     });
     capture.push(text.as_bytes());
     capture.finish()

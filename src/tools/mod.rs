@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -55,7 +54,7 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    /// A context with defaults (30 s, empty environment, outputs in the temp directory, no
+    /// A context with defaults (30 s, empty environment, no saved outputs, no
     /// sandbox, and an open gate: no allowlist rule applies while the tool runs), for running a
     /// tool outside the pipeline. The pipeline's own contexts carry the run's rules.
     pub fn new(workspace: Arc<Workspace>, cancel: CancellationToken) -> ToolContext {
@@ -65,10 +64,7 @@ impl ToolContext {
             call_id: "call".into(),
             timeout: Duration::from_secs(30),
             env: Arc::from(Vec::new()),
-            outputs: Arc::new(Outputs::new(
-                std::env::temp_dir().join("rounds-outputs"),
-                DEFAULT_MAX_SPILL,
-            )),
+            outputs: Arc::new(Outputs::none()),
             sandbox: Arc::new(Sandbox::off()),
             gate: Gate::open(),
         }
@@ -80,7 +76,9 @@ impl ToolContext {
 /// ends). Each file holds at most `max_spill` bytes.
 #[derive(Debug)]
 pub struct Outputs {
-    dir: PathBuf,
+    /// Made before any tool ran and written only through this handle (see `files`); `None`
+    /// keeps no whole outputs (a tool run outside a run, in tests).
+    dir: Option<crate::files::Dir>,
     max_spill: u64,
     /// File stems handed out so far: ids come from the model, may repeat (a local server that
     /// numbers its calls from 0 every response) or differ only in characters a file name cannot
@@ -93,22 +91,32 @@ pub struct Outputs {
 pub const DEFAULT_MAX_SPILL: u64 = 64 * 1024 * 1024;
 
 impl Outputs {
-    pub fn new(dir: PathBuf, max_spill: u64) -> Outputs {
+    pub fn new(dir: crate::files::Dir, max_spill: u64) -> Outputs {
         Outputs {
-            dir,
+            dir: Some(dir),
             max_spill,
             taken: Mutex::new(HashSet::new()),
         }
     }
 
-    /// The directory itself (it may not exist yet).
-    pub fn dir(&self) -> &std::path::Path {
-        &self.dir
+    /// No directory: cut results keep only their head and tail.
+    pub fn none() -> Outputs {
+        Outputs {
+            dir: None,
+            max_spill: 0,
+            taken: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The directory's path.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.dir.as_ref().map(crate::files::Dir::path)
     }
 
     /// A new file for one call's output of one kind (`stdout`, `txt`, …): the id reduced to
     /// characters safe in a file name, made unique within the run.
-    pub fn file(&self, call_id: &str, kind: &str) -> SpillFile {
+    pub fn file(&self, call_id: &str, kind: &str) -> Option<SpillFile> {
+        let dir = self.dir.as_ref()?;
         let safe: String = call_id
             .chars()
             .map(|c| {
@@ -127,10 +135,11 @@ impl Outputs {
             n += 1;
             name = format!("{safe}.{n}.{kind}");
         }
-        SpillFile {
-            path: self.dir.join(name),
+        Some(SpillFile {
+            dir: dir.clone(),
+            name,
             max: self.max_spill,
-        }
+        })
     }
 }
 

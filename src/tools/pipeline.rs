@@ -324,7 +324,7 @@ impl Toolbox {
             return result;
         }
         let file = self.outputs.file(&result.tool_use_id, "txt");
-        let captured = cap_text(&result.content, self.max_result_bytes, Some(file));
+        let captured = cap_text(&result.content, self.max_result_bytes, file);
         result.full_output = captured.spilled.as_ref().map(|p| p.display().to_string());
         result.content = captured.render();
         result.truncated = true;

@@ -136,7 +136,8 @@ fn the_last_message_is_also_written_to_a_file() {
         std::fs::read_to_string(&file).unwrap(),
         "the answer\nin two lines"
     );
-    // An unwritable file fails the run, saying so.
+    // A file that cannot be written is a usage error before any model call: its directory is
+    // made and opened before the run.
     let server = answers(&["x"]);
     let out = run(sb.anthropic(&server).args([
         "--no-transcript",
@@ -144,7 +145,8 @@ fn the_last_message_is_also_written_to_a_file() {
         "/proc/nope/answer.txt",
         "go",
     ]));
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(server.requests().is_empty());
     assert!(
         out.stderr.contains("--output-last-message"),
         "{}",

@@ -89,12 +89,12 @@ impl Tool for Bash {
             stdout: Limits {
                 head: KEEP,
                 tail: KEEP,
-                spill: Some(ctx.outputs.file(&ctx.call_id, "stdout")),
+                spill: ctx.outputs.file(&ctx.call_id, "stdout"),
             },
             stderr: Limits {
                 head: KEEP,
                 tail: KEEP,
-                spill: Some(ctx.outputs.file(&ctx.call_id, "stderr")),
+                spill: ctx.outputs.file(&ctx.call_id, "stderr"),
             },
             // bash follows --tool-network, which the run's sandbox already says.
             sandbox: &ctx.sandbox,
