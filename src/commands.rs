@@ -275,7 +275,14 @@ pub fn config(layers: &crate::settings::Layers) -> u8 {
                 };
                 (vec![shown], format!("env {name}"))
             }
-            (None, Some(s)) => (s.values.clone(), s.origin.to_string()),
+            (None, Some(s)) => {
+                let sources: Vec<String> = s.sources.iter().map(ToString::to_string).collect();
+                let mut source = sources.join(", ");
+                if let Some(note) = &s.note {
+                    source.push_str(&format!(" ({note})"));
+                }
+                (s.values.clone(), source)
+            }
             (None, None) => {
                 let defaults: Vec<String> = arg
                     .get_default_values()
@@ -305,11 +312,31 @@ pub fn config(layers: &crate::settings::Layers) -> u8 {
         .aliases
         .iter()
         .map(|(k, v)| format!("{k} = {}", toml_value(v)))
+        .chain(layers.project_aliases.iter().map(|(k, v)| {
+            format!(
+                "{k} = {}  # the project's: for its own model value only",
+                toml_value(v)
+            )
+        }))
         .collect();
     if !aliases.is_empty() {
         out.push_str("\n[alias]\n");
         out.push_str(&aliases.join("\n"));
         out.push('\n');
+    }
+    if !layers.refused.is_empty() {
+        // Commented out, so the output stays a settings file one can paste.
+        out.push_str("\n# Refused (see \"Who decides what\" in the README):\n");
+        for r in &layers.refused {
+            let quoted: Vec<String> = r.values.iter().map(|v| toml_value(v)).collect();
+            out.push_str(&format!(
+                "# {} = {}  # {}: {}\n",
+                r.key,
+                quoted.join(", "),
+                r.source,
+                r.why
+            ));
+        }
     }
     render::print_export(&out);
     0

@@ -27,11 +27,12 @@ mod resume;
 use prompt::{MAX_STDIN_BYTES, resolve_prompt};
 pub use prompt::{StdinKind, read_real_stdin, stdin_kind};
 
+pub use provider::{BUILTIN_PROVIDERS, provider_of};
 use provider::{model_options, resolve_provider};
 pub use resume::Resume;
 use resume::{keep_resumed, resume};
 
-const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
+pub const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
 /// The context window of a model the price table does not know.
 const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");

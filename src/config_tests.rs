@@ -253,11 +253,17 @@ fn base_url_flag_beats_env_which_beats_default() {
 fn transcript_defaults_under_rounds_home() {
     let mut w = World::new();
     let base = w.dir.path().to_owned();
-    w.env
-        .insert("ROUNDS_HOME".into(), base.join("state/r").display().to_string());
+    w.env.insert(
+        "ROUNDS_HOME".into(),
+        base.join("state/r").display().to_string(),
+    );
     let c = w.resolve(&["q"]).unwrap();
     let path = c.transcript.unwrap().path();
-    assert!(path.starts_with(base.join("state/r/runs")), "{}", path.display());
+    assert!(
+        path.starts_with(base.join("state/r/runs")),
+        "{}",
+        path.display()
+    );
     assert_eq!(
         path.file_name().unwrap().to_str().unwrap(),
         format!("{}.jsonl", c.run_id)
@@ -306,8 +312,10 @@ fn a_link_in_the_transcript_path_is_refused_before_the_run_but_rounds_home_may_b
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     // The user's own state directory behind their own link is theirs to set up.
-    w.env
-        .insert("ROUNDS_HOME".into(), base.join("link/state").display().to_string());
+    w.env.insert(
+        "ROUNDS_HOME".into(),
+        base.join("link/state").display().to_string(),
+    );
     let c = w.resolve(&["q"]).unwrap();
     assert!(c.transcript.unwrap().path().starts_with(elsewhere.path()));
 }

@@ -33,6 +33,7 @@ pub mod store;
 pub mod terminal;
 pub mod tools;
 pub mod transcript;
+pub mod trust;
 
 use cli::Cli;
 use config::{Config, Inputs};
@@ -92,6 +93,9 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
     }
     let (quiet, output) = (cli.quiet, cli.output);
     init_logging(cli.verbose, quiet);
+    for refused in &layers.refused {
+        tracing::warn!("{}", terminal::line(&refused.to_string()));
+    }
     let step_summary = cli
         .step_summary
         .clone()

@@ -3,16 +3,14 @@
 //! `allow = ["bash(git *)"]`, `tool-timeout = 60`), `[profile.NAME]` tables chosen with
 //! `--profile NAME`, and `[alias]` model aliases; `-c key=value` sets one more.
 //!
-//! A project file comes with the code rounds is run on — in CI, often a pull request's — so it
-//! may not set what widens what a run can reach or do ([`USER_ONLY`]: the endpoint the key goes
-//! to, hooks and servers that run commands, the allowlist, the sandbox, where files are
-//! written); those come from the user's own file, `-c`, the environment or flags.
+//! This module reads them; `trust` decides what each may set. The user's file, the profile
+//! chosen from it and `-c` may set anything; the project's file (it comes with the code rounds
+//! runs on) only what `trust::MAY_SET` lists, limits only tighter, deny lists only longer.
 //!
-//! Precedence, highest first: flags, environment variables (as clap reads them), `-c`, the
-//! chosen profile (project's over user's), the project file, the user file, the defaults. Files
-//! are turned into flags placed before the command line's, for settings the command line and the
-//! environment leave alone, so clap itself checks every value. Unknown keys are errors naming
-//! the file and line.
+//! Precedence, highest first: flags and environment variables (as clap reads them), `-c`, the
+//! chosen profile of the user's file, the project's file (its chosen profile over its top
+//! level), the user's file, the defaults. Files are turned into flags placed before the command
+//! line's, so clap itself checks every value. Unknown keys are errors naming the file and line.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -23,68 +21,55 @@ use clap::{ArgMatches, CommandFactory};
 use toml::de::{DeTable, DeValue};
 
 use crate::cli::Cli;
+use crate::trust::{self, Refusal, Rule, Source};
 
-/// Where a setting came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    File { path: PathBuf, line: usize },
-    Override,
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
-            Origin::Override => f.write_str("-c"),
-        }
-    }
-}
-
-/// One setting from a file or `-c`: the flag's long name, its values (one per repetition; none
-/// for a switch turned on) and where it came from.
+/// One setting from a file, `-c` or a queue row: the flag's long name, its values (one per
+/// repetition; none for a switch turned on) and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setting {
     pub key: String,
     pub values: Vec<String>,
-    pub origin: Origin,
+    pub origin: Source,
 }
 
-/// What the files (and `-c`) say, after layering.
+/// What the settings files, `-c` (or a queue row) say, each value read with its source.
+#[derive(Debug, Default)]
+pub struct Read {
+    /// The user's file, the user's chosen profile, `-c`: ascending precedence.
+    pub trusted: Vec<Setting>,
+    /// The project's file, then its chosen profile.
+    pub untrusted: Vec<Setting>,
+    /// The user's `[alias]` tables: apply to any model name.
+    pub aliases: BTreeMap<String, String>,
+    /// The project's: only for the project's own model value, if `trust` lets them.
+    pub project_aliases: BTreeMap<String, String>,
+}
+
+/// What applies of the settings, after `trust`: what `rounds config` shows and a run warns of.
 #[derive(Debug, Default)]
 pub struct Layers {
-    /// By key; a later layer replaces an earlier one's value.
-    pub settings: BTreeMap<String, Setting>,
-    /// Model aliases (`[alias]`): `name = "provider/model"`.
+    /// By key: the values that apply and where they came from.
+    pub settings: BTreeMap<String, Applied>,
+    /// The user's model aliases (`[alias]`): `name = "provider/model"`.
     pub aliases: BTreeMap<String, String>,
+    /// The project's aliases it may use for its own model value.
+    pub project_aliases: BTreeMap<String, String>,
+    /// What a source set that it may not, and why.
+    pub refused: Vec<Refusal>,
+}
+
+/// A setting's values as they apply, with their sources and how they combined.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    pub values: Vec<String>,
+    pub sources: Vec<Source>,
+    /// How sources combined, when more than one did (`tightens 25 (default)`, …).
+    pub note: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct SettingsError(String);
-
-/// Settings a project file may not set (see the module's documentation).
-pub const USER_ONLY: &[&str] = &[
-    "allow",
-    "api-key-file",
-    "base-url",
-    "mcp",
-    "mcp-config",
-    "output-last-message",
-    "post-tool-hook",
-    "pre-tool-hook",
-    "prices",
-    "resume",
-    "sandbox",
-    "sandbox-write",
-    "search-url",
-    "store",
-    "tool-env",
-    "tool-network",
-    "tools-file",
-    "transcript",
-    "web-allow-private",
-    "workspace",
-];
 
 /// A settings file and whether it is the user's own (trusted) or the project's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,77 +98,25 @@ pub fn files(env: &dyn Fn(&str) -> Option<String>, cwd: &Path) -> Vec<SettingsFi
         .collect()
 }
 
-/// Reads `files` and `overrides` (`-c key=value`) into layers, with `profile` applied.
+/// Reads `files` and `overrides` (`-c key=value`), with `profile` chosen, each value with its
+/// source. Nothing is decided here (see [`settle`]).
 pub fn load(
     files: &[SettingsFile],
     profile: Option<&str>,
     overrides: &[String],
-) -> Result<Layers, SettingsError> {
+) -> Result<Read, SettingsError> {
     let known = long_flags();
-    let mut layers = Layers::default();
-    // The chosen profile's settings, applied over every file's top level.
-    let mut chosen = Vec::new();
+    let mut read = Read::default();
     let mut profiles = Vec::new();
     for file in files {
-        let path = &file.path;
-        // A project file may not widen what a run can reach (`USER_ONLY`).
-        let allowed = |s: Setting| -> Result<Setting, SettingsError> {
-            if !file.users && USER_ONLY.contains(&s.key.as_str()) {
-                return Err(SettingsError(format!(
-                    "{}: {} can only be set in your own settings file, with -c or a flag: a \
-                     project file comes with the code rounds runs on",
-                    s.origin, s.key
-                )));
-            }
-            Ok(s)
+        let (top, chosen) = read_file(file, &known, profile, &mut profiles, &mut read)?;
+        let group = if file.users {
+            &mut read.trusted
+        } else {
+            &mut read.untrusted
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SettingsError(format!("{}: {e}", path.display())))?;
-        let doc =
-            DeTable::parse(&text).map_err(|e| SettingsError(format!("{}: {e}", path.display())))?;
-        let at = |span: std::ops::Range<usize>| Origin::File {
-            path: path.clone(),
-            line: text[..span.start.min(text.len())].matches('\n').count() + 1,
-        };
-        for (key, value) in doc.get_ref() {
-            match (key.get_ref().as_ref(), value.get_ref()) {
-                ("profile", DeValue::Table(table)) => {
-                    for (name, body) in table {
-                        let name = name.get_ref().to_string();
-                        let DeValue::Table(body) = body.get_ref() else {
-                            return Err(SettingsError(format!(
-                                "{}: profile.{name} is not a table",
-                                at(value.span())
-                            )));
-                        };
-                        if profile == Some(name.as_str()) {
-                            for (k, v) in body {
-                                let s = setting(&known, k.get_ref(), v.get_ref(), at(k.span()))?;
-                                chosen.push(allowed(s)?);
-                            }
-                        }
-                        profiles.push(name);
-                    }
-                }
-                ("alias", DeValue::Table(table)) => {
-                    for (name, target) in table {
-                        let target = target.get_ref().as_str().ok_or_else(|| {
-                            SettingsError(format!(
-                                "{}: an alias is a \"provider/model\" string",
-                                at(name.span())
-                            ))
-                        })?;
-                        layers
-                            .aliases
-                            .insert(name.get_ref().to_string(), target.to_owned());
-                    }
-                }
-                (name, value) => {
-                    let s = allowed(setting(&known, name, value, at(key.span()))?)?;
-                    layers.settings.insert(s.key.clone(), s);
-                }
-            }
-        }
+        group.extend(top);
+        group.extend(chosen);
     }
     if let Some(wanted) = profile
         && !profiles.iter().any(|p| p == wanted)
@@ -197,9 +130,8 @@ pub fn load(
             }
         )));
     }
-    for s in chosen {
-        layers.settings.insert(s.key.clone(), s);
-    }
+    // The user's chosen profile goes over their file's top level: put it last of the file's.
+    read.trusted.sort_by_key(|s| rank(&s.origin));
     for item in overrides {
         let Some((key, value)) = item.split_once('=') else {
             return Err(SettingsError(format!("-c {item:?}: expected key=value")));
@@ -211,16 +143,99 @@ pub fn load(
                 suggest(&known, key)
             )));
         }
-        layers.settings.insert(
-            key.to_owned(),
-            Setting {
-                key: key.to_owned(),
-                values: vec![value.to_owned()],
-                origin: Origin::Override,
-            },
-        );
+        read.trusted.push(Setting {
+            key: key.to_owned(),
+            values: vec![value.to_owned()],
+            origin: Source::Override,
+        });
     }
-    Ok(layers)
+    Ok(read)
+}
+
+/// Ascending precedence among the trusted sources of one kind.
+fn rank(source: &Source) -> u8 {
+    match source {
+        Source::UserFile { profile: false, .. } => 0,
+        Source::UserFile { profile: true, .. } => 1,
+        _ => 2,
+    }
+}
+
+/// One file's top-level settings and those of its chosen profile; its aliases go into `read`.
+fn read_file(
+    file: &SettingsFile,
+    known: &BTreeMap<String, bool>,
+    profile: Option<&str>,
+    profiles: &mut Vec<String>,
+    read: &mut Read,
+) -> Result<(Vec<Setting>, Vec<Setting>), SettingsError> {
+    let path = &file.path;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SettingsError(format!("{}: {e}", path.display())))?;
+    let doc =
+        DeTable::parse(&text).map_err(|e| SettingsError(format!("{}: {e}", path.display())))?;
+    let at = |span: std::ops::Range<usize>, profile: bool| {
+        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        let path = path.clone();
+        if file.users {
+            Source::UserFile {
+                path,
+                line,
+                profile,
+            }
+        } else {
+            Source::ProjectFile {
+                path,
+                line,
+                profile,
+            }
+        }
+    };
+    let (mut top, mut chosen) = (Vec::new(), Vec::new());
+    for (key, value) in doc.get_ref() {
+        match (key.get_ref().as_ref(), value.get_ref()) {
+            ("profile", DeValue::Table(table)) => {
+                for (name, body) in table {
+                    let name = name.get_ref().to_string();
+                    let DeValue::Table(body) = body.get_ref() else {
+                        return Err(SettingsError(format!(
+                            "{}: profile.{name} is not a table",
+                            at(value.span(), false)
+                        )));
+                    };
+                    if profile == Some(name.as_str()) {
+                        for (k, v) in body {
+                            chosen.push(setting(
+                                known,
+                                k.get_ref(),
+                                v.get_ref(),
+                                at(k.span(), true),
+                            )?);
+                        }
+                    }
+                    profiles.push(name);
+                }
+            }
+            ("alias", DeValue::Table(table)) => {
+                let aliases = if file.users {
+                    &mut read.aliases
+                } else {
+                    &mut read.project_aliases
+                };
+                for (name, target) in table {
+                    let target = target.get_ref().as_str().ok_or_else(|| {
+                        SettingsError(format!(
+                            "{}: an alias is a \"provider/model\" string",
+                            at(name.span(), false)
+                        ))
+                    })?;
+                    aliases.insert(name.get_ref().to_string(), target.to_owned());
+                }
+            }
+            (name, value) => top.push(setting(known, name, value, at(key.span(), false))?),
+        }
+    }
+    Ok((top, chosen))
 }
 
 /// Every long flag of a run that a file may set, and whether it takes a value.
@@ -237,7 +252,7 @@ fn setting(
     known: &BTreeMap<String, bool>,
     key: &str,
     value: &DeValue<'_>,
-    origin: Origin,
+    origin: Source,
 ) -> Result<Setting, SettingsError> {
     let Some(&takes_value) = known.get(key) else {
         return Err(SettingsError(format!(
@@ -296,18 +311,40 @@ fn suggest(known: &BTreeMap<String, bool>, key: &str) -> String {
     }
 }
 
-/// The flags the layers add before the command line's: only for settings the command line and
-/// the environment leave alone (those win), and switches turned on.
-pub fn flags(layers: &Layers, given: &ArgMatches) -> Vec<OsString> {
-    let command = Cli::command();
-    let mut out = Vec::new();
-    for setting in layers.settings.values() {
-        let Some(arg) = command
-            .get_arguments()
-            .find(|a| a.get_long() == Some(setting.key.as_str()))
-        else {
+/// Decides, with `trust`, what of `read` applies beneath what the user `given` on the command
+/// line and in the environment (of `command`'s arguments), and returns the flags to place before
+/// the command line's (so the user's own word wins) with what applies and what was refused.
+pub fn settle(command: &clap::Command, given: &ArgMatches, read: Read) -> (Vec<OsString>, Layers) {
+    let mut layers = Layers {
+        aliases: read.aliases.clone(),
+        ..Layers::default()
+    };
+    let project = Source::ProjectFile {
+        path: PathBuf::from(".rounds.toml"),
+        line: 0,
+        profile: false,
+    };
+    let (project_aliases, refused) = trust::untrusted_aliases(&read.project_aliases, &project);
+    layers.project_aliases = project_aliases;
+    layers.refused = refused;
+    let pin = pin(given, &read);
+    let mut keys: Vec<&str> = read
+        .trusted
+        .iter()
+        .chain(&read.untrusted)
+        .map(|s| s.key.as_str())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut words = Vec::new();
+    for key in keys {
+        let Some(arg) = command.get_arguments().find(|a| a.get_long() == Some(key)) else {
             continue;
         };
+        let of = |group: &[Setting]| -> Vec<Setting> {
+            group.iter().filter(|s| s.key == key).cloned().collect()
+        };
+        let (trusted, untrusted) = (of(&read.trusted), of(&read.untrusted));
         let from_user = |id: &str| {
             matches!(
                 given.value_source(id),
@@ -316,25 +353,210 @@ pub fn flags(layers: &Layers, given: &ArgMatches) -> Vec<OsString> {
         };
         // Given by the user, or in conflict with something the user gave (a file's
         // `transcript` against `--no-transcript`): the user's word stands.
-        if from_user(arg.get_id().as_str())
+        let user = from_user(arg.get_id().as_str())
             || command
                 .get_arg_conflicts_with(arg)
                 .iter()
-                .any(|other| from_user(other.get_id().as_str()))
-        {
+                .any(|other| from_user(other.get_id().as_str()));
+        let default = arg
+            .get_default_values()
+            .first()
+            .map(|v| v.to_string_lossy().into_owned());
+        let applied = match trust::rule(key) {
+            Rule::Grow => grow(&trusted, &untrusted, user),
+            _ if user => None,
+            Rule::Harmless => harmless(
+                &trusted,
+                &untrusted,
+                &layers.project_aliases,
+                &pin,
+                &mut layers.refused,
+            ),
+            Rule::Tighten => tighten(key, &trusted, &untrusted, default, &mut layers.refused),
+            Rule::UserOnly => {
+                for u in &untrusted {
+                    layers
+                        .refused
+                        .push(trust::user_only(key, &u.values, &u.origin));
+                }
+                trusted.last().map(|t| Applied {
+                    values: t.values.clone(),
+                    sources: vec![t.origin.clone()],
+                    note: None,
+                })
+            }
+        };
+        let Some(applied) = applied else { continue };
+        let switch = !arg.get_action().takes_values();
+        if switch && applied.values == ["false"] {
             continue;
         }
-        if setting.values == ["false"] && !arg.get_action().takes_values() {
-            continue;
+        if applied.values.is_empty() {
+            words.push(OsString::from(format!("--{key}")));
         }
-        if setting.values.is_empty() {
-            out.push(OsString::from(format!("--{}", setting.key)));
+        for value in &applied.values {
+            words.push(OsString::from(format!("--{key}={value}")));
         }
-        for value in &setting.values {
-            out.push(OsString::from(format!("--{}={value}", setting.key)));
+        layers.settings.insert(key.to_owned(), applied);
+    }
+    (words, layers)
+}
+
+/// What the user pinned the model's provider to (see `trust::Pin`), from what they gave and
+/// their own settings.
+fn pin(given: &ArgMatches, read: &Read) -> trust::Pin {
+    let user_gave = |id: &str| {
+        matches!(
+            given.value_source(id),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    };
+    let in_files = |key: &str| read.trusted.iter().any(|s| s.key == key);
+    let endpoint = ["base_url", "api_key_file"].iter().any(|id| user_gave(id))
+        || in_files("base-url")
+        || in_files("api-key-file");
+    let model = given
+        .get_one::<String>("model")
+        .filter(|_| user_gave("model"))
+        .cloned()
+        .or_else(|| {
+            read.trusted
+                .iter()
+                .rev()
+                .find(|s| s.key == "model")
+                .and_then(|s| s.values.first().cloned())
+        })
+        .map(|m| {
+            read.aliases
+                .get(&m)
+                .cloned()
+                .or_else(|| crate::pricing::builtin_aliases().remove(&m))
+                .unwrap_or(m)
+        });
+    trust::Pin::new(endpoint, model.as_deref())
+}
+
+/// A deny list or `--fail-on`: every source's values, added to the user's own.
+fn grow(trusted: &[Setting], untrusted: &[Setting], user: bool) -> Option<Applied> {
+    let all: Vec<&Setting> = trusted.iter().chain(untrusted).collect();
+    if all.is_empty() {
+        return None;
+    }
+    let mut values: Vec<String> = Vec::new();
+    for s in &all {
+        for v in &s.values {
+            if !values.contains(v) {
+                values.push(v.clone());
+            }
         }
     }
-    out
+    let note = (all.len() > 1 || user).then(|| {
+        if user {
+            "added to the flag's: deny lists only grow".to_owned()
+        } else {
+            "every source's, added up: deny lists only grow".to_owned()
+        }
+    });
+    Some(Applied {
+        values,
+        sources: all.iter().map(|s| s.origin.clone()).collect(),
+        note,
+    })
+}
+
+/// A key an untrusted source may set: `-c` and the user's chosen profile beat it, it beats the
+/// user's file; a model must pass `trust::untrusted_model`.
+fn harmless(
+    trusted: &[Setting],
+    untrusted: &[Setting],
+    aliases: &BTreeMap<String, String>,
+    pin: &trust::Pin,
+    refused: &mut Vec<Refusal>,
+) -> Option<Applied> {
+    let applied = |s: &Setting, values: Vec<String>| Applied {
+        values,
+        sources: vec![s.origin.clone()],
+        note: None,
+    };
+    let strong = trusted.iter().rev().find(|s| {
+        matches!(
+            s.origin,
+            Source::Override | Source::UserFile { profile: true, .. }
+        )
+    });
+    if let Some(t) = strong {
+        return Some(applied(t, t.values.clone()));
+    }
+    if let Some(u) = untrusted.last() {
+        let checked = match (u.key.as_str(), u.values.as_slice()) {
+            ("model", [spec]) => {
+                trust::untrusted_model(spec, aliases, pin, &u.origin).map(|m| vec![m])
+            }
+            _ => Ok(u.values.clone()),
+        };
+        match checked {
+            Ok(values) => return Some(applied(u, values)),
+            Err(refusal) => refused.push(refusal),
+        }
+    }
+    trusted.last().map(|t| applied(t, t.values.clone()))
+}
+
+/// A limit: an untrusted value applies only when below the one the key would otherwise have
+/// (the user's file or profile, else the default).
+fn tighten(
+    key: &str,
+    trusted: &[Setting],
+    untrusted: &[Setting],
+    default: Option<String>,
+    refused: &mut Vec<Refusal>,
+) -> Option<Applied> {
+    let t = trusted.last();
+    let current = t.and_then(|t| t.values.first().cloned()).or(default);
+    let (current_source, strong) = match t {
+        Some(t) => (t.origin.to_string(), matches!(t.origin, Source::Override)),
+        None => ("the default".to_owned(), false),
+    };
+    let kept = t.map(|t| Applied {
+        values: t.values.clone(),
+        sources: vec![t.origin.clone()],
+        note: None,
+    });
+    let Some(u) = untrusted.last().filter(|_| !strong) else {
+        return kept;
+    };
+    let value = u.values.first().cloned().unwrap_or_default();
+    match trust::tightens(key, &value, current.as_deref()) {
+        Some(true) => Some(Applied {
+            values: vec![value],
+            sources: vec![u.origin.clone()],
+            note: Some(match &current {
+                Some(c) => format!("tighter than {c}, {current_source}"),
+                None => "unlimited otherwise".to_owned(),
+            }),
+        }),
+        Some(false) => {
+            refused.push(Refusal {
+                key: key.to_owned(),
+                values: u.values.clone(),
+                source: u.origin.clone(),
+                why: format!(
+                    "a limit from this source only tightens, and {value} is not below {} ({current_source})",
+                    current.as_deref().unwrap_or("the built-in ceiling")
+                ),
+            });
+            kept
+        }
+        None => {
+            refused.push(Refusal {
+                key: key.to_owned(),
+                values: u.values.clone(),
+                source: u.origin.clone(),
+                why: format!("{value:?} is not a number"),
+            });
+            kept
+        }
+    }
 }
 
 /// Why the command line could not be read.
@@ -369,8 +591,9 @@ pub fn parse(
         .get_many::<String>("config")
         .map(|v| v.cloned().collect())
         .unwrap_or_default();
-    let layers =
+    let read =
         load(&files(env, cwd), profile.as_deref(), &overrides).map_err(ParseError::Settings)?;
+    let (added, layers) = settle(&command, &given, read);
     if given.subcommand_name().is_some() {
         // `rounds config` shows the layers; it takes no run flags to merge them with.
         let cli = Cli::from_arg_matches(&given).map_err(ParseError::Clap)?;
@@ -378,7 +601,6 @@ pub fn parse(
     }
     let mut full = args.clone();
     let insert_at = 1.min(full.len());
-    let added = flags(&layers, &given);
     full.splice(insert_at..insert_at, added);
     let matches = command
         .try_get_matches_from(&full)

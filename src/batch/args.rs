@@ -78,6 +78,13 @@ pub struct BatchFlags {
     #[arg(long, requires_all = ["store", "batch"])]
     pub worker: bool,
 
+    /// Apply every run flag the batch was queued with, and every job's own values. Without it
+    /// a worker takes from the queue only what a project file could set (the model, tighter
+    /// limits, longer deny lists…): anyone who can write the store could otherwise point the
+    /// worker's key at their endpoint, or run hooks on it.
+    #[arg(long, requires = "worker")]
+    pub trust_queue: bool,
+
     /// The queued batch's id (with --worker; with --enqueue, the id to give it).
     #[arg(long = "batch", value_name = "ID")]
     pub batch: Option<String>,
@@ -202,6 +209,71 @@ impl Parsed {
         }
         Ok(words)
     }
+}
+
+/// The run flags a batch was queued with (`queued`, words of [`Parsed::run_words`]), decided
+/// by `trust` as a queue row (trusted with `trusted`) beneath the worker's own (`worker`): the
+/// words to put before the worker's, and what was refused.
+pub fn queued(
+    queued: &[String],
+    worker: &ArgMatches,
+    trusted: bool,
+) -> Result<(Vec<OsString>, Vec<crate::trust::Refusal>), clap::Error> {
+    use crate::settings::{Read, Setting};
+    use crate::trust::Source;
+    let argv = std::iter::once("rounds batch".to_owned()).chain(queued.iter().cloned());
+    let matches = command().try_get_matches_from(argv)?;
+    let run = Cli::command();
+    let mut settings = Vec::new();
+    for arg in run.get_arguments() {
+        let id = arg.get_id().as_str();
+        let Some(long) = arg.get_long() else { continue };
+        if id == "store"
+            || NOT_PER_JOB.iter().any(|(n, _)| *n == id)
+            || matches.value_source(id) != Some(ValueSource::CommandLine)
+        {
+            continue;
+        }
+        let values = match arg.get_action() {
+            ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count => Vec::new(),
+            _ => matches
+                .get_raw(id)
+                .into_iter()
+                .flatten()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect(),
+        };
+        settings.push(Setting {
+            key: long.to_owned(),
+            values,
+            origin: Source::QueueRow { trusted },
+        });
+    }
+    let read = match trusted {
+        true => Read {
+            trusted: settings,
+            ..Read::default()
+        },
+        false => Read {
+            untrusted: settings,
+            ..Read::default()
+        },
+    };
+    let (words, layers) = crate::settings::settle(&command(), worker, read);
+    Ok((words, layers.refused))
+}
+
+/// The run flags of `words` a worker applies only with `--trust-queue`.
+pub fn untrusted_in_queue(words: &[String]) -> Vec<String> {
+    let mut keys: Vec<String> = words
+        .iter()
+        .filter_map(|w| w.strip_prefix("--"))
+        .map(|w| w.split('=').next().unwrap_or(w).to_owned())
+        .filter(|k| crate::trust::rule(k) == crate::trust::Rule::UserOnly)
+        .map(|k| format!("--{k}"))
+        .collect();
+    keys.dedup();
+    keys
 }
 
 /// `rounds batch` with only its own flags (the man page lists the run flags once, above).

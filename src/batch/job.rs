@@ -14,13 +14,18 @@ use crate::app::{self, Shared};
 use crate::cli::{self, Cli};
 use crate::config::{Config, Inputs, StdinKind};
 use crate::outcome::Outcome;
+use crate::terminal;
 use crate::transcript::Round;
+use crate::trust::{self, Overlay, Source};
 
 /// What every job of a batch resolves against.
 pub struct Setup {
     pub parsed: Parsed,
     pub env_all: Vec<(OsString, OsString)>,
     pub cwd: PathBuf,
+    /// `None`: jobs come from a jobs file; `Some(trusted)`: from the queue, trusted with
+    /// `--trust-queue`.
+    pub queue: Option<bool>,
 }
 
 /// Where a job's run writes, and what it continues.
@@ -40,7 +45,71 @@ impl Setup {
             parsed,
             env_all: std::env::vars_os().collect(),
             cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+            queue: None,
         }
+    }
+
+    /// The job's own values over the batch's flags, as `trust` allows its source: a job line is
+    /// as trusted as the command line naming the jobs file (its deny list adds to the batch's);
+    /// a queue row is not, unless the worker said so. Returns what was refused.
+    fn overlay(&self, job: &Job, cli: &mut Cli) -> Vec<trust::Refusal> {
+        let source = match self.queue {
+            None => Source::JobLine { line: job.line },
+            Some(trusted) => Source::QueueRow { trusted },
+        };
+        let endpoint = cli.base_url.is_some() || cli.api_key_file.is_some();
+        let mut ov = Overlay::new(source, trust::Pin::new(endpoint, cli.model.as_deref()));
+        let o = job.overrides.clone();
+        if let Some(model) = o.model {
+            ov.model(&mut cli.model, model);
+        }
+        if let Some(dir) = o.workspace {
+            ov.set("workspace", &mut cli.tools.workspace, Some(dir));
+        }
+        if let Some(rules) = o.allow {
+            ov.set("allow", &mut cli.tools.allow, rules.into_vec());
+        }
+        if let Some(rules) = o.deny {
+            ov.grow("deny", &mut cli.tools.deny, rules.into_vec());
+        }
+        if let Some(system) = o.system {
+            let (mut text, mut file) = (cli.system.clone(), cli.system_file.clone());
+            ov.set("system", &mut text, Some(system));
+            if text != cli.system {
+                file = None;
+            }
+            (cli.system, cli.system_file) = (text, file);
+        }
+        if let Some(schema) = o.output_schema {
+            ov.set("output-schema", &mut cli.output_schema, Some(schema));
+        }
+        if let Some(n) = o.max_rounds {
+            ov.limit("max-rounds", &mut cli.max_rounds, n.get());
+        }
+        if let Some(n) = o.max_tokens {
+            ov.limit_opt("max-tokens", &mut cli.max_tokens, n.get());
+        }
+        if let Some(secs) = o.timeout {
+            ov.limit_opt("timeout", &mut cli.timeout, secs);
+        }
+        if let Some(n) = o.budget_tokens {
+            ov.limit_opt("budget-tokens", &mut cli.budget_tokens, n);
+        }
+        if let Some(usd) = o.budget_usd {
+            ov.limit_opt("budget-usd", &mut cli.budget_usd, usd);
+        }
+        if let Some(t) = o.temperature {
+            ov.set("temperature", &mut cli.temperature, Some(t));
+        }
+        if let Some(e) = o.reasoning_effort {
+            let effort = match e {
+                Effort::Low => cli::ReasoningEffort::Low,
+                Effort::Medium => cli::ReasoningEffort::Medium,
+                Effort::High => cli::ReasoningEffort::High,
+            };
+            ov.set("reasoning-effort", &mut cli.reasoning_effort, Some(effort));
+        }
+        ov.refused
     }
 
     /// The job's run, configured; `Err` is the usage error that ends it before it starts.
@@ -76,47 +145,16 @@ impl Setup {
         cli.no_transcript = false;
         cli.output_last_message = None;
         cli.store = at.store.map(str::to_owned);
-        let o = job.overrides.clone();
         // --budget-* are the whole batch's; a job has its own.
-        cli.budget_tokens = o.budget_tokens.or(flags.job_budget_tokens);
-        cli.budget_usd = o.budget_usd.or(flags.job_budget_usd);
-        if let Some(model) = o.model {
-            cli.model = Some(model);
-        }
-        if let Some(dir) = o.workspace {
-            cli.tools.workspace = Some(dir);
-        }
-        if let Some(rules) = o.allow {
-            cli.tools.allow = rules.into_vec();
-        }
-        if let Some(rules) = o.deny {
-            cli.tools.deny = rules.into_vec();
-        }
-        if let Some(system) = o.system {
-            cli.system = Some(system);
-            cli.system_file = None;
-        }
-        if let Some(schema) = o.output_schema {
-            cli.output_schema = Some(schema);
-        }
-        if let Some(n) = o.max_rounds {
-            cli.max_rounds = n.get();
-        }
-        if let Some(n) = o.max_tokens {
-            cli.max_tokens = Some(n.get());
-        }
-        if let Some(secs) = o.timeout {
-            cli.timeout = Some(secs);
-        }
-        if let Some(t) = o.temperature {
-            cli.temperature = Some(t);
-        }
-        if let Some(e) = o.reasoning_effort {
-            cli.reasoning_effort = Some(match e {
-                Effort::Low => cli::ReasoningEffort::Low,
-                Effort::Medium => cli::ReasoningEffort::Medium,
-                Effort::High => cli::ReasoningEffort::High,
-            });
+        cli.budget_tokens = flags.job_budget_tokens;
+        cli.budget_usd = flags.job_budget_usd;
+        let refused = self.overlay(job, &mut cli);
+        for r in refused {
+            super::display::warning(&format!(
+                "job {:?}: {}",
+                job.id,
+                terminal::line(&r.to_string())
+            ));
         }
         Ok(cli)
     }

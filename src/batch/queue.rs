@@ -54,6 +54,13 @@ pub async fn enqueue(parsed: &Parsed, jobs: &[Job], bad: &[BadLine]) -> u8 {
         Ok(w) => w,
         Err(e) => return usage(&e),
     };
+    let untrusted = args::untrusted_in_queue(&words);
+    if !untrusted.is_empty() {
+        display::warning(&format!(
+            "workers apply {} only when started with --trust-queue",
+            untrusted.join(", ")
+        ));
+    }
     let mut rows = Vec::with_capacity(jobs.len());
     for j in jobs {
         let spec = Spec {
@@ -119,9 +126,17 @@ pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
         Ok(None) => return usage(&format!("no batch {batch:?} in the store")),
         Err(e) => return failed(&e.to_string()),
     };
-    // The batch's run flags, then the worker's own (which win).
-    let all = queued_flags.into_iter().map(OsString::from).chain(words);
-    let parsed = match args::parse(all) {
+    // The batch's run flags are a queue row: `trust` decides what of them applies, beneath the
+    // worker's own (which win).
+    let trusted = first.flags.trust_queue;
+    let (from_queue, refused) = match args::queued(&queued_flags, &first.matches, trusted) {
+        Ok(q) => q,
+        Err(e) => return usage(&format!("the batch's queued flags: {e}")),
+    };
+    for r in &refused {
+        display::warning(&crate::terminal::line(&r.to_string()));
+    }
+    let parsed = match args::parse(from_queue.into_iter().chain(words)) {
         Ok(p) => p,
         Err(e) => return usage(&format!("the batch's flags with this worker's: {e}")),
     };
@@ -143,8 +158,10 @@ pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
+    let mut setup = Setup::new(parsed);
+    setup.queue = Some(trusted);
     let worker = Arc::new(Worker {
-        setup: Setup::new(parsed),
+        setup,
         queue,
         batch,
         url,

@@ -29,21 +29,10 @@ pub(super) fn resolve_provider(
     }
     let (provider, model) = match spec.split_once('/') {
         Some((p, m)) => (p.to_owned(), m.to_owned()),
-        None => {
-            let p = if spec.starts_with("claude-") {
-                "anthropic"
-            } else if spec.starts_with("gpt-")
-                || spec.starts_with("chatgpt-")
-                || ["o1", "o3", "o4"].iter().any(|p| spec.starts_with(p))
-            {
-                "openai"
-            } else if spec.starts_with("gemini-") {
-                "gemini"
-            } else {
-                return Err(ConfigError::AmbiguousModel(spec.to_owned()));
-            };
-            (p.to_owned(), spec.to_owned())
-        }
+        None => match bare_provider(spec) {
+            Some(p) => (p.to_owned(), spec.to_owned()),
+            None => return Err(ConfigError::AmbiguousModel(spec.to_owned())),
+        },
     };
     if model.is_empty() {
         return Err(ConfigError::EmptyModel(spec.to_owned()));
@@ -115,6 +104,46 @@ pub(super) fn resolve_provider(
         _ => return Err(ConfigError::UnknownProvider(provider)),
     };
     Ok((choice, model))
+}
+
+/// The providers built in (`replay:` aside, which reads a file).
+pub const BUILTIN_PROVIDERS: &[&str] = &[
+    "anthropic",
+    "openai",
+    "openai-responses",
+    "gemini",
+    "ollama",
+    "llamacpp",
+    "vllm",
+];
+
+/// The provider a bare model name belongs to (`claude-*`, `gpt-*`, `o3`, `gemini-*`).
+fn bare_provider(spec: &str) -> Option<&'static str> {
+    if spec.starts_with("claude-") {
+        Some("anthropic")
+    } else if spec.starts_with("gpt-")
+        || spec.starts_with("chatgpt-")
+        || ["o1", "o3", "o4"].iter().any(|p| spec.starts_with(p))
+    {
+        Some("openai")
+    } else if spec.starts_with("gemini-") {
+        Some("gemini")
+    } else {
+        None
+    }
+}
+
+/// The provider a model spec (already un-aliased) names, without reading anything: `"replay"`
+/// for `replay:FILE`, `None` when it names none.
+pub fn provider_of(spec: &str) -> Option<&str> {
+    if spec.starts_with("replay:") {
+        return Some("replay");
+    }
+    match spec.split_once('/') {
+        Some((p, m)) if !m.is_empty() => Some(p),
+        Some(_) => None,
+        None => bare_provider(spec),
+    }
 }
 
 /// The wire API and the model options the flags ask for; `ProviderChoice::configure` checks

@@ -8,6 +8,7 @@ use crate::conversation::Message;
 use crate::runs;
 use crate::terminal;
 use crate::transcript::{self, ReadError};
+use crate::trust::{self, Source};
 
 /// The conversation a resumed run continues.
 pub struct Resume {
@@ -96,15 +97,21 @@ pub(super) fn keep_resumed(mut cli: Cli, resume: Option<&Resume>, cwd: &Path) ->
         return cli;
     };
     let start = &resume.start;
-    if cli.model.is_none() && start.provider != "replay" {
-        cli.model = Some(format!("{}/{}", start.provider, start.model));
+    let source = Source::Transcript {
+        path: resume.path.clone(),
+    };
+    if cli.model.is_none() {
+        match trust::transcript_model(&start.provider, &start.model, &source) {
+            Ok(model) => cli.model = Some(model),
+            Err(refused) => tracing::warn!("{}", terminal::line(&refused.to_string())),
+        }
     }
     let recorded = Path::new(&start.workspace);
     if cli.tools.workspace.is_some() {
         return cli;
     }
     let here = std::fs::canonicalize(cwd).is_ok_and(|c| c == recorded);
-    if !resume.own_run {
+    if !trust::transcript_may_set_workspace(resume.own_run) {
         if !here {
             tracing::warn!(
                 "{} is not one of your runs under $ROUNDS_HOME/runs, so its workspace {} is \
