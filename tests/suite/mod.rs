@@ -1,5 +1,6 @@
 mod answers;
 mod batch;
+mod batch_ids;
 mod batch_queue;
 mod caching;
 mod call_ids;
