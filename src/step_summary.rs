@@ -126,15 +126,7 @@ fn shorten(text: &str, max: usize) -> String {
 /// `text` on one line (control characters shown escaped) as a Markdown code span, whose
 /// backtick string is longer than any inside it.
 fn code_span(text: &str) -> String {
-    let text = crate::terminal::line(text);
-    let ticks = "`".repeat(markdown::longest_backticks(&text) + 1);
-    // A span that starts or ends with a backtick needs a space between.
-    let pad = if text.starts_with('`') || text.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{ticks}{pad}{text}{pad}{ticks}")
+    markdown::code_span(&crate::terminal::line(text))
 }
 
 /// `text` as a fenced code block (control characters shown escaped) no line of it can close.

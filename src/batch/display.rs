@@ -124,7 +124,8 @@ pub fn bad_lines(source: &str, bad: &[BadLine]) {
     for b in bad {
         let _ = writeln!(
             err,
-            "rounds: {source}, line {}: {}",
+            "rounds: {}, line {}: {}",
+            terminal::line(source),
             b.line,
             terminal::line(&b.message)
         );
@@ -153,7 +154,9 @@ pub fn summary(s: &Summary, results: Option<&std::path::Path>, backoffs: u32, se
         s.jobs,
         if s.jobs == 1 { "" } else { "s" }
     );
+    // A status read back from the store or an earlier results.jsonl is only a string.
     for (status, n) in &s.by_status {
+        let status = terminal::line(status);
         text.push_str(&format!("  {status:<14} {n:>6}\n"));
     }
     if s.bad_lines > 0 {

@@ -41,8 +41,11 @@ pub async fn status(a: &StatusArgs) -> u8 {
         };
         *counts.entry(key).or_default() += 1;
     }
-    let mut text = format!("batch {}: {} jobs\n", a.batch, jobs.len());
+    let batch = crate::terminal::line(&a.batch);
+    let mut text = format!("batch {batch}: {} jobs\n", jobs.len());
+    // A done job's status is what its worker stored: a string, shown escaped like the ids.
     for (state, n) in &counts {
+        let state = crate::terminal::line(state);
         text.push_str(&format!("  {state:<26} {n:>6}\n"));
     }
     let mut running: Vec<_> = jobs.iter().filter(|j| j.state == "running").collect();

@@ -108,8 +108,23 @@ pub struct Jobs {
     pub bad: Vec<BadLine>,
 }
 
-/// The longest id: ids name files (`DIR/<id>.jsonl`), and file names have limits.
-const MAX_ID_BYTES: usize = 200;
+/// The longest file name, in bytes, that Linux's file systems take (`NAME_MAX`; macOS's and
+/// the BSDs' too).
+pub const NAME_MAX: usize = 255;
+
+/// The length of a run id (`runs::new_id`: `20260102T130405.123Z-1a2b3c4d`).
+const RUN_ID_BYTES: usize = 29;
+
+/// The most a batch puts after an id's file stem in one file name. An id names:
+/// - `DIR/<stem>.jsonl`, its transcript;
+/// - `DIR/<stem>.outputs/`, the whole outputs of its cut tool results, beside the transcript;
+/// - `DIR/attempts/<stem>.N.jsonl`, an attempt set aside (N at most 10000: `.10000.jsonl`);
+/// - `DIR/attempts/<stem>.<run id>.jsonl`, a queued job's earlier run a worker exports: the
+///   longest.
+pub const LONGEST_SUFFIX: usize = ".".len() + RUN_ID_BYTES + ".jsonl".len();
+
+/// The longest file stem an id may have, so that every name above fits in `NAME_MAX`.
+pub const MAX_STEM_BYTES: usize = NAME_MAX - LONGEST_SUFFIX;
 
 /// Parses a jobs file's text. With `template`, each line's fields fill its placeholders and
 /// form the prompt; any field may appear, and one the template needs but the line lacks makes
@@ -185,8 +200,14 @@ fn check_id(id: &str) -> Result<(), String> {
     if id.is_empty() {
         return Err("the id is empty".into());
     }
-    if id.len() > MAX_ID_BYTES {
-        return Err(format!("the id is longer than {MAX_ID_BYTES} bytes"));
+    // Refused here, as a bad line, rather than when a file cannot be created mid-batch.
+    let stem = stem_len(id);
+    if stem > MAX_STEM_BYTES {
+        return Err(format!(
+            "the id is too long to name files: as a file name (each byte other than ASCII \
+             letters, digits, '-', '_' and '.' written %XX) it takes {stem} bytes, and at most \
+             {MAX_STEM_BYTES} leave room for what the batch adds ({NAME_MAX} in all)"
+        ));
     }
     if id.chars().any(char::is_control) {
         return Err("the id holds a control character".into());
@@ -307,16 +328,28 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// ASCII letters, digits, `-`, `_` and `.` are written `%XX`, and so is a leading dot, so
 /// every id has a name of its own and none is hidden or leaves the directory.
 pub fn file_stem(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
+    let mut out = String::with_capacity(stem_len(id));
     for (i, b) in id.bytes().enumerate() {
-        let plain = b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0);
-        if plain {
+        if plain(i, b) {
             out.push(char::from(b));
         } else {
             out.push_str(&format!("%{b:02X}"));
         }
     }
     out
+}
+
+/// `file_stem(id).len()`, without making it.
+pub fn stem_len(id: &str) -> usize {
+    id.bytes()
+        .enumerate()
+        .map(|(i, b)| if plain(i, b) { 1 } else { 3 })
+        .sum()
+}
+
+/// Whether byte `b` at `i` of an id goes into its file stem as it is.
+fn plain(i: usize, b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0)
 }
 
 #[cfg(test)]

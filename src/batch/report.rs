@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::jobs::BadLine;
 use super::results::ResultLine;
 use crate::conversation::Usage;
+use crate::{markdown, terminal};
 
 /// The figures of a finished batch.
 #[derive(Debug, Default)]
@@ -135,14 +136,22 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-/// The Markdown summary appended to `$GITHUB_STEP_SUMMARY` (or `--step-summary FILE`).
+/// The most failed jobs, and bad lines, the Markdown summary lists one by one.
+const MAX_FAILED_ROWS: usize = 50;
+const MAX_BAD_ROWS: usize = 20;
+
+/// The Markdown summary appended to `$GITHUB_STEP_SUMMARY` (or `--step-summary FILE`). Ids,
+/// statuses, errors and bad lines' messages come from the jobs file, a model, a provider or the
+/// store: each is a code span no text inside can close (see `markdown`), so none can add a
+/// link, an image, HTML, a heading or a row to the page. It starts and ends with a blank line,
+/// to stand apart from whatever else the step appends.
 pub fn markdown(summary: &Summary, results: &[ResultLine], bad: &[BadLine]) -> String {
     let mut md = format!(
-        "### rounds batch: {} of {} jobs completed\n\n| status | jobs |\n|---|---|\n",
+        "\n### rounds batch: {} of {} jobs completed\n\n| status | jobs |\n|---|---|\n",
         summary.completed, summary.jobs
     );
     for (status, n) in &summary.by_status {
-        md.push_str(&format!("| `{status}` | {n} |\n"));
+        md.push_str(&format!("| {} | {n} |\n", cell(status)));
     }
     if !bad.is_empty() {
         md.push_str(&format!("| bad lines | {} |\n", bad.len()));
@@ -159,33 +168,50 @@ pub fn markdown(summary: &Summary, results: &[ResultLine], bad: &[BadLine]) -> S
     let failed: Vec<&ResultLine> = results.iter().filter(|r| !r.completed()).collect();
     if !failed.is_empty() {
         md.push_str("\n| job | status | error |\n|---|---|---|\n");
-        for r in failed.iter().take(50) {
+        for r in failed.iter().take(MAX_FAILED_ROWS) {
             let error = first_line(r.error.as_deref().unwrap_or(""));
             md.push_str(&format!(
-                "| {} | `{}` | {} |\n",
+                "| {} | {} | {} |\n",
                 cell(&r.id),
-                r.status,
+                cell(&r.status),
                 cell(&crate::net::clip(error, 200))
             ));
         }
-        if failed.len() > 50 {
-            md.push_str(&format!("\n…and {} more.\n", failed.len() - 50));
+        if failed.len() > MAX_FAILED_ROWS {
+            md.push_str(&format!(
+                "\n…and {} more.\n",
+                failed.len() - MAX_FAILED_ROWS
+            ));
         }
     }
-    for b in bad.iter().take(20) {
-        md.push_str(&format!("\n- jobs line {}: {}", b.line, cell(&b.message)));
+    if !bad.is_empty() {
+        md.push('\n');
+    }
+    for b in bad.iter().take(MAX_BAD_ROWS) {
+        md.push_str(&format!(
+            "- jobs line {}: {}\n",
+            b.line,
+            span(&crate::net::clip(&b.message, 300))
+        ));
+    }
+    if bad.len() > MAX_BAD_ROWS {
+        md.push_str(&format!(
+            "\n…and {} more bad lines.\n",
+            bad.len() - MAX_BAD_ROWS
+        ));
     }
     md.push('\n');
     md
 }
 
-/// Text safe in a Markdown table cell.
+/// Someone else's text as a code span on one line, control characters shown escaped.
+fn span(text: &str) -> String {
+    markdown::code_span(&terminal::line(text))
+}
+
+/// The same in a table cell.
 fn cell(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
-        .replace('|', "\\|")
-        .replace('<', "&lt;")
+    markdown::cell_span(&terminal::line(text))
 }
 
 #[cfg(test)]
@@ -223,7 +249,7 @@ mod tests {
         assert_eq!(s.usage.input_tokens, 20);
         assert_eq!(s.slowest[0], ("b".to_owned(), 9));
         let md = markdown(&s, &results, &[]);
-        assert!(md.contains("1 of 2 jobs completed") && md.contains("| b | `max_rounds` |"));
+        assert!(md.contains("1 of 2 jobs completed") && md.contains("| `b` | `max_rounds` |"));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 mod answers;
 mod batch;
+mod batch_ids;
 mod batch_queue;
+mod batch_untrusted;
 mod caching;
 mod call_ids;
 mod cli;
