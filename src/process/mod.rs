@@ -23,7 +23,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 pub mod capture;
+pub mod pin;
 pub mod sandbox;
+mod seccomp;
 pub mod supervisor;
 
 pub use capture::{Captured, Limits};
@@ -136,14 +138,13 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         Some(bytes) => bytes.len().to_string(),
         None => "-".to_owned(),
     };
-    let mut command = supervisor_command(&spec.argv, stdin_len.as_ref(), spec.sandbox);
-    command
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(spec.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = supervisor_command(
+        &spec.argv,
+        stdin_len.as_ref(),
+        spec.env,
+        spec.cwd,
+        spec.sandbox,
+    );
     let mut child = spawn_registered(&mut command)?;
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
 
@@ -217,32 +218,39 @@ pub fn spawn_server(
     cwd: &Path,
     sandbox: &Sandbox,
 ) -> std::io::Result<tokio::process::Child> {
-    let mut command = supervisor_command(argv, "inherit".as_ref(), sandbox);
-    command
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = supervisor_command(argv, "inherit".as_ref(), env, cwd, sandbox);
     spawn_registered(&mut command)
 }
 
-/// `rounds __rounds-supervise INPUT [SANDBOX OPTIONS] -- ARGV…` in its own process group: a
-/// Ctrl-C at the terminal reaches rounds, which decides what to stop.
+/// `rounds __rounds-supervise INPUT -- ARGV…` in its own process group (a Ctrl-C at the
+/// terminal reaches rounds, which decides what to stop), with exactly `env` plus the sandbox
+/// (`sandbox::SUPERVISOR_ENV`, never on the command line, which every user can read), and
+/// stdin, stdout and stderr piped.
 fn supervisor_command(
     argv: &[OsString],
     input: &std::ffi::OsStr,
+    env: &[(OsString, OsString)],
+    cwd: &Path,
     sandbox: &Sandbox,
 ) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(supervisor_program());
     command
         .arg(SUPERVISE_ARG)
         .arg(input)
-        .args(sandbox.supervisor_args())
         .arg("--")
         .args(argv)
-        .process_group(0);
+        .process_group(0)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Set after the tool's own variables, so none of them can stand in for it.
+    match sandbox.to_env() {
+        Some(value) => command.env(sandbox::SUPERVISOR_ENV, value),
+        None => command.env_remove(sandbox::SUPERVISOR_ENV),
+    };
     command
 }
 

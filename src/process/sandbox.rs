@@ -1,5 +1,5 @@
-//! The OS sandbox of tool processes (Linux Landlock, plus a seccomp filter for sockets): what the
-//! allowlist lets run is still bounded in what it can do.
+//! The OS sandbox of tool processes (Linux Landlock, plus seccomp filters): what the allowlist
+//! lets run is still bounded in what it can do.
 //!
 //! # What it enforces
 //! Every tool process (bash, command tools, hooks, MCP servers) starts through the supervisor
@@ -9,7 +9,12 @@
 //! - filesystem: read and execute everywhere; write only below the writable directories (mode
 //!   `workspace-write`: the workspace, the temp dir, the run's outputs dir and each
 //!   `--sandbox-write DIR`), or nowhere (`read-only`). `/dev/null`, `/dev/zero` and `/dev/full`
-//!   stay writable in both, so `2>/dev/null` works.
+//!   stay writable in both, so `2>/dev/null` works. Device files cannot be made anywhere
+//!   (Landlock's `MAKE_CHAR` and `MAKE_BLOCK` are granted nowhere, and the supervisor drops
+//!   `CAP_MKNOD`): a block device in the workspace would reach the whole disk.
+//! - file attributes, which Landlock does not cover: a seccomp filter refuses setuid and setgid
+//!   modes and every `chown` (`process::seccomp`), and the supervisor drops the capabilities
+//!   that let root change what it does not own.
 //! - network, unless allowed: TCP `connect`/`bind` refused (Landlock ABI 4), and a seccomp filter
 //!   refuses every other socket (UDP, raw, packet, netlink…: only UNIX and TCP sockets can be
 //!   created) and `io_uring` (which could create sockets behind the filter's back).
@@ -22,23 +27,36 @@
 //! The supervisor stays outside the domain: it must signal, inspect (`/proc`) and reap the
 //! tree, and the tool must not be able to signal or ptrace it, which a shared domain would
 //! allow. The rules are built in the supervisor (allocation, opening the directories) and only
-//! entered in the `pre_exec` hook: two system calls (`landlock_restrict_self`, `seccomp`) after
-//! `prctl(PR_SET_NO_NEW_PRIVS)`. The supervisor is single-threaded when it spawns, so the forked
-//! child cannot inherit a lock held by another thread.
+//! entered in the `pre_exec` hook: a few system calls (`landlock_restrict_self`, `seccomp`)
+//! after `prctl(PR_SET_NO_NEW_PRIVS)`. The supervisor is single-threaded when it spawns, so the
+//! forked child cannot inherit a lock held by another thread.
+//!
+//! # How the supervisor learns it
+//! Through the environment variable [`SUPERVISOR_ENV`] ([`Sandbox::to_env`]), which the
+//! supervisor removes from the program's environment: a command line is readable by every user
+//! (`/proc/PID/cmdline`), and the writable directories are no one else's business.
 //!
 //! # How a run uses it
 //! `config::sandbox` turns `--sandbox`, `--sandbox-write` and `--tool-network` into the run's
 //! [`Sandbox`] ([`parse_flag`], [`Sandbox::check_dirs`], [`Sandbox::for_run`]), asks the kernel
 //! what it can enforce ([`probe`], [`Sandbox::check`]: a warning said once, or with `require` a
 //! usage error before any model call), and keeps [`Sandbox::summary`] for the transcript's
-//! `start` line. The sandbox then travels in `pipeline::Settings` (bash, command tools, hooks)
-//! and `ProcessContext` (MCP servers). Bash and hooks follow `--tool-network`; a command tool or
-//! an MCP server gets the network only with `network = true` in its own entry.
+//! `start` line. A directory rounds creates for itself can be pinned ([`Sandbox::pin`]). The
+//! sandbox then travels in `pipeline::Settings` (bash, command tools, hooks) and
+//! `ProcessContext` (MCP servers). Bash and hooks follow `--tool-network`; a command tool or an
+//! MCP server gets the network only with `network = true` in its own entry.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use super::pin::Pin;
+use super::seccomp;
+
+/// The environment variable that carries the sandbox to the supervisor ([`Sandbox::to_env`]).
+pub const SUPERVISOR_ENV: &str = "ROUNDS_SUPERVISOR_SANDBOX";
 
 /// The `--sandbox` modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -95,6 +113,9 @@ pub struct Sandbox {
     pub write: Vec<PathBuf>,
     /// Whether tool processes may use the network.
     pub network: bool,
+    /// Writable directories granted only while they are the directory rounds created
+    /// ([`Sandbox::pin`]); each is also in `write`.
+    pub pins: Vec<Pin>,
 }
 
 impl Default for Sandbox {
@@ -117,6 +138,7 @@ impl Sandbox {
             require: false,
             write: Vec::new(),
             network: false,
+            pins: Vec::new(),
         }
     }
 
@@ -144,7 +166,26 @@ impl Sandbox {
             require,
             write,
             network,
+            pins: Vec::new(),
         }
+    }
+
+    /// Makes `dir` writable (if it is not already) only while it is the directory whose
+    /// identity (`st_dev`, `st_ino`) rounds recorded when it created it. The supervisor then
+    /// reaches it without following any symlink, checks the identity, and grants the directory it
+    /// opened; if `dir` was replaced (by a symlink, in any component, or another directory) it
+    /// refuses to start the program (exit 126). `dir` must be absolute, without `..`. Pinning
+    /// the same directory again replaces its identity.
+    pub fn pin(&mut self, dir: &Path, dev: u64, ino: u64) {
+        if !self.write.iter().any(|w| w == dir) {
+            self.write.push(dir.to_owned());
+        }
+        self.pins.retain(|p| p.dir != dir);
+        self.pins.push(Pin {
+            dir: dir.to_owned(),
+            dev,
+            ino,
+        });
     }
 
     pub fn is_off(&self) -> bool {
@@ -220,6 +261,9 @@ impl Sandbox {
         if wanted.network_other && !got.network_other {
             missing.push("UDP and other non-TCP sockets (seccomp)".to_owned());
         }
+        if !self.is_off() && !support.seccomp {
+            missing.push("setuid and setgid modes, and chown (seccomp)".to_owned());
+        }
         if wanted.processes && !got.processes {
             missing.push(
                 "reading the memory and environment of other processes of the same user \
@@ -286,107 +330,117 @@ impl Sandbox {
         }
     }
 
-    /// The supervisor's options for this sandbox (none when it is off):
-    /// `--sandbox MODE [--require] [--network] [--write DIR]…`.
-    pub fn supervisor_args(&self) -> Vec<OsString> {
+    /// The value of [`SUPERVISOR_ENV`] for this sandbox; `None` when it is off. Words separated
+    /// by spaces: the mode, then `require`, `network`, `write=HEX` and `pin=HEX,DEV,INO` (paths
+    /// in hexadecimal: any byte but NUL can be in one).
+    pub fn to_env(&self) -> Option<OsString> {
         if self.is_off() {
-            return Vec::new();
+            return None;
         }
-        let mut args: Vec<OsString> = vec!["--sandbox".into(), self.mode.name().into()];
+        let mut words = vec![self.mode.name().to_owned()];
         if self.require {
-            args.push("--require".into());
+            words.push("require".to_owned());
         }
         if self.network {
-            args.push("--network".into());
+            words.push("network".to_owned());
         }
         if self.mode == Mode::WorkspaceWrite {
-            for dir in &self.write {
-                args.push("--write".into());
-                args.push(dir.clone().into_os_string());
-            }
+            words.extend(self.write.iter().map(|d| format!("write={}", hex(d))));
+            words.extend(
+                (self.pins.iter()).map(|p| format!("pin={},{},{}", hex(&p.dir), p.dev, p.ino)),
+            );
         }
-        args
+        Some(words.join(" ").into())
     }
 
-    /// Reads the options `supervisor_args` wrote, up to (not including) `--`; returns the sandbox and
-    /// the rest of the arguments.
-    pub(crate) fn from_args(mut args: &[OsString]) -> Result<(Sandbox, &[OsString]), String> {
-        let mut sandbox = Sandbox::off();
-        let mut moded = false;
-        while let Some((arg, rest)) = args.split_first() {
-            let value = |rest: &[OsString]| -> Result<OsString, String> {
-                rest.first()
-                    .cloned()
-                    .ok_or_else(|| format!("{} needs a value", arg.to_string_lossy()))
-            };
-            match arg.to_str() {
-                Some("--sandbox") => {
-                    let v = value(rest)?;
-                    sandbox.mode = match v.to_str() {
-                        Some("read-only") => Mode::ReadOnly,
-                        Some("workspace-write") => Mode::WorkspaceWrite,
-                        _ => return Err(format!("bad sandbox mode {v:?}")),
+    /// Reads what [`Sandbox::to_env`] wrote.
+    pub(crate) fn from_env(value: &OsStr) -> Result<Sandbox, String> {
+        let value = value.to_str().ok_or("not text")?;
+        let mut words = value.split(' ');
+        let mut sandbox = match words.next() {
+            Some("read-only") => Sandbox::new(Mode::ReadOnly),
+            Some("workspace-write") => Sandbox::new(Mode::WorkspaceWrite),
+            _ => return Err(format!("bad sandbox mode in {value:?}")),
+        };
+        for word in words {
+            let bad = || format!("bad sandbox option {word:?}");
+            match word.split_once('=') {
+                None if word == "require" => sandbox.require = true,
+                None if word == "network" => sandbox.network = true,
+                Some(("write", dir)) => sandbox.write.push(unhex(dir).ok_or_else(bad)?),
+                Some(("pin", pin)) => {
+                    let mut parts = pin.split(',');
+                    let (Some(dir), Some(dev), Some(ino), None) =
+                        (parts.next(), parts.next(), parts.next(), parts.next())
+                    else {
+                        return Err(bad());
                     };
-                    moded = true;
-                    args = &rest[1..];
+                    sandbox.pins.push(Pin {
+                        dir: unhex(dir).ok_or_else(bad)?,
+                        dev: dev.parse().map_err(|_| bad())?,
+                        ino: ino.parse().map_err(|_| bad())?,
+                    });
                 }
-                Some("--write") => {
-                    sandbox.write.push(PathBuf::from(value(rest)?));
-                    args = &rest[1..];
-                }
-                Some("--require") => {
-                    sandbox.require = true;
-                    args = rest;
-                }
-                Some("--network") => {
-                    sandbox.network = true;
-                    args = rest;
-                }
-                _ => break,
+                _ => return Err(bad()),
             }
         }
-        if !moded && (sandbox.require || sandbox.network || !sandbox.write.is_empty()) {
-            return Err("sandbox options without --sandbox MODE".into());
-        }
-        Ok((sandbox, args))
+        Ok(sandbox)
     }
 
     /// Builds the rules for a child process (in the supervisor, before it spawns); `None` when
-    /// the sandbox is off. With `require`, anything the kernel cannot enforce is an error.
+    /// the sandbox is off. With `require`, anything the kernel cannot enforce is an error; a
+    /// pinned directory that was replaced is one in every mode.
     pub(crate) fn prepare(&self) -> Result<Option<Confinement>, String> {
         if self.is_off() {
             return Ok(None);
         }
-        let ruleset = landlock_rules(self).map_err(|e| format!("Landlock: {e}"))?;
-        // Best effort leaves the filter out where the kernel has no seccomp (the run warned);
-        // required, it goes in and the command does not start without it.
-        let filter = if self.network || !(self.require || probe().seccomp) {
-            None
-        } else {
-            Some(seccomp::socket_filter().map_err(|e| format!("seccomp: {e}"))?)
-        };
+        let pinned = self.open_pins().map_err(|e| e.to_string())?;
+        let ruleset = landlock_rules(self, pinned).map_err(|e| format!("Landlock: {e}"))?;
+        // Best effort leaves the filters out where the kernel has no seccomp (the run warned);
+        // required, they go in and the command does not start without them.
+        let mut filters = Vec::new();
+        if self.require || probe().seccomp {
+            let failed = |e| format!("seccomp: {e}");
+            filters.push(seccomp::file_owner_filter().map_err(failed)?);
+            if !self.network {
+                filters.push(seccomp::socket_filter().map_err(failed)?);
+            }
+        }
         Ok(Some(Confinement {
             ruleset: Some(ruleset),
-            filter,
+            filters,
         }))
+    }
+
+    /// The pinned directories that still exist, opened; an error if one was replaced.
+    fn open_pins(&self) -> Result<Vec<std::os::fd::OwnedFd>, super::pin::PinError> {
+        if self.mode != Mode::WorkspaceWrite {
+            return Ok(Vec::new());
+        }
+        let mut opened = Vec::new();
+        for pin in &self.pins {
+            opened.extend(pin.open()?);
+        }
+        Ok(opened)
     }
 }
 
 /// The rules of one child, built and ready to enter.
 pub(crate) struct Confinement {
     ruleset: Option<landlock::RulesetCreated>,
-    filter: Option<seccompiler::BpfProgram>,
+    filters: Vec<seccompiler::BpfProgram>,
 }
 
 impl Confinement {
     /// Puts the calling thread (the child, between fork and exec) into the sandbox. Sets
     /// `PR_SET_NO_NEW_PRIVS` (Landlock and seccomp both require it): setuid programs do not
-    /// gain privileges in a sandboxed tool.
+    /// gain privileges in a sandboxed tool. Makes system calls only: no allocation unless it
+    /// fails.
     pub(crate) fn enter(&mut self) -> std::io::Result<()> {
         if let Some(ruleset) = self.ruleset.take() {
             ruleset.restrict_self().map_err(std::io::Error::other)?;
         }
-        if let Some(filter) = &self.filter {
+        for filter in &self.filters {
             seccompiler::apply_filter(filter).map_err(std::io::Error::other)?;
         }
         Ok(())
@@ -397,9 +451,22 @@ impl Confinement {
 /// rights (pathname UNIX sockets in ABI 9, UDP in ABI 10) are not requested yet.
 const ABI: landlock::ABI = landlock::ABI::V6;
 
-fn landlock_rules(sandbox: &Sandbox) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
+/// What a writable directory grants: everything but making character and block devices, which
+/// stay handled (so refused) everywhere. A device node made in the workspace would reach what
+/// it names (a disk, `/dev/kmsg`) around every other rule.
+fn write_rights() -> landlock::BitFlags<landlock::AccessFs> {
+    use landlock::{Access, AccessFs};
+    AccessFs::from_all(ABI) & !(AccessFs::MakeChar | AccessFs::MakeBlock)
+}
+
+/// The ruleset: read everywhere, write below the writable directories (`pinned` are the pinned
+/// ones, already opened; the others are opened here by path).
+fn landlock_rules(
+    sandbox: &Sandbox,
+    pinned: Vec<std::os::fd::OwnedFd>,
+) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
     use landlock::{
-        Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+        Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
         RulesetCreatedAttr, Scope, path_beneath_rules,
     };
     let level = if sandbox.require {
@@ -417,9 +484,16 @@ fn landlock_rules(sandbox: &Sandbox) -> Result<landlock::RulesetCreated, landloc
         .scope(Scope::from_all(ABI))?
         .create()?
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI)))?
-        .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(ABI)))?;
+        .add_rules(path_beneath_rules(DEVICES, write_rights()))?;
     if sandbox.mode == Mode::WorkspaceWrite {
-        created = created.add_rules(path_beneath_rules(&sandbox.write, AccessFs::from_all(ABI)))?;
+        // A pinned directory is never opened by path: that would follow a planted symlink.
+        let by_path =
+            (sandbox.write.iter()).filter(|dir| !sandbox.pins.iter().any(|pin| &pin.dir == *dir));
+        let pinned = (pinned.into_iter())
+            .map(|fd| Ok::<_, landlock::RulesetError>(PathBeneath::new(fd, write_rights())));
+        created = created
+            .add_rules(path_beneath_rules(by_path, write_rights()))?
+            .add_rules(pinned)?;
     }
     Ok(created.no_new_privs(true))
 }
@@ -503,106 +577,23 @@ pub struct Summary {
     pub enforced: Enforced,
 }
 
-/// The seccomp filter that keeps a tool without network to UNIX and TCP sockets (TCP itself is
-/// Landlock's).
-mod seccomp {
-    use std::collections::BTreeMap;
+fn hex(path: &Path) -> String {
+    path.as_os_str()
+        .as_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
 
-    use seccompiler::{
-        BackendError, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
-        SeccompFilter, SeccompRule, TargetArch,
-    };
-
-    #[cfg(target_arch = "x86_64")]
-    pub const ARCH: Option<TargetArch> = Some(TargetArch::x86_64);
-    #[cfg(target_arch = "aarch64")]
-    pub const ARCH: Option<TargetArch> = Some(TargetArch::aarch64);
-    #[cfg(target_arch = "riscv64")]
-    pub const ARCH: Option<TargetArch> = Some(TargetArch::riscv64);
-    #[cfg(not(any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64"
-    )))]
-    pub const ARCH: Option<TargetArch> = None;
-
-    /// On x86_64, the x32 ABI reaches the same calls under other numbers.
-    #[cfg(target_arch = "x86_64")]
-    const ALIASES: &[i64] = &[0x4000_0000];
-    #[cfg(not(target_arch = "x86_64"))]
-    const ALIASES: &[i64] = &[];
-
-    fn arg(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, BackendError> {
-        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
+fn unhex(text: &str) -> Option<PathBuf> {
+    if text.is_empty() || !text.len().is_multiple_of(2) {
+        return None;
     }
-
-    fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, BackendError> {
-        SeccompRule::new(conditions)
-    }
-
-    /// `socket(2)` is refused (EACCES) unless it makes a UNIX socket or a TCP socket (stream,
-    /// protocol 0 or TCP: not SCTP or MPTCP, which Landlock's TCP rules may not cover);
-    /// `io_uring_setup(2)` is refused, since io_uring can create sockets without `socket(2)`.
-    /// Calls of another architecture (32-bit x86 code) kill the process: the filter would not
-    /// understand them.
-    pub fn socket_filter() -> Result<BpfProgram, String> {
-        let arch = ARCH.ok_or("no seccomp support for this architecture")?;
-        build(arch).map_err(|e| e.to_string())
-    }
-
-    fn build(arch: TargetArch) -> Result<BpfProgram, BackendError> {
-        use SeccompCmpOp::{Eq, MaskedEq, Ne};
-        let unix = libc::AF_UNIX as u64;
-        let inet = libc::AF_INET as u64;
-        let inet6 = libc::AF_INET6 as u64;
-        let tcp = libc::IPPROTO_TCP as u64;
-        let stream = libc::SOCK_STREAM as u64;
-        // Each rule matches calls to refuse; rules are alternatives, conditions in one rule all
-        // have to hold.
-        let mut refuse = vec![rule(vec![
-            arg(0, Ne, unix)?,
-            arg(0, Ne, inet)?,
-            arg(0, Ne, inet6)?,
-        ])?];
-        for family in [inet, inet6] {
-            // The socket type is the low four bits; the rest are SOCK_NONBLOCK and SOCK_CLOEXEC.
-            for kind in (0..16u64).filter(|&k| k != stream) {
-                refuse.push(rule(vec![
-                    arg(0, Eq, family)?,
-                    arg(1, MaskedEq(0xf), kind)?,
-                ])?);
-            }
-            refuse.push(rule(vec![
-                arg(0, Eq, family)?,
-                arg(2, Ne, 0)?,
-                arg(2, Ne, tcp)?,
-            ])?);
-        }
-        let mut rules = BTreeMap::new();
-        for alias in std::iter::once(0).chain(ALIASES.iter().copied()) {
-            rules.insert(libc::SYS_socket + alias, refuse.clone());
-            // No rule: refused whatever the arguments.
-            rules.insert(libc::SYS_io_uring_setup + alias, Vec::new());
-        }
-        let filter = SeccompFilter::new(
-            rules,
-            SeccompAction::Allow,
-            SeccompAction::Errno(libc::EACCES as u32),
-            arch,
-        )?;
-        BpfProgram::try_from(filter)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn the_filter_compiles_where_seccomp_is_supported() {
-            match super::ARCH {
-                Some(_) => assert!(!super::socket_filter().unwrap().is_empty()),
-                None => assert!(super::socket_filter().is_err()),
-            }
-        }
-    }
+    let bytes = (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some(PathBuf::from(OsString::from_vec(bytes)))
 }
 
 #[cfg(test)]

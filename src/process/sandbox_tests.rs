@@ -2,10 +2,6 @@ use super::*;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-fn os(args: &[&str]) -> Vec<OsString> {
-    args.iter().map(OsString::from).collect()
-}
-
 fn run_sandbox() -> Sandbox {
     Sandbox::for_run(
         (Mode::WorkspaceWrite, false),
@@ -71,54 +67,72 @@ fn missing_extra_dirs_are_reported() {
 }
 
 #[test]
-fn supervisor_arguments_round_trip() {
-    let sb = run_sandbox();
-    let mut args = sb.supervisor_args();
-    assert_eq!(args[..2], os(&["--sandbox", "workspace-write"]));
-    args.extend(os(&["--", "bash", "-c", "x"]));
-    let (back, rest) = Sandbox::from_args(&args).unwrap();
-    assert_eq!(back, sb);
-    assert_eq!(rest, os(&["--", "bash", "-c", "x"]));
+fn the_supervisor_variable_round_trips() {
+    let mut sb = run_sandbox();
+    sb.pin(Path::new("/ws/t.outputs"), 2049, 1234567);
+    sb.pin(Path::new("/pinned"), u64::MAX, 1);
+    let value = sb.to_env().unwrap();
+    assert!(
+        value
+            .to_str()
+            .unwrap()
+            .starts_with("workspace-write write=")
+    );
+    assert_eq!(Sandbox::from_env(&value).unwrap(), sb);
+    // Pinning adds the directory once, and a second pin replaces the first.
+    assert_eq!(
+        sb.write
+            .iter()
+            .filter(|w| *w == Path::new("/pinned"))
+            .count(),
+        1
+    );
+    sb.pin(Path::new("/pinned"), 3, 4);
+    assert_eq!(sb.pins.len(), 2);
+    assert_eq!((sb.pins[1].dev, sb.pins[1].ino), (3, 4));
+    assert_eq!(sb.write.len(), 5);
 
     let mut strict = Sandbox::new(Mode::ReadOnly);
     strict.require = true;
     strict.network = true;
-    let args = strict.supervisor_args();
-    assert_eq!(
-        args,
-        os(&["--sandbox", "read-only", "--require", "--network"])
-    );
-    assert_eq!(Sandbox::from_args(&args).unwrap().0, strict);
+    let value = strict.to_env().unwrap();
+    assert_eq!(value, "read-only require network");
+    assert_eq!(Sandbox::from_env(&value).unwrap(), strict);
 
-    // Off: no options at all, and what follows is left alone.
-    assert!(Sandbox::off().supervisor_args().is_empty());
-    let args = os(&["--", "--sandbox"]);
-    let (off, rest) = Sandbox::from_args(&args).unwrap();
-    assert!(off.is_off());
-    assert_eq!(rest, args);
+    // Off: no variable at all.
+    assert_eq!(Sandbox::off().to_env(), None);
 }
 
 #[test]
-fn paths_that_are_not_utf8_survive_the_arguments() {
+fn paths_that_are_not_utf8_or_hold_spaces_survive_the_variable() {
     use std::os::unix::ffi::OsStrExt;
-    let odd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/\xff\xfe dir"));
+    let odd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/\xff\xfe dir\n=,x"));
     let mut sb = Sandbox::new(Mode::WorkspaceWrite);
     sb.write.push(odd.clone());
-    let (back, _) = Sandbox::from_args(&sb.supervisor_args()).unwrap();
-    assert_eq!(back.write, [odd]);
+    sb.pin(&odd, 1, 2);
+    let value = sb.to_env().unwrap();
+    assert!(value.to_str().is_some(), "the value itself is plain text");
+    let back = Sandbox::from_env(&value).unwrap();
+    assert_eq!(back.write, std::slice::from_ref(&odd));
+    assert_eq!(back.pins[0].dir, odd);
 }
 
 #[test]
-fn bad_supervisor_arguments_are_refused() {
+fn bad_supervisor_variables_are_refused() {
     for bad in [
-        &["--sandbox"][..],
-        &["--sandbox", "off"],
-        &["--sandbox", "nonsense"],
-        &["--network", "--"],
-        &["--write", "/x", "--"],
-        &["--sandbox", "read-only", "--write"],
+        "",
+        "off",
+        "nonsense",
+        "read-only bogus",
+        "workspace-write write=",
+        "workspace-write write=2f7",
+        "workspace-write write=zz",
+        "workspace-write pin=2f,1",
+        "workspace-write pin=2f,1,2,3",
+        "workspace-write pin=2f,x,2",
+        "workspace-write  require",
     ] {
-        assert!(Sandbox::from_args(&os(bad)).is_err(), "{bad:?}");
+        assert!(Sandbox::from_env(bad.as_ref()).is_err(), "{bad:?}");
     }
 }
 
@@ -188,8 +202,8 @@ fn no_landlock_degrades_with_one_warning_naming_what_is_not_enforced() {
         warning,
         "warning: the tool sandbox (workspace-write) is degraded: this kernel has no Landlock, \
          so it does not enforce: filesystem writes (Landlock); TCP connect and bind (Landlock \
-         ABI 4); UDP and other non-TCP sockets (seccomp); reading the memory and environment of \
-         other processes of the same user (Landlock); signals to processes outside the tool, \
+         ABI 4); UDP and other non-TCP sockets (seccomp); setuid and setgid modes, and chown \
+         (seccomp); reading the memory and environment of other processes of the same user (Landlock); signals to processes outside the tool, \
          such as rounds and its supervisor (Landlock ABI 6); abstract UNIX sockets (Landlock \
          ABI 6). Use --sandbox require to make this an error."
     );
@@ -223,6 +237,7 @@ fn an_older_landlock_names_only_the_missing_features() {
         missing,
         [
             "truncating files outside the writable directories (Landlock ABI 3)",
+            "setuid and setgid modes, and chown (seccomp)",
             "signals to processes outside the tool, such as rounds and its supervisor \
              (Landlock ABI 6)",
             "abstract UNIX sockets (Landlock ABI 6)"
@@ -248,4 +263,91 @@ fn require_makes_a_degraded_sandbox_an_error() {
 #[test]
 fn off_prepares_nothing() {
     assert!(Sandbox::off().prepare().unwrap().is_none());
+}
+
+#[test]
+fn without_seccomp_the_file_mode_rules_are_missing_even_with_the_network() {
+    let no_seccomp = Support {
+        landlock_abi: 7,
+        seccomp: false,
+    };
+    let open = run_sandbox().with_network(true);
+    assert_eq!(
+        open.missing(no_seccomp),
+        ["setuid and setgid modes, and chown (seccomp)"]
+    );
+    let mut required = open.clone();
+    required.require = true;
+    assert!(required.check(no_seccomp).is_err(), "require fails closed");
+    assert_eq!(Sandbox::off().missing(no_seccomp), Vec::<String>::new());
+}
+
+#[test]
+fn a_replaced_pinned_directory_is_not_prepared() {
+    use std::os::unix::fs::MetadataExt;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().canonicalize().unwrap().join("out");
+    std::fs::create_dir(&dir).unwrap();
+    let meta = std::fs::metadata(&dir).unwrap();
+    let mut sb = Sandbox::new(Mode::WorkspaceWrite);
+    sb.pin(&dir, meta.dev(), meta.ino());
+    assert!(sb.prepare().is_ok_and(|c| c.is_some()));
+    sb.pin(&dir, meta.dev(), meta.ino() + 1);
+    match sb.prepare() {
+        Err(e) => assert!(e.contains("no longer the directory rounds created"), "{e}"),
+        Ok(_) => panic!("a replaced pinned directory was prepared"),
+    }
+    // Read-only grants no directory, so has none to check.
+    sb.mode = Mode::ReadOnly;
+    assert!(sb.prepare().is_ok());
+}
+
+/// `mknod` of a block and a character device in `dir`, on a thread of its own that first
+/// enters `sandbox`'s Landlock rules (only that thread: no other test is confined). Capabilities
+/// stay as they are, so this sees Landlock alone.
+fn mknod_on_a_thread(dir: &Path, sandbox: Option<&Sandbox>) -> Vec<std::io::Result<()>> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(sandbox) = sandbox {
+                landlock_rules(sandbox, Vec::new())
+                    .unwrap()
+                    .restrict_self()
+                    .unwrap();
+            }
+            use rustix::fs::{FileType, Mode, makedev, mknodat};
+            [
+                (FileType::BlockDevice, "blk", 7),
+                (FileType::CharacterDevice, "chr", 1),
+            ]
+            .into_iter()
+            .map(|(kind, name, major)| {
+                let path = dir.join(name);
+                let _ = std::fs::remove_file(&path);
+                mknodat(rustix::fs::CWD, &path, kind, Mode::RUSR, makedev(major, 3))
+                    .map_err(std::io::Error::from)
+            })
+            .collect()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+#[test]
+fn landlock_alone_refuses_device_nodes_in_a_writable_directory() {
+    if !rustix::process::geteuid().is_root() || probe().landlock_abi == 0 {
+        eprintln!("skipped: needs root (to make devices at all) and Landlock");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut sb = Sandbox::new(Mode::WorkspaceWrite);
+    sb.write.push(dir.path().to_owned());
+    for made in mknod_on_a_thread(dir.path(), Some(&sb)) {
+        let err = made.unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EACCES), "{err}");
+    }
+    // Control: the same thread without the rules makes both.
+    for made in mknod_on_a_thread(dir.path(), None) {
+        made.unwrap();
+    }
 }

@@ -11,15 +11,19 @@
 //! environment (so `/proc/<parent>/environ` holds no key), and before the tool starts it drops
 //! every capability that can override non-dumpability (`CAP_SYS_PTRACE`, and on current kernels
 //! also `CAP_SYS_ADMIN` and `CAP_PERFMON`), so even a root tool cannot read rounds' memory or
-//! environment (rounds makes itself non-dumpable at startup).
+//! environment (rounds makes itself non-dumpable at startup). Descriptors the launcher of
+//! rounds left open (a log file, a connected socket) stop at the supervisor: every descriptor
+//! above 2 is closed at the program's `exec`, in every mode.
 //!
 //! It applies the OS sandbox (see `process::sandbox`): the rules are built here and entered by
 //! the child just before `exec`, so the program and all it starts share one Landlock domain
-//! that the supervisor stays outside of (the tool can neither signal nor ptrace it). A sandbox
-//! that cannot be set up is not skipped: the program does not run (exit 126).
+//! that the supervisor stays outside of (the tool can neither signal nor ptrace it). In the
+//! sandbox it also drops the capabilities that would let a root tool make devices or change
+//! the owner, mode or flags of files it may not write. A sandbox that cannot be set up is not
+//! skipped: the program does not run (exit 126).
 //!
-//! Invocation: `rounds __rounds-supervise STDIN_BYTES|-|inherit [--sandbox MODE [--require]
-//! [--network] [--write DIR]…] -- PROGRAM ARGS…`. The first
+//! Invocation: `rounds __rounds-supervise STDIN_BYTES|-|inherit -- PROGRAM ARGS…`, with the
+//! sandbox in the environment variable `sandbox::SUPERVISOR_ENV` (absent: no sandbox). The first
 //! STDIN_BYTES bytes of the supervisor's stdin are the tool's stdin (`-`: the tool's stdin is
 //! /dev/null); the rest of the supervisor's stdin is the lifeline, read until EOF. With
 //! `inherit` (long-lived servers that talk over stdio, such as MCP servers) the program gets the
@@ -51,7 +55,8 @@ const CANNOT_CONFINE: i32 = 126;
 
 /// Runs the supervisor; returns its exit code: the program's code, or 128+signal.
 pub fn main(args: &[OsString]) -> i32 {
-    let (input, sandbox, argv) = match parse(args) {
+    let sandbox = std::env::var_os(sandbox::SUPERVISOR_ENV);
+    let (input, sandbox, argv) = match parse(args, sandbox.as_deref()) {
         Ok(parsed) => parsed,
         Err(msg) => {
             let _ = writeln!(std::io::stderr(), "rounds supervisor: {msg}");
@@ -72,7 +77,11 @@ pub fn main(args: &[OsString]) -> i32 {
             "rounds supervisor: cannot become a subreaper"
         );
     }
-    drop_memory_capabilities();
+    let mut dropped = memory_reaching();
+    if !sandbox.is_off() {
+        dropped |= file_attribute_overrides();
+    }
+    drop_capabilities(dropped);
     let mut signals = match Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP]) {
         Ok(s) => s,
         Err(e) => {
@@ -84,6 +93,7 @@ pub fn main(args: &[OsString]) -> i32 {
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])
+        .env_remove(sandbox::SUPERVISOR_ENV)
         .process_group(0)
         .stdin(match input {
             Input::Closed => Stdio::null(),
@@ -91,8 +101,7 @@ pub fn main(args: &[OsString]) -> i32 {
             Input::Inherit => Stdio::inherit(),
         });
     match sandbox.prepare() {
-        Ok(Some(confinement)) => confine(&mut command, confinement),
-        Ok(None) => {}
+        Ok(confinement) => before_exec(&mut command, confinement),
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -150,19 +159,85 @@ enum Input {
     Inherit,
 }
 
-/// Has the child enter the sandbox between fork and exec.
+/// Has the child, between fork and exec, close the descriptors it inherited and enter the
+/// sandbox (if any).
 #[allow(unsafe_code)]
-fn confine(command: &mut Command, mut confinement: sandbox::Confinement) {
+fn before_exec(command: &mut Command, mut confinement: Option<sandbox::Confinement>) {
     // SAFETY: the hook runs in the forked child before exec. The supervisor is single-threaded
     // when it spawns (its only other thread starts after `spawn` returns), so no other thread can
-    // have held a lock (the allocator's included) at the fork; the hook only makes the prctl,
-    // landlock_restrict_self and seccomp system calls on rules built before the fork.
+    // have held a lock (the allocator's included) at the fork; the hook only makes system calls
+    // (close_range or fcntl, prctl, landlock_restrict_self, seccomp) on rules built before the
+    // fork, and allocates nothing unless one fails.
     unsafe {
-        command.pre_exec(move || confinement.enter());
+        command.pre_exec(move || {
+            close_inherited_descriptors();
+            match confinement.as_mut() {
+                Some(confinement) => confinement.enter(),
+                None => Ok(()),
+            }
+        });
     }
 }
 
-fn parse(args: &[OsString]) -> Result<(Input, Sandbox, Vec<OsString>), String> {
+/// How far the fallback of `close_inherited_descriptors` looks when the descriptor limit is
+/// higher (or unlimited): each look is a system call.
+const FD_SCAN_LIMIT: u64 = 1 << 16;
+
+/// Marks every descriptor above 2 close-on-exec, so the program gets only stdin, stdout and
+/// stderr: not what rounds' launcher left open (an append-mode log, a connected socket, which
+/// would carry data past the sandbox), nor anything of rounds or the supervisor. Marked, not
+/// closed: std reports a failed `exec` through a pipe that must live until then.
+///
+/// Runs between fork and exec: system calls only, no allocation.
+fn close_inherited_descriptors() {
+    if !mark_by_close_range() {
+        mark_one_by_one();
+    }
+}
+
+/// `close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`; false where the kernel cannot (before 5.11).
+#[allow(unsafe_code)]
+fn mark_by_close_range() -> bool {
+    // SAFETY: close_range(2) takes integers only; with CLOSE_RANGE_CLOEXEC it closes nothing,
+    // it sets a flag.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    marked == 0
+}
+
+/// `fcntl(FD_CLOEXEC)` on every descriptor the limit allows, up to `FD_SCAN_LIMIT`.
+#[allow(unsafe_code)]
+fn mark_one_by_one() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only the struct it is given.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    let end = if known {
+        limit.rlim_cur.min(FD_SCAN_LIMIT)
+    } else {
+        FD_SCAN_LIMIT
+    };
+    for fd in 3..end {
+        // SAFETY: F_SETFD on a number that is not an open descriptor fails with EBADF and does
+        // nothing else.
+        unsafe {
+            libc::fcntl(fd as libc::c_int, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+}
+
+fn parse(
+    args: &[OsString],
+    sandbox: Option<&std::ffi::OsStr>,
+) -> Result<(Input, Sandbox, Vec<OsString>), String> {
     let (len, rest) = args.split_first().ok_or("missing STDIN_BYTES")?;
     let input = match len.to_str() {
         Some("-") => Input::Closed,
@@ -173,7 +248,10 @@ fn parse(args: &[OsString]) -> Result<(Input, Sandbox, Vec<OsString>), String> {
         ),
         None => return Err("bad STDIN_BYTES".into()),
     };
-    let (sandbox, rest) = Sandbox::from_args(rest)?;
+    let sandbox = match sandbox {
+        Some(value) => Sandbox::from_env(value)?,
+        None => Sandbox::off(),
+    };
     let argv = match rest.split_first() {
         Some((dashes, argv)) if dashes == "--" && !argv.is_empty() => argv.to_vec(),
         _ => return Err("expected -- PROGRAM ARGS…".into()),
@@ -266,16 +344,25 @@ fn memory_reaching() -> rustix::thread::CapabilitySet {
         | C::CHECKPOINT_RESTORE
 }
 
-/// Removes the memory-reaching capabilities everywhere they could come back from (bounding,
-/// inheritable, permitted, effective, ambient), so a tool running as root still cannot read
-/// rounds' keys. Unprivileged, these calls fail harmlessly: there was nothing to drop.
-fn drop_memory_capabilities() {
+/// Capabilities that let root get around the file rules of the sandbox, which Landlock does
+/// not cover: make device nodes (`CAP_MKNOD`), change the owner or the mode of files it does not
+/// own (`CAP_CHOWN`, `CAP_FOWNER`), keep setuid bits through writes (`CAP_FSETID`), give a
+/// program file capabilities, the setuid of today (`CAP_SETFCAP`), make files immutable or
+/// append-only (`CAP_LINUX_IMMUTABLE`).
+fn file_attribute_overrides() -> rustix::thread::CapabilitySet {
+    use rustix::thread::CapabilitySet as C;
+    C::MKNOD | C::CHOWN | C::FOWNER | C::FSETID | C::SETFCAP | C::LINUX_IMMUTABLE
+}
+
+/// Removes `drop` everywhere a capability could come back from (bounding, inheritable,
+/// permitted, effective, ambient): root's program gets its capabilities from the bounding set
+/// at `exec`. Unprivileged, these calls fail harmlessly: there was nothing to drop.
+fn drop_capabilities(drop: rustix::thread::CapabilitySet) {
     use rustix::thread::{
         capabilities, clear_ambient_capability_set, remove_capability_from_bounding_set,
         set_capabilities,
     };
     let _ = clear_ambient_capability_set();
-    let drop = memory_reaching();
     for cap in drop.iter() {
         let _ = remove_capability_from_bounding_set(cap);
     }
@@ -299,34 +386,72 @@ mod tests {
     fn parses_its_arguments_and_refuses_nonsense() {
         let off = Sandbox::off();
         assert_eq!(
-            parse(&os(&["12", "--", "bash", "-c", "x"])).unwrap(),
+            parse(&os(&["12", "--", "bash", "-c", "x"]), None).unwrap(),
             (Input::Bytes(12), off.clone(), os(&["bash", "-c", "x"]))
         );
         assert_eq!(
-            parse(&os(&["-", "--", "true"])).unwrap(),
+            parse(&os(&["-", "--", "true"]), None).unwrap(),
             (Input::Closed, off.clone(), os(&["true"]))
         );
         assert_eq!(
-            parse(&os(&["inherit", "--", "srv"])).unwrap(),
+            parse(&os(&["inherit", "--", "srv"]), None).unwrap(),
             (Input::Inherit, off, os(&["srv"]))
         );
-        let (_, sandbox, argv) = parse(&os(&[
-            "-",
-            "--sandbox",
-            "workspace-write",
-            "--write",
-            "/ws",
-            "--",
-            "--sandbox",
-        ]))
-        .unwrap();
-        assert_eq!(sandbox.mode, sandbox::Mode::WorkspaceWrite);
-        assert_eq!(sandbox.write, [std::path::PathBuf::from("/ws")]);
-        assert_eq!(argv, os(&["--sandbox"]), "after --, all is the program's");
-        assert!(parse(&os(&["x", "--", "true"])).is_err());
-        assert!(parse(&os(&["1", "true"])).is_err());
-        assert!(parse(&os(&["1", "--"])).is_err());
-        assert!(parse(&os(&["1", "--sandbox", "bogus", "--", "true"])).is_err());
+        let mut confined = Sandbox::new(sandbox::Mode::WorkspaceWrite);
+        confined.write.push("/ws".into());
+        let env = confined.to_env().unwrap();
+        let (_, sandbox, argv) =
+            parse(&os(&["-", "--", "--sandbox", "x"]), Some(env.as_os_str())).unwrap();
+        assert_eq!(sandbox, confined);
+        assert_eq!(
+            argv,
+            os(&["--sandbox", "x"]),
+            "after --, all is the program's"
+        );
+        assert!(parse(&os(&["x", "--", "true"]), None).is_err());
+        assert!(parse(&os(&["1", "true"]), None).is_err());
+        assert!(parse(&os(&["1", "--"]), None).is_err());
+        assert!(parse(&os(&["1", "--", "true"]), Some("bogus".as_ref())).is_err());
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn descriptors_above_stderr_are_closed_at_exec() {
+        use std::os::fd::AsRawFd;
+        // A descriptor without close-on-exec, as a launcher's `exec 5>>log` leaves one.
+        let file = tempfile::tempfile().unwrap();
+        let fd = rustix::io::dup(&file).unwrap();
+        rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::empty()).unwrap();
+        let probe = format!(
+            "test -e /proc/self/fd/{} && echo open || echo closed",
+            fd.as_raw_fd()
+        );
+        let run = |hook: Option<fn()>| {
+            let mut command = Command::new("sh");
+            command.args(["-c", &probe]);
+            if let Some(hook) = hook {
+                // SAFETY: the hooks only make system calls.
+                unsafe {
+                    command.pre_exec(move || {
+                        hook();
+                        Ok(())
+                    });
+                }
+            }
+            String::from_utf8(command.output().unwrap().stdout).unwrap()
+        };
+        assert_eq!(run(Some(close_inherited_descriptors)), "closed\n");
+        // The fallback of kernels without close_range, on its own.
+        assert_eq!(run(Some(mark_one_by_one)), "closed\n");
+        let mut command = Command::new("sh");
+        command.args(["-c", &probe]);
+        before_exec(&mut command, None);
+        assert_eq!(
+            String::from_utf8(command.output().unwrap().stdout).unwrap(),
+            "closed\n"
+        );
+        // Control: without a hook the program gets it.
+        assert_eq!(run(None), "open\n");
     }
 
     #[test]

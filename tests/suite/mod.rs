@@ -25,6 +25,7 @@ mod retries;
 mod run_control;
 mod runs;
 mod sandbox;
+mod sandbox_edges;
 mod sandbox_run;
 mod settings;
 mod shell_rules;

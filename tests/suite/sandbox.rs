@@ -20,16 +20,16 @@ use rounds::process::sandbox::{self, Mode, Sandbox};
 use rounds::process::{self, Exit, Finished, Limits};
 use tokio_util::sync::CancellationToken;
 
-const ROUNDS: &str = env!("CARGO_BIN_EXE_rounds");
+pub(super) const ROUNDS: &str = env!("CARGO_BIN_EXE_rounds");
 
 /// The kernel's support, with the supervisor set to the binary under test.
-fn support() -> sandbox::Support {
+pub(super) fn support() -> sandbox::Support {
     process::set_supervisor_program(PathBuf::from(ROUNDS));
     sandbox::probe()
 }
 
 /// True when the kernel has Landlock ABI `abi`; otherwise prints why the test is skipped.
-fn kernel_has(abi: u32, what: &str) -> bool {
+pub(super) fn kernel_has(abi: u32, what: &str) -> bool {
     let support = support();
     if support.landlock_abi >= abi {
         return true;
@@ -42,20 +42,20 @@ fn kernel_has(abi: u32, what: &str) -> bool {
 }
 
 /// A sandbox writing only to `dirs`, without network.
-fn writing_to(dirs: &[&Path]) -> Sandbox {
+pub(super) fn writing_to(dirs: &[&Path]) -> Sandbox {
     let mut sb = Sandbox::new(Mode::WorkspaceWrite);
     sb.write = dirs.iter().map(|d| d.to_path_buf()).collect();
     sb
 }
 
-struct Ran {
-    exit: Exit,
-    stdout: String,
-    stderr: String,
+pub(super) struct Ran {
+    pub exit: Exit,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl Ran {
-    fn code(&self) -> i32 {
+    pub fn code(&self) -> i32 {
         match self.exit {
             Exit::Code(c) => c,
             other => panic!("not an exit code: {other:?}; stderr: {}", self.stderr),
@@ -106,7 +106,7 @@ fn bash_in(command: &str, cwd: &Path, sandbox: &Sandbox, timeout: Duration) -> R
     }
 }
 
-fn bash(command: &str, cwd: &Path, sandbox: &Sandbox) -> Ran {
+pub(super) fn bash(command: &str, cwd: &Path, sandbox: &Sandbox) -> Ran {
     bash_in(command, cwd, sandbox, Duration::from_secs(20))
 }
 
@@ -489,11 +489,12 @@ fn the_environment_of_the_parent_is_unreadable_to_a_non_root_tool() {
             "-c",
             "env -i PATH=\"$PATH\" \"$@\"; true",
             "sh",
-            ROUNDS,
-            "__rounds-supervise",
-            "inherit",
         ])
-        .args(sandbox.supervisor_args())
+        .args(
+            (sandbox.to_env().into_iter())
+                .map(|v| format!("{}={}", sandbox::SUPERVISOR_ENV, v.to_string_lossy())),
+        )
+        .args([ROUNDS, "__rounds-supervise", "inherit"])
         .args(["--", "bash", "-c", scan])
         .current_dir("/")
         .stdin(Stdio::null());

@@ -28,7 +28,7 @@ fn kernel_has(abi: u32, what: &str) -> bool {
 }
 
 /// One bash call, then an answer.
-fn bash_then_answer(command: &str) -> MockServer {
+pub(super) fn bash_then_answer(command: &str) -> MockServer {
     let input = serde_json::json!({ "command": command }).to_string();
     MockServer::start(vec![
         Reply::sse(sse::anthropic(
@@ -42,7 +42,7 @@ fn bash_then_answer(command: &str) -> MockServer {
 }
 
 /// The bash result the model got.
-fn bash_result(sb: &Sandbox) -> String {
+pub(super) fn bash_result(sb: &Sandbox) -> String {
     sb.transcript()[1]["results"][0]["content"]
         .as_str()
         .unwrap()
@@ -52,7 +52,7 @@ fn bash_result(sb: &Sandbox) -> String {
 /// A directory outside the workspace and outside the temp dir (the sandbox lets tools write
 /// both): under cargo's target directory. That may itself be under /tmp (a clone in /tmp), so
 /// `run_bash` gives rounds a temp dir of the test's own.
-fn outside() -> tempfile::TempDir {
+pub(super) fn outside() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 

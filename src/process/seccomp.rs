@@ -1,0 +1,168 @@
+//! The seccomp filters of a sandboxed tool: what Landlock has no rights for.
+//!
+//! Landlock decides *where* a tool may write, but not the attributes of files it may not write:
+//! `chmod` and `chown` of a file outside every writable directory go through. Two filters fill
+//! the gaps that matter most:
+//! - [`file_owner_filter`], whenever the sandbox is on: no setuid or setgid mode (a tool run as
+//!   root would leave a setuid-root program for any local user), and no `chown` at all. It
+//!   refuses with `EPERM`, the error a process without the privilege gets anyway.
+//! - [`socket_filter`], when the network is off: only UNIX and TCP sockets, no `io_uring`. It
+//!   refuses with `EACCES`, as Landlock refuses a TCP connection.
+//!
+//! A filter reads system call arguments, not memory behind pointers, so it cannot tell one path
+//! from another: a `chmod 644` of a file outside the writable directories is still allowed (see
+//! README, "What the sandbox does not cover").
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BackendError, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+    SeccompFilter, SeccompRule, TargetArch,
+};
+
+#[cfg(target_arch = "x86_64")]
+pub const ARCH: Option<TargetArch> = Some(TargetArch::x86_64);
+#[cfg(target_arch = "aarch64")]
+pub const ARCH: Option<TargetArch> = Some(TargetArch::aarch64);
+#[cfg(target_arch = "riscv64")]
+pub const ARCH: Option<TargetArch> = Some(TargetArch::riscv64);
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64"
+)))]
+pub const ARCH: Option<TargetArch> = None;
+
+/// On x86_64, the x32 ABI reaches the same calls under other numbers.
+#[cfg(target_arch = "x86_64")]
+const ALIASES: &[i64] = &[0x4000_0000];
+#[cfg(not(target_arch = "x86_64"))]
+const ALIASES: &[i64] = &[];
+
+/// `fchmodat2(2)` (Linux 6.6): 452 on every architecture above, and missing from some libc
+/// versions (the `libc` crate has no `SYS_fchmodat2` for aarch64).
+const SYS_FCHMODAT2: i64 = 452;
+
+/// The calls that set a file's mode, with the index of their mode argument.
+fn mode_calls() -> Vec<(i64, u8)> {
+    #[allow(unused_mut)]
+    let mut calls = vec![
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (SYS_FCHMODAT2, 2),
+    ];
+    // Newer architectures only have the `*at` forms.
+    #[cfg(target_arch = "x86_64")]
+    calls.push((libc::SYS_chmod, 1));
+    calls
+}
+
+/// The calls that change a file's owner or group.
+fn owner_calls() -> Vec<i64> {
+    #[allow(unused_mut)]
+    let mut calls = vec![libc::SYS_fchown, libc::SYS_fchownat];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([libc::SYS_chown, libc::SYS_lchown]);
+    calls
+}
+
+fn arg(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, BackendError> {
+    SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, BackendError> {
+    SeccompRule::new(conditions)
+}
+
+/// `rules` for every number of each call (x32 aliases included), compiled: a call that matches
+/// a rule (or has none: every use matches) gets `errno`, anything else runs. Calls of another
+/// architecture (32-bit x86 code) kill the process: the filter would not understand them.
+fn compile(calls: Vec<(i64, Vec<SeccompRule>)>, errno: i32) -> Result<BpfProgram, String> {
+    let arch = ARCH.ok_or("no seccomp support for this architecture")?;
+    let mut rules = BTreeMap::new();
+    for (call, refuse) in calls {
+        for alias in std::iter::once(0).chain(ALIASES.iter().copied()) {
+            rules.insert(call + alias, refuse.clone());
+        }
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    BpfProgram::try_from(filter).map_err(|e| e.to_string())
+}
+
+/// `chmod(2)` and its kin are refused (EPERM) when the mode has `S_ISUID` or `S_ISGID`; every
+/// `chown(2)` is refused, whatever the owner.
+///
+/// Creating a file with a setuid mode (`open(O_CREAT, 04755)`) stays possible, but only as an
+/// empty file: the supervisor drops `CAP_FSETID`, so the first write or truncation clears the
+/// bit again.
+pub fn file_owner_filter() -> Result<BpfProgram, String> {
+    let build = || -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
+        use SeccompCmpOp::MaskedEq;
+        let mut calls = Vec::new();
+        for (call, mode) in mode_calls() {
+            let refuse = [libc::S_ISUID, libc::S_ISGID]
+                .into_iter()
+                .map(|bit| rule(vec![arg(mode, MaskedEq(bit.into()), bit.into())?]))
+                .collect::<Result<Vec<_>, _>>()?;
+            calls.push((call, refuse));
+        }
+        // No rule: refused whatever the arguments.
+        calls.extend(owner_calls().into_iter().map(|call| (call, Vec::new())));
+        Ok(calls)
+    };
+    compile(build().map_err(|e| e.to_string())?, libc::EPERM)
+}
+
+/// `socket(2)` is refused (EACCES) unless it makes a UNIX socket or a TCP socket (stream,
+/// protocol 0 or TCP: not SCTP or MPTCP, which Landlock's TCP rules may not cover);
+/// `io_uring_setup(2)` is refused, since io_uring can create sockets without `socket(2)`.
+pub fn socket_filter() -> Result<BpfProgram, String> {
+    let build = || -> Result<Vec<SeccompRule>, BackendError> {
+        use SeccompCmpOp::{Eq, MaskedEq, Ne};
+        let unix = libc::AF_UNIX as u64;
+        let inet = libc::AF_INET as u64;
+        let inet6 = libc::AF_INET6 as u64;
+        let tcp = libc::IPPROTO_TCP as u64;
+        let stream = libc::SOCK_STREAM as u64;
+        // Each rule matches calls to refuse; rules are alternatives, conditions in one rule all
+        // have to hold.
+        let mut refuse = vec![rule(vec![
+            arg(0, Ne, unix)?,
+            arg(0, Ne, inet)?,
+            arg(0, Ne, inet6)?,
+        ])?];
+        for family in [inet, inet6] {
+            // The socket type is the low four bits; the rest are SOCK_NONBLOCK and SOCK_CLOEXEC.
+            for kind in (0..16u64).filter(|&k| k != stream) {
+                refuse.push(rule(vec![
+                    arg(0, Eq, family)?,
+                    arg(1, MaskedEq(0xf), kind)?,
+                ])?);
+            }
+            refuse.push(rule(vec![
+                arg(0, Eq, family)?,
+                arg(2, Ne, 0)?,
+                arg(2, Ne, tcp)?,
+            ])?);
+        }
+        Ok(refuse)
+    };
+    let refuse = build().map_err(|e| e.to_string())?;
+    compile(
+        vec![
+            (libc::SYS_socket, refuse),
+            (libc::SYS_io_uring_setup, Vec::new()),
+        ],
+        libc::EACCES,
+    )
+}
+
+#[cfg(test)]
+#[path = "seccomp_tests.rs"]
+mod tests;
