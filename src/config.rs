@@ -266,9 +266,8 @@ impl Config {
         // Whole outputs of cut results live beside the transcript, or in a new directory of
         // the temp dir; made now, before any tool runs, and written only through this handle.
         let outputs_dir = outputs_dir(transcript.as_ref())?;
-        let outputs = outputs_dir.path().to_owned();
         let (sandbox, sandbox_record) =
-            sandbox(&cli.tools, workspace.root(), &outputs, &inputs.cwd)?;
+            sandbox(&cli.tools, workspace.root(), &inputs.cwd)?;
         let tool_settings = Settings {
             timeout: Duration::from_secs_f64(cli.tool_timeout),
             max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
@@ -403,13 +402,19 @@ pub fn workspace(flags: &ToolFlags, cwd: &Path) -> Result<Workspace, ConfigError
 pub fn sandbox(
     flags: &ToolFlags,
     workspace: &Path,
-    outputs: &Path,
     cwd: &Path,
 ) -> Result<(Sandbox, sandbox::Summary), ConfigError> {
     let mode = sandbox::parse_flag(&flags.sandbox).map_err(ConfigError::Sandbox)?;
     let extra: Vec<PathBuf> = flags.sandbox_write.iter().map(|d| cwd.join(d)).collect();
     Sandbox::check_dirs(&extra).map_err(ConfigError::Sandbox)?;
-    let sandbox = Sandbox::for_run(mode, workspace, outputs, &extra, flags.tool_network);
+    let extra: Vec<PathBuf> = extra
+        .into_iter()
+        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+        .collect();
+    let mut sandbox = Sandbox::for_run(mode, workspace, &extra, flags.tool_network);
+    // Now, before any tool runs: a tool that renames a writable directory away and puts a link
+    // to elsewhere in its place cannot make the next tool's sandbox grant the link's target.
+    sandbox.pin_all();
     let support = sandbox::probe();
     if let Some(warning) = sandbox.check(support).map_err(ConfigError::Sandbox)? {
         tracing::warn!("{}", warning.trim_start_matches("warning: "));

@@ -143,17 +143,19 @@ impl Sandbox {
     }
 
     /// The run's sandbox from the flags: the writable directories are the workspace, the
-    /// system temp dir, the run's outputs dir, then `extra_write` (`--sandbox-write`).
+    /// system temp dir, then `extra_write` (`--sandbox-write`). The run's outputs directory is
+    /// not among them: rounds writes it, tools only read it.
     pub fn for_run(
         (mode, require): (Mode, bool),
         workspace: &Path,
-        outputs: &Path,
         extra_write: &[PathBuf],
         network: bool,
     ) -> Sandbox {
         let mut write = Vec::new();
+        // Resolved, so it can be pinned (see `pin`): `$TMPDIR` may name a link.
         let temp = std::env::temp_dir();
-        for dir in [workspace, temp.as_path(), outputs]
+        let temp = std::fs::canonicalize(&temp).unwrap_or(temp);
+        for dir in [workspace, temp.as_path()]
             .into_iter()
             .chain(extra_write.iter().map(PathBuf::as_path))
         {
@@ -167,6 +169,21 @@ impl Sandbox {
             write,
             network,
             pins: Vec::new(),
+        }
+    }
+
+    /// Pins every writable directory to what it is now (see [`Sandbox::pin`]): called before
+    /// any tool runs. A directory whose path is not its resolved path (a link in it) is not
+    /// pinned: the walk would refuse it.
+    pub fn pin_all(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        for dir in self.write.clone() {
+            let real = std::fs::canonicalize(&dir);
+            if let (Ok(real), Ok(meta)) = (real, std::fs::metadata(&dir))
+                && real == dir
+            {
+                self.pin(&dir, meta.dev(), meta.ino());
+            }
         }
     }
 

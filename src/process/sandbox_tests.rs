@@ -6,7 +6,6 @@ fn run_sandbox() -> Sandbox {
     Sandbox::for_run(
         (Mode::WorkspaceWrite, false),
         Path::new("/ws"),
-        Path::new("/ws/t.outputs"),
         &[PathBuf::from("/cache"), PathBuf::from("/ws")],
         false,
     )
@@ -38,17 +37,12 @@ fn flag_values_parse_and_nonsense_is_refused() {
 }
 
 #[test]
-fn the_run_writes_to_workspace_temp_outputs_and_extra_dirs_once_each() {
+fn the_run_writes_to_workspace_temp_and_extra_dirs_once_each() {
     let sb = run_sandbox();
-    let temp = std::env::temp_dir();
+    let temp = std::fs::canonicalize(std::env::temp_dir()).unwrap();
     assert_eq!(
         sb.write,
-        [
-            PathBuf::from("/ws"),
-            temp,
-            PathBuf::from("/ws/t.outputs"),
-            PathBuf::from("/cache")
-        ]
+        [PathBuf::from("/ws"), temp, PathBuf::from("/cache")]
     );
     assert!(!sb.network && !sb.require);
     let entry = sb.with_network(true);
@@ -139,7 +133,10 @@ fn bad_supervisor_variables_are_refused() {
 #[test]
 fn summary_serializes_for_the_start_line() {
     let sb = run_sandbox();
-    let temp = std::env::temp_dir().display().to_string();
+    let temp = std::fs::canonicalize(std::env::temp_dir())
+        .unwrap()
+        .display()
+        .to_string();
     let value = serde_json::to_value(sb.summary(FULL)).unwrap();
     assert_eq!(
         value,
@@ -148,7 +145,7 @@ fn summary_serializes_for_the_start_line() {
             "required": false,
             "landlock_abi": 7,
             "network": false,
-            "write": ["/ws", temp, "/ws/t.outputs", "/cache"],
+            "write": ["/ws", temp, "/cache"],
             "enforced": {
                 "filesystem": true,
                 "network_tcp": true,

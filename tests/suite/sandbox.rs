@@ -198,11 +198,9 @@ fn extra_writable_dirs_and_everyday_commands_work() {
     }
     let ws = tempfile::tempdir().unwrap();
     let extra = tempfile::tempdir().unwrap();
-    let outputs = ws.path().join("t.outputs");
     let sandbox = Sandbox::for_run(
         (Mode::WorkspaceWrite, false),
         ws.path(),
-        &outputs,
         &[extra.path().to_owned()],
         false,
     );

@@ -170,7 +170,6 @@ fn require_is_exit_2_where_the_kernel_falls_short_and_a_degraded_sandbox_says_so
     let full = rounds::process::Sandbox::for_run(
         (sandbox::Mode::WorkspaceWrite, false),
         Path::new("/"),
-        Path::new("/"),
         &[],
         false,
     )
