@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::sse::SseEvent;
 use super::{
-    CacheTtl, EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http,
-    parse_json,
+    CacheTtl, EventStream, Mapper, Options, Progress, Provider, ProviderError, Request,
+    StreamEvent, http, parse_json,
 };
 use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
@@ -413,6 +413,19 @@ enum ContentDelta {
     Other,
 }
 
+impl ContentDelta {
+    /// What the delta adds to its block.
+    fn content(&self) -> &str {
+        match self {
+            ContentDelta::TextDelta { text } => text,
+            ContentDelta::InputJsonDelta { partial_json } => partial_json,
+            ContentDelta::ThinkingDelta { thinking } => thinking,
+            ContentDelta::SignatureDelta { signature } => signature,
+            ContentDelta::Other => "",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct MessageDeltaBody {
     #[serde(default)]
@@ -466,6 +479,7 @@ pub struct AnthropicMapper {
     stop: Option<StopReason>,
     done: bool,
     ids: CallIds,
+    progress: Progress,
 }
 
 impl Mapper for AnthropicMapper {
@@ -486,8 +500,10 @@ impl Mapper for AnthropicMapper {
                 index,
                 content_block,
             } => {
+                self.progress.block();
                 let partial = match content_block {
                     ContentBlock::Text { text } => {
+                        self.progress.text(&text);
                         if !text.is_empty() {
                             out.push(StreamEvent::TextDelta(text.clone()));
                         }
@@ -496,17 +512,30 @@ impl Mapper for AnthropicMapper {
                     ContentBlock::Thinking {
                         thinking,
                         signature,
-                    } => Partial::Thinking {
-                        text: thinking,
-                        signature,
-                    },
-                    ContentBlock::RedactedThinking { data } => Partial::Redacted(data),
-                    ContentBlock::ToolUse { id, name, input } => Partial::ToolUse {
-                        id: self.ids.accept(id, GENERATED_ID_PREFIX),
-                        name,
-                        json: String::new(),
-                        start: input,
-                    },
+                    } => {
+                        self.progress.text(&thinking);
+                        self.progress.text(&signature);
+                        Partial::Thinking {
+                            text: thinking,
+                            signature,
+                        }
+                    }
+                    ContentBlock::RedactedThinking { data } => {
+                        self.progress.text(&data);
+                        Partial::Redacted(data)
+                    }
+                    ContentBlock::ToolUse { id, name, input } => {
+                        let id = self.ids.accept(id, GENERATED_ID_PREFIX);
+                        self.progress.text(&id);
+                        self.progress.text(&name);
+                        self.progress.json(&input);
+                        Partial::ToolUse {
+                            id,
+                            name,
+                            json: String::new(),
+                            start: input,
+                        }
+                    }
                     ContentBlock::Other => Partial::Ignored,
                 };
                 self.open.insert(index, partial);
@@ -515,6 +544,7 @@ impl Mapper for AnthropicMapper {
                 let Some(partial) = self.open.get_mut(&index) else {
                     return Err(self.protocol(format!("delta for unknown block {index}")));
                 };
+                self.progress.text(delta.content());
                 match (partial, delta) {
                     (Partial::Text(text), ContentDelta::TextDelta { text: d }) => {
                         text.push_str(&d);
@@ -590,6 +620,10 @@ impl Mapper for AnthropicMapper {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    fn progress(&self) -> Progress {
+        self.progress
     }
 }
 
