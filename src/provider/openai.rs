@@ -445,9 +445,14 @@ impl OpenAiMapper {
         let truncated = self.finish == Some(StopReason::MaxTokens);
         while let Some(call) = self.calls.get(&self.next_emit) {
             let later_started = self.calls.range(self.next_emit + 1..).next().is_some();
-            let parses =
-                serde_json::from_str::<Value>(call.args.trim()).is_ok_and(|v| v.is_object());
-            if !(all || later_started && parses) {
+            // Parsed only once a later call started, and only when they could be a whole object:
+            // parsing the growing arguments at every fragment costs time quadratic in their length.
+            let parses = || {
+                let args = call.args.trim();
+                args.ends_with('}')
+                    && serde_json::from_str::<Value>(args).is_ok_and(|v| v.is_object())
+            };
+            if !(all || later_started && parses()) {
                 break;
             }
             let Some(call) = self.calls.remove(&self.next_emit) else {
