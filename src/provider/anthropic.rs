@@ -471,6 +471,18 @@ enum Partial {
     Ignored,
 }
 
+impl Partial {
+    /// Bytes of content the block holds so far (a tool's starting input aside).
+    fn size(&self) -> usize {
+        match self {
+            Partial::Text(text) | Partial::Redacted(text) => text.len(),
+            Partial::Thinking { text, signature } => text.len() + signature.len(),
+            Partial::ToolUse { id, name, json, .. } => id.len() + name.len() + json.len(),
+            Partial::Ignored => 0,
+        }
+    }
+}
+
 /// Anthropic stream events → neutral events.
 #[derive(Debug, Default)]
 pub struct AnthropicMapper {
@@ -499,47 +511,7 @@ impl Mapper for AnthropicMapper {
             Event::ContentBlockStart {
                 index,
                 content_block,
-            } => {
-                self.progress.block();
-                let partial = match content_block {
-                    ContentBlock::Text { text } => {
-                        self.progress.text(&text);
-                        if !text.is_empty() {
-                            out.push(StreamEvent::TextDelta(text.clone()));
-                        }
-                        Partial::Text(text)
-                    }
-                    ContentBlock::Thinking {
-                        thinking,
-                        signature,
-                    } => {
-                        self.progress.text(&thinking);
-                        self.progress.text(&signature);
-                        Partial::Thinking {
-                            text: thinking,
-                            signature,
-                        }
-                    }
-                    ContentBlock::RedactedThinking { data } => {
-                        self.progress.text(&data);
-                        Partial::Redacted(data)
-                    }
-                    ContentBlock::ToolUse { id, name, input } => {
-                        let id = self.ids.accept(id, GENERATED_ID_PREFIX);
-                        self.progress.text(&id);
-                        self.progress.text(&name);
-                        self.progress.json(&input);
-                        Partial::ToolUse {
-                            id,
-                            name,
-                            json: String::new(),
-                            start: input,
-                        }
-                    }
-                    ContentBlock::Other => Partial::Ignored,
-                };
-                self.open.insert(index, partial);
-            }
+            } => self.start(index, content_block, out),
             Event::ContentBlockDelta { index, delta } => {
                 let Some(partial) = self.open.get_mut(&index) else {
                     return Err(self.protocol(format!("delta for unknown block {index}")));
@@ -669,6 +641,39 @@ impl AnthropicMapper {
         out.push(StreamEvent::Done(stop));
         self.done = true;
         Ok(())
+    }
+
+    /// A block starts; whatever it already holds is content.
+    fn start(&mut self, index: usize, block: ContentBlock, out: &mut Vec<StreamEvent>) {
+        let partial = match block {
+            ContentBlock::Text { text } => {
+                if !text.is_empty() {
+                    out.push(StreamEvent::TextDelta(text.clone()));
+                }
+                Partial::Text(text)
+            }
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => Partial::Thinking {
+                text: thinking,
+                signature,
+            },
+            ContentBlock::RedactedThinking { data } => Partial::Redacted(data),
+            ContentBlock::ToolUse { id, name, input } => {
+                self.progress.json(&input);
+                Partial::ToolUse {
+                    id: self.ids.accept(id, GENERATED_ID_PREFIX),
+                    name,
+                    json: String::new(),
+                    start: input,
+                }
+            }
+            ContentBlock::Other => Partial::Ignored,
+        };
+        self.progress.block();
+        self.progress.bytes(partial.size());
+        self.open.insert(index, partial);
     }
 
     fn protocol(&self, message: String) -> ProviderError {

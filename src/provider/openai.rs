@@ -440,6 +440,36 @@ impl OpenAiMapper {
         }
     }
 
+    /// Adds a fragment of a tool call to the call it belongs to.
+    fn call_delta(&mut self, call: CallDelta) {
+        let index = call.index.unwrap_or(self.next_emit);
+        let progress = &mut self.progress;
+        let entry = self.calls.entry(index).or_insert_with(|| {
+            progress.block();
+            PartialCall::default()
+        });
+        // Some servers repeat the id on every fragment: only a new one is content.
+        if let Some(id) = call.id.filter(|id| !id.is_empty() && *id != entry.id) {
+            progress.text(&id);
+            entry.id = id;
+        }
+        let Some(f) = call.function else { return };
+        if let Some(name) = f.name.filter(|n| !n.is_empty()) {
+            // Set once; append only a genuinely new fragment (llama.cpp streams names).
+            if entry.name.is_empty() || !entry.name.ends_with(&name) {
+                progress.text(&name);
+                entry.name.push_str(&name);
+            }
+        }
+        let before = entry.args.len();
+        match f.arguments {
+            Some(Value::String(s)) => entry.args.push_str(&s),
+            Some(Value::Null) | None => {}
+            Some(object) => entry.args.push_str(&object.to_string()),
+        }
+        progress.bytes(entry.args.len().saturating_sub(before));
+    }
+
     /// Emits, in index order, every call known to be complete; with `all`, every call.
     fn emit_calls(&mut self, all: bool, out: &mut Vec<StreamEvent>) {
         let truncated = self.finish == Some(StopReason::MaxTokens);
@@ -524,33 +554,7 @@ impl Mapper for OpenAiMapper {
             }
             for call in delta.tool_calls.into_iter().flatten() {
                 self.flush_text(out);
-                let index = call.index.unwrap_or(self.next_emit);
-                let progress = &mut self.progress;
-                let entry = self.calls.entry(index).or_insert_with(|| {
-                    progress.block();
-                    PartialCall::default()
-                });
-                // Some servers repeat the id on every fragment: only a new one is content.
-                if let Some(id) = call.id.filter(|id| !id.is_empty() && *id != entry.id) {
-                    progress.text(&id);
-                    entry.id = id;
-                }
-                if let Some(f) = call.function {
-                    if let Some(name) = f.name.filter(|n| !n.is_empty()) {
-                        // Set once; append only a genuinely new fragment (llama.cpp streams names).
-                        if entry.name.is_empty() || !entry.name.ends_with(&name) {
-                            progress.text(&name);
-                            entry.name.push_str(&name);
-                        }
-                    }
-                    let before = entry.args.len();
-                    match f.arguments {
-                        Some(Value::String(s)) => entry.args.push_str(&s),
-                        Some(Value::Null) | None => {}
-                        Some(object) => entry.args.push_str(&object.to_string()),
-                    }
-                    progress.bytes(entry.args.len().saturating_sub(before));
-                }
+                self.call_delta(call);
             }
             self.emit_calls(false, out);
             if let Some(reason) = choice.finish_reason {

@@ -389,15 +389,44 @@ impl ResponsesMapper {
         self.open.insert(index, partial);
     }
 
-    /// An item is complete: its `done` event carries it whole, which wins over the deltas.
-    fn item_done(&mut self, index: u64, item: Item, out: &mut Vec<StreamEvent>) {
-        let partial = self.open.remove(&index);
-        // Only what the deltas did not already bring is new (an item never added is a block).
-        let streamed = partial.as_ref().map_or(0, Partial::size);
+    /// Counts what an item's `done` adds to what its deltas brought: only the difference is new
+    /// content, and an item never added is a new block.
+    fn count_done(&mut self, partial: Option<&Partial>, item: &Item) {
         if partial.is_none() {
             self.progress.block();
         }
+        let streamed = partial.map_or(0, Partial::size);
         self.progress.bytes(item.size().saturating_sub(streamed));
+    }
+
+    fn summary_delta(
+        &mut self,
+        index: u64,
+        summary_index: u64,
+        delta: String,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        self.progress.text(&delta);
+        if let Some(Partial::Reasoning(parts)) = self.open.get_mut(&index) {
+            // A later index starts a new part; an absurd one still only adds one.
+            let i = usize::try_from(summary_index).map_or(parts.len(), |i| i.min(parts.len()));
+            if i == parts.len() {
+                if i > 0 {
+                    out.push(StreamEvent::ThinkingDelta("\n\n".into()));
+                }
+                parts.push(String::new());
+            }
+            parts[i].push_str(&delta);
+        }
+        if !delta.is_empty() {
+            out.push(StreamEvent::ThinkingDelta(delta));
+        }
+    }
+
+    /// An item is complete: its `done` event carries it whole, which wins over the deltas.
+    fn item_done(&mut self, index: u64, item: Item, out: &mut Vec<StreamEvent>) {
+        let partial = self.open.remove(&index);
+        self.count_done(partial.as_ref(), &item);
         match item {
             Item::Message { content } => {
                 let whole: String = content
@@ -560,24 +589,7 @@ impl Mapper for ResponsesMapper {
                 output_index,
                 summary_index,
                 delta,
-            } => {
-                self.progress.text(&delta);
-                if let Some(Partial::Reasoning(parts)) = self.open.get_mut(&output_index) {
-                    // A later index starts a new part; an absurd one still only adds one.
-                    let i =
-                        usize::try_from(summary_index).map_or(parts.len(), |i| i.min(parts.len()));
-                    if i == parts.len() {
-                        if i > 0 {
-                            out.push(StreamEvent::ThinkingDelta("\n\n".into()));
-                        }
-                        parts.push(String::new());
-                    }
-                    parts[i].push_str(&delta);
-                }
-                if !delta.is_empty() {
-                    out.push(StreamEvent::ThinkingDelta(delta));
-                }
-            }
+            } => self.summary_delta(output_index, summary_index, delta, out),
             Event::ReasoningTextDelta { delta } => {
                 self.progress.text(&delta);
                 if !delta.is_empty() {

@@ -76,7 +76,7 @@ impl std::io::Write for Counter {
 /// A byte count as messages show it: whole MiB when it is one, else bytes.
 pub fn show_bytes(n: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if n >= MIB && n % MIB == 0 {
+    if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
     } else {
         format!("{n} bytes")

@@ -271,7 +271,7 @@ fn every_recorded_response_counts_at_least_the_content_it_carried() {
         for entry in std::fs::read_dir(format!("{WIRE}/{dir}")).unwrap() {
             let path = entry.unwrap().path();
             let file = path.file_name().unwrap().to_string_lossy().into_owned();
-            if !path.extension().is_some_and(|e| e == "sse") || file.starts_with("sse-edge") {
+            if path.extension().is_none_or(|e| e != "sse") || file.starts_with("sse-edge") {
                 continue;
             }
             let bytes = read(&format!("{dir}/{file}"));
