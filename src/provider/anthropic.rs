@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::sse::SseEvent;
 use super::{
-    CacheTtl, EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http,
-    parse_json,
+    CacheTtl, EventStream, Mapper, Options, Progress, Provider, ProviderError, Request,
+    StreamEvent, http, parse_json,
 };
 use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
@@ -413,6 +413,19 @@ enum ContentDelta {
     Other,
 }
 
+impl ContentDelta {
+    /// What the delta adds to its block.
+    fn content(&self) -> &str {
+        match self {
+            ContentDelta::TextDelta { text } => text,
+            ContentDelta::InputJsonDelta { partial_json } => partial_json,
+            ContentDelta::ThinkingDelta { thinking } => thinking,
+            ContentDelta::SignatureDelta { signature } => signature,
+            ContentDelta::Other => "",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct MessageDeltaBody {
     #[serde(default)]
@@ -458,6 +471,18 @@ enum Partial {
     Ignored,
 }
 
+impl Partial {
+    /// Bytes of content the block holds so far (a tool's starting input aside).
+    fn size(&self) -> usize {
+        match self {
+            Partial::Text(text) | Partial::Redacted(text) => text.len(),
+            Partial::Thinking { text, signature } => text.len() + signature.len(),
+            Partial::ToolUse { id, name, json, .. } => id.len() + name.len() + json.len(),
+            Partial::Ignored => 0,
+        }
+    }
+}
+
 /// Anthropic stream events → neutral events.
 #[derive(Debug, Default)]
 pub struct AnthropicMapper {
@@ -466,6 +491,7 @@ pub struct AnthropicMapper {
     stop: Option<StopReason>,
     done: bool,
     ids: CallIds,
+    progress: Progress,
 }
 
 impl Mapper for AnthropicMapper {
@@ -485,36 +511,12 @@ impl Mapper for AnthropicMapper {
             Event::ContentBlockStart {
                 index,
                 content_block,
-            } => {
-                let partial = match content_block {
-                    ContentBlock::Text { text } => {
-                        if !text.is_empty() {
-                            out.push(StreamEvent::TextDelta(text.clone()));
-                        }
-                        Partial::Text(text)
-                    }
-                    ContentBlock::Thinking {
-                        thinking,
-                        signature,
-                    } => Partial::Thinking {
-                        text: thinking,
-                        signature,
-                    },
-                    ContentBlock::RedactedThinking { data } => Partial::Redacted(data),
-                    ContentBlock::ToolUse { id, name, input } => Partial::ToolUse {
-                        id: self.ids.accept(id, GENERATED_ID_PREFIX),
-                        name,
-                        json: String::new(),
-                        start: input,
-                    },
-                    ContentBlock::Other => Partial::Ignored,
-                };
-                self.open.insert(index, partial);
-            }
+            } => self.start(index, content_block, out),
             Event::ContentBlockDelta { index, delta } => {
                 let Some(partial) = self.open.get_mut(&index) else {
                     return Err(self.protocol(format!("delta for unknown block {index}")));
                 };
+                self.progress.text(delta.content());
                 match (partial, delta) {
                     (Partial::Text(text), ContentDelta::TextDelta { text: d }) => {
                         text.push_str(&d);
@@ -591,6 +593,10 @@ impl Mapper for AnthropicMapper {
     fn is_done(&self) -> bool {
         self.done
     }
+
+    fn progress(&self) -> Progress {
+        self.progress
+    }
 }
 
 impl AnthropicMapper {
@@ -635,6 +641,39 @@ impl AnthropicMapper {
         out.push(StreamEvent::Done(stop));
         self.done = true;
         Ok(())
+    }
+
+    /// A block starts; whatever it already holds is content.
+    fn start(&mut self, index: usize, block: ContentBlock, out: &mut Vec<StreamEvent>) {
+        let partial = match block {
+            ContentBlock::Text { text } => {
+                if !text.is_empty() {
+                    out.push(StreamEvent::TextDelta(text.clone()));
+                }
+                Partial::Text(text)
+            }
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => Partial::Thinking {
+                text: thinking,
+                signature,
+            },
+            ContentBlock::RedactedThinking { data } => Partial::Redacted(data),
+            ContentBlock::ToolUse { id, name, input } => {
+                self.progress.json(&input);
+                Partial::ToolUse {
+                    id: self.ids.accept(id, GENERATED_ID_PREFIX),
+                    name,
+                    json: String::new(),
+                    start: input,
+                }
+            }
+            ContentBlock::Other => Partial::Ignored,
+        };
+        self.progress.block();
+        self.progress.bytes(partial.size());
+        self.open.insert(index, partial);
     }
 
     fn protocol(&self, message: String) -> ProviderError {

@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use super::sse::SseEvent;
 use super::{
-    EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+    EventStream, Mapper, Options, Progress, Provider, ProviderError, Request, StreamEvent, http,
+    parse_json,
 };
 use crate::conversation::{Block, CallIds, Message, StopReason, ToolUse, Usage};
 
@@ -197,6 +198,7 @@ pub struct GeminiMapper {
     /// Stray lines of a bare JSON body not yet complete.
     stray: String,
     done: bool,
+    progress: Progress,
 }
 
 impl GeminiMapper {
@@ -267,7 +269,14 @@ impl GeminiMapper {
 
     fn part(&mut self, part: Part, out: &mut Vec<StreamEvent>) {
         let signature = part.thought_signature;
+        if let Some(s) = &signature {
+            self.progress.text(s);
+        }
         if let Some(call) = part.function_call {
+            self.progress.block();
+            self.progress.text(call.id.as_deref().unwrap_or_default());
+            self.progress.text(&call.name);
+            self.progress.json(&call.args);
             self.flush(out);
             let id = self
                 .ids
@@ -288,6 +297,7 @@ impl GeminiMapper {
             return;
         }
         let text = part.text.unwrap_or_default();
+        self.progress.text(&text);
         let thought = part.thought;
         let Some(signature) = signature else {
             if !text.is_empty() {
@@ -296,6 +306,7 @@ impl GeminiMapper {
             return;
         };
         // A signed part is a block of its own, so the signature goes back on exactly that part.
+        self.progress.block();
         self.flush(out);
         if !text.is_empty() {
             out.push(delta(thought, &text));
@@ -314,7 +325,10 @@ impl GeminiMapper {
         out.push(delta(thought, &text));
         match &mut self.pending {
             Some((_, buf)) => buf.push_str(&text),
-            None => self.pending = Some((thought, text)),
+            None => {
+                self.progress.block();
+                self.pending = Some((thought, text));
+            }
         }
     }
 
@@ -419,6 +433,10 @@ impl Mapper for GeminiMapper {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    fn progress(&self) -> Progress {
+        self.progress
     }
 }
 

@@ -4,7 +4,7 @@
 //! conversation, and a `Mapper`, a pure state machine from wire events to [`StreamEvent`]s. The
 //! shared parts live here: the event enum, the error type (classified once, so retry decisions
 //! never parse strings), and the driver that runs a mapper over an HTTP body through the SSE
-//! decoder with an idle timeout.
+//! decoder, bounded by the idle timeout and the cap on a response's content (`progress`).
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -24,6 +24,7 @@ pub mod http;
 pub mod openai;
 pub mod openai_responses;
 pub mod options;
+pub mod progress;
 pub mod replay;
 pub mod retry;
 pub mod sse;
@@ -32,6 +33,7 @@ pub mod testing;
 
 pub use choice::{Api, BuildError, ProviderChoice, build, build_with};
 pub use options::{Effort, Options, Parallel};
+pub use progress::{MAX_RESPONSE_BYTES, Progress};
 
 /// Everything a provider needs for one request.
 pub struct Request<'a> {
@@ -128,9 +130,17 @@ pub enum ProviderError {
     /// Connecting, sending or reading failed.
     #[error("{provider}: {message}")]
     Transport { provider: String, message: String },
-    /// No bytes arrived for longer than the idle timeout.
-    #[error("{provider}: stream stalled: no data for {}s", .after.as_secs())]
+    /// No response, or no content in it (keep-alives aside), for longer than the idle timeout.
+    #[error("{provider}: stream stalled: no content for {}s", .after.as_secs_f64())]
     Idle { provider: String, after: Duration },
+    /// The response carried more content than one response may (`MAX_RESPONSE_BYTES`); the
+    /// same request would do the same again.
+    #[error(
+        "{provider}: response too large: more than {} of text, thinking and tool input \
+         (the cap on one response); reading stopped",
+        progress::show_bytes(*.limit)
+    )]
+    TooLarge { provider: String, limit: u64 },
     /// The stream closed before its terminal event.
     #[error("{provider}: stream closed before {expected}")]
     Truncated {
@@ -195,6 +205,7 @@ impl ProviderError {
             ProviderError::Idle { .. } => true,
             ProviderError::Truncated { .. } => true,
             ProviderError::Refused { .. } => false,
+            ProviderError::TooLarge { .. } => false,
             ProviderError::Protocol { .. } => false,
             ProviderError::Replay(_) => false,
         }
@@ -229,119 +240,192 @@ pub trait Mapper: Send + 'static {
 
     /// True once the terminal event was seen; the driver stops reading.
     fn is_done(&self) -> bool;
+
+    /// The content mapped so far. It must grow with every piece of content (text, thinking,
+    /// tool input, a new block) and never with a keep-alive: the driver restarts the idle
+    /// timeout when it grows, and ends the response when it passes the cap.
+    fn progress(&self) -> Progress;
 }
 
-/// Runs `mapper` over a byte stream: decode SSE, map, enforce the idle timeout, and end with
-/// `Done` or an error (never a silent end).
+/// The bounds [`drive`] holds a response to.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// How long the response may go without progress (`--idle-timeout`).
+    pub idle: Duration,
+    /// The most content it may carry ([`MAX_RESPONSE_BYTES`]).
+    pub max_bytes: u64,
+}
+
+/// Runs `mapper` over a byte stream: decode SSE, map, enforce the idle timeout and the cap on
+/// the response's content, and end with `Done` or an error (never a silent end).
 pub fn drive<S, E, M>(body: S, mapper: M, idle: Duration) -> EventStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display,
     M: Mapper,
 {
-    struct State<S, M> {
-        body: Option<S>,
-        mapper: M,
-        decoder: sse::Decoder,
-        pending: std::collections::VecDeque<Result<StreamEvent, ProviderError>>,
-        finished: bool,
-    }
-    let state = State {
+    let bounds = Bounds {
+        idle,
+        max_bytes: MAX_RESPONSE_BYTES,
+    };
+    drive_within(body, mapper, bounds)
+}
+
+/// [`drive`] with explicit bounds.
+pub fn drive_within<S, E, M>(body: S, mapper: M, bounds: Bounds) -> EventStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display,
+    M: Mapper,
+{
+    let driver = Driver {
         body: Some(body),
         mapper,
         decoder: sse::Decoder::default(),
         pending: Default::default(),
         finished: false,
+        bounds,
+        deadline: deadline_after(bounds.idle),
     };
-    let stream = futures_util::stream::unfold(state, move |mut st| async move {
-        loop {
-            if let Some(item) = st.pending.pop_front() {
-                return Some((item, st));
-            }
-            if st.finished {
-                return None;
-            }
-            let provider = st.mapper.provider().to_owned();
-            let Some(body) = st.body.as_mut() else {
-                st.finished = true;
-                continue;
-            };
-            let next = match tokio::time::timeout(idle, body.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    st.finished = true;
-                    let err = ProviderError::Idle {
-                        provider,
-                        after: idle,
-                    };
-                    return Some((Err(err), st));
-                }
-            };
-            let mut out = Vec::new();
-            let step = match next {
-                Some(Ok(bytes)) => feed(&mut st.decoder, &mut st.mapper, &bytes, &mut out),
-                Some(Err(e)) => Err(ProviderError::Transport {
-                    provider,
-                    message: format!("reading the response failed: {e}"),
-                }),
-                None => {
-                    st.finished = true;
-                    let stray = st.decoder.take_stray();
-                    let tail = st.decoder.finish();
-                    st.mapper
-                        .stray(stray)
-                        .and_then(|()| st.mapper.finish(tail, &mut out))
-                }
-            };
-            // Events mapped before a failure are still delivered, then the error ends the stream.
-            st.pending.extend(out.into_iter().map(Ok));
-            if let Err(e) = step {
-                st.pending.push_back(Err(e));
-                st.finished = true;
-            }
-            if st.mapper.is_done() && !st.finished {
-                st.finished = true;
-                // Read the rest of the body (the chunked terminator, usually at once) so the
-                // connection goes back to the pool: otherwise every round pays for a new
-                // connection, and with TLS a new handshake.
-                if let Some(mut rest) = st.body.take() {
-                    tokio::spawn(async move {
-                        let drain = async { while let Some(Ok(_)) = rest.next().await {} };
-                        let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
-                    });
-                }
-            }
-        }
-    });
-    Box::pin(stream)
+    Box::pin(futures_util::stream::unfold(driver, |mut d| async move {
+        let item = d.next().await?;
+        Some((item, d))
+    }))
 }
 
-fn feed<M: Mapper>(
-    decoder: &mut sse::Decoder,
-    mapper: &mut M,
-    bytes: &[u8],
-    out: &mut Vec<StreamEvent>,
-) -> Result<(), ProviderError> {
-    let mut events = Vec::new();
-    let fed = decoder.feed(bytes, &mut events);
-    for ev in events {
-        if mapper.is_done() {
-            break;
-        }
-        // Names only: data can be long, and is in the transcript anyway.
-        tracing::debug!(
-            "{}: event {}",
-            mapper.provider(),
-            crate::terminal::line(&ev.event)
-        );
-        mapper.map(ev, out)?;
-    }
-    mapper.stray(decoder.take_stray())?;
-    fed.map_err(|e| ProviderError::Protocol {
-        provider: mapper.provider().to_owned(),
-        message: e.to_string(),
-    })
+/// The state of one driven response.
+struct Driver<S, M> {
+    body: Option<S>,
+    mapper: M,
+    decoder: sse::Decoder,
+    pending: std::collections::VecDeque<Result<StreamEvent, ProviderError>>,
+    finished: bool,
+    bounds: Bounds,
+    /// When the response counts as stalled: the idle timeout after the last progress (or the
+    /// start). Reads that bring no progress (keep-alives) leave it where it is.
+    deadline: tokio::time::Instant,
 }
+
+impl<S, E, M> Driver<S, M>
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display,
+    M: Mapper,
+{
+    async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some(item);
+            }
+            if self.finished {
+                return None;
+            }
+            self.read().await;
+        }
+    }
+
+    /// Reads the body once and queues what that brought: events, then an error or the end.
+    async fn read(&mut self) {
+        let provider = self.mapper.provider().to_owned();
+        let Some(body) = self.body.as_mut() else {
+            self.finished = true;
+            return;
+        };
+        let Ok(next) = tokio::time::timeout_at(self.deadline, body.next()).await else {
+            let after = self.bounds.idle;
+            self.fail(ProviderError::Idle { provider, after });
+            return;
+        };
+        let mut out = Vec::new();
+        let step = match next {
+            Some(Ok(bytes)) => self.feed(&bytes, &mut out),
+            Some(Err(e)) => Err(ProviderError::Transport {
+                provider,
+                message: format!("reading the response failed: {e}"),
+            }),
+            None => {
+                self.finished = true;
+                let stray = self.decoder.take_stray();
+                let tail = self.decoder.finish();
+                self.mapper
+                    .stray(stray)
+                    .and_then(|()| self.mapper.finish(tail, &mut out))
+            }
+        };
+        // Events mapped before a failure are still delivered, then the error ends the stream.
+        self.pending.extend(out.into_iter().map(Ok));
+        if let Err(e) = step {
+            self.fail(e);
+            return;
+        }
+        if self.mapper.is_done() && !self.finished {
+            self.finished = true;
+            // Read the rest of the body (the chunked terminator, usually at once) so the
+            // connection goes back to the pool: otherwise every round pays for a new
+            // connection, and with TLS a new handshake.
+            if let Some(mut rest) = self.body.take() {
+                tokio::spawn(async move {
+                    let drain = async { while let Some(Ok(_)) = rest.next().await {} };
+                    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+                });
+            }
+        }
+    }
+
+    /// Ends the stream with `e`. The body is dropped at once, which cancels the request: a
+    /// response cut for its size stops being generated (and paid for) now.
+    fn fail(&mut self, e: ProviderError) {
+        self.pending.push_back(Err(e));
+        self.finished = true;
+        self.body = None;
+    }
+
+    /// Decodes one read and maps its events, checking the cap after each event (one event is at
+    /// most `sse::DEFAULT_MAX_EVENT_BYTES`, which bounds the overshoot) and restarting the idle
+    /// timeout if the read brought content.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let before = self.mapper.progress();
+        let mut events = Vec::new();
+        let fed = self.decoder.feed(bytes, &mut events);
+        for ev in events {
+            if self.mapper.is_done() {
+                break;
+            }
+            // Names only: data can be long, and is in the transcript anyway.
+            tracing::debug!(
+                "{}: event {}",
+                self.mapper.provider(),
+                crate::terminal::line(&ev.event)
+            );
+            self.mapper.map(ev, out)?;
+            if self.mapper.progress().total() > self.bounds.max_bytes {
+                return Err(ProviderError::TooLarge {
+                    provider: self.mapper.provider().to_owned(),
+                    limit: self.bounds.max_bytes,
+                });
+            }
+        }
+        self.mapper.stray(self.decoder.take_stray())?;
+        if self.mapper.progress() > before {
+            self.deadline = deadline_after(self.bounds.idle);
+        }
+        fed.map_err(|e| ProviderError::Protocol {
+            provider: self.mapper.provider().to_owned(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// The idle timeout from now; an absurd timeout is a deadline decades away, not an overflow.
+fn deadline_after(idle: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(idle)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
+}
+
+#[cfg(test)]
+#[path = "drive_tests.rs"]
+mod drive_tests;
 
 /// Parses an event's JSON data, naming the provider and event on failure.
 pub fn parse_json<T: serde::de::DeserializeOwned>(

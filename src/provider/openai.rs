@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use super::sse::SseEvent;
 use super::{
-    EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+    EventStream, Mapper, Options, Progress, Provider, ProviderError, Request, StreamEvent, http,
+    parse_json,
 };
 use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
@@ -388,6 +389,7 @@ pub struct OpenAiMapper {
     finish: Option<StopReason>,
     usage: Option<Usage>,
     done: bool,
+    progress: Progress,
 }
 
 impl OpenAiMapper {
@@ -402,6 +404,7 @@ impl OpenAiMapper {
             finish: None,
             usage: None,
             done: false,
+            progress: Progress::default(),
         }
     }
 
@@ -437,14 +440,49 @@ impl OpenAiMapper {
         }
     }
 
+    /// Adds a fragment of a tool call to the call it belongs to.
+    fn call_delta(&mut self, call: CallDelta) {
+        let index = call.index.unwrap_or(self.next_emit);
+        let progress = &mut self.progress;
+        let entry = self.calls.entry(index).or_insert_with(|| {
+            progress.block();
+            PartialCall::default()
+        });
+        // Some servers repeat the id on every fragment: only a new one is content.
+        if let Some(id) = call.id.filter(|id| !id.is_empty() && *id != entry.id) {
+            progress.text(&id);
+            entry.id = id;
+        }
+        let Some(f) = call.function else { return };
+        if let Some(name) = f.name.filter(|n| !n.is_empty()) {
+            // Set once; append only a genuinely new fragment (llama.cpp streams names).
+            if entry.name.is_empty() || !entry.name.ends_with(&name) {
+                progress.text(&name);
+                entry.name.push_str(&name);
+            }
+        }
+        let before = entry.args.len();
+        match f.arguments {
+            Some(Value::String(s)) => entry.args.push_str(&s),
+            Some(Value::Null) | None => {}
+            Some(object) => entry.args.push_str(&object.to_string()),
+        }
+        progress.bytes(entry.args.len().saturating_sub(before));
+    }
+
     /// Emits, in index order, every call known to be complete; with `all`, every call.
     fn emit_calls(&mut self, all: bool, out: &mut Vec<StreamEvent>) {
         let truncated = self.finish == Some(StopReason::MaxTokens);
         while let Some(call) = self.calls.get(&self.next_emit) {
             let later_started = self.calls.range(self.next_emit + 1..).next().is_some();
-            let parses =
-                serde_json::from_str::<Value>(call.args.trim()).is_ok_and(|v| v.is_object());
-            if !(all || later_started && parses) {
+            // Parsed only once a later call started, and only when they could be a whole object:
+            // parsing the growing arguments at every fragment costs time quadratic in their length.
+            let parses = || {
+                let args = call.args.trim();
+                args.ends_with('}')
+                    && serde_json::from_str::<Value>(args).is_ok_and(|v| v.is_object())
+            };
+            if !(all || later_started && parses()) {
                 break;
             }
             let Some(call) = self.calls.remove(&self.next_emit) else {
@@ -503,35 +541,20 @@ impl Mapper for OpenAiMapper {
                 .flatten()
             {
                 if !r.is_empty() {
+                    self.progress.text(&r);
                     out.push(StreamEvent::ThinkingDelta(r.clone()));
                     self.reasoning.push_str(&r);
                 }
             }
             if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
                 self.flush_reasoning(out);
+                self.progress.text(&content);
                 out.push(StreamEvent::TextDelta(content.clone()));
                 self.text.push_str(&content);
             }
             for call in delta.tool_calls.into_iter().flatten() {
                 self.flush_text(out);
-                let index = call.index.unwrap_or(self.next_emit);
-                let entry = self.calls.entry(index).or_default();
-                if let Some(id) = call.id.filter(|id| !id.is_empty()) {
-                    entry.id = id;
-                }
-                if let Some(f) = call.function {
-                    if let Some(name) = f.name.filter(|n| !n.is_empty()) {
-                        // Set once; append only a genuinely new fragment (llama.cpp streams names).
-                        if entry.name.is_empty() || !entry.name.ends_with(&name) {
-                            entry.name.push_str(&name);
-                        }
-                    }
-                    match f.arguments {
-                        Some(Value::String(s)) => entry.args.push_str(&s),
-                        Some(Value::Null) | None => {}
-                        Some(object) => entry.args.push_str(&object.to_string()),
-                    }
-                }
+                self.call_delta(call);
             }
             self.emit_calls(false, out);
             if let Some(reason) = choice.finish_reason {
@@ -590,6 +613,10 @@ impl Mapper for OpenAiMapper {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    fn progress(&self) -> Progress {
+        self.progress
     }
 }
 

@@ -21,7 +21,8 @@ use serde::Deserialize;
 use super::openai::Flavor;
 use super::sse::SseEvent;
 use super::{
-    EventStream, Mapper, Options, Provider, ProviderError, Request, StreamEvent, http, parse_json,
+    EventStream, Mapper, Options, Progress, Provider, ProviderError, Request, StreamEvent, http,
+    parse_json,
 };
 use crate::conversation::{Block, CallDefect, StopReason, ToolUse, Usage};
 
@@ -179,6 +180,29 @@ enum Item {
     Other,
 }
 
+impl Item {
+    /// Bytes of content the item carries.
+    fn size(&self) -> usize {
+        match self {
+            Item::Message { content } => content.iter().map(Content::size).sum(),
+            Item::FunctionCall {
+                call_id,
+                name,
+                arguments,
+            } => call_id.len() + name.len() + arguments.len(),
+            Item::Reasoning {
+                id,
+                summary,
+                encrypted_content,
+            } => {
+                let summary: usize = summary.iter().map(|s| s.text.len()).sum();
+                id.len() + summary + encrypted_content.as_ref().map_or(0, String::len)
+            }
+            Item::Other => 0,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Content {
@@ -192,6 +216,16 @@ enum Content {
     },
     #[serde(other)]
     Other,
+}
+
+impl Content {
+    fn size(&self) -> usize {
+        match self {
+            Content::OutputText { text } => text.len(),
+            Content::Refusal { refusal } => refusal.len(),
+            Content::Other => 0,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -276,6 +310,22 @@ enum Partial {
     Other,
 }
 
+impl Partial {
+    /// Bytes of content streamed into the item so far.
+    fn size(&self) -> usize {
+        match self {
+            Partial::Text(text) => text.len(),
+            Partial::Call {
+                call_id,
+                name,
+                args,
+            } => call_id.len() + name.len() + args.len(),
+            Partial::Reasoning(parts) => parts.iter().map(String::len).sum(),
+            Partial::Other => 0,
+        }
+    }
+}
+
 /// Responses stream events → neutral events.
 #[derive(Debug)]
 pub struct ResponsesMapper {
@@ -285,6 +335,7 @@ pub struct ResponsesMapper {
     called: bool,
     generated_ids: u32,
     done: bool,
+    progress: Progress,
 }
 
 impl ResponsesMapper {
@@ -295,6 +346,7 @@ impl ResponsesMapper {
             called: false,
             generated_ids: 0,
             done: false,
+            progress: Progress::default(),
         }
     }
 
@@ -332,12 +384,49 @@ impl ResponsesMapper {
             Item::Reasoning { .. } => Partial::Reasoning(Vec::new()),
             Item::Other => Partial::Other,
         };
+        self.progress.block();
+        self.progress.bytes(partial.size());
         self.open.insert(index, partial);
+    }
+
+    /// Counts what an item's `done` adds to what its deltas brought: only the difference is new
+    /// content, and an item never added is a new block.
+    fn count_done(&mut self, partial: Option<&Partial>, item: &Item) {
+        if partial.is_none() {
+            self.progress.block();
+        }
+        let streamed = partial.map_or(0, Partial::size);
+        self.progress.bytes(item.size().saturating_sub(streamed));
+    }
+
+    fn summary_delta(
+        &mut self,
+        index: u64,
+        summary_index: u64,
+        delta: String,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        self.progress.text(&delta);
+        if let Some(Partial::Reasoning(parts)) = self.open.get_mut(&index) {
+            // A later index starts a new part; an absurd one still only adds one.
+            let i = usize::try_from(summary_index).map_or(parts.len(), |i| i.min(parts.len()));
+            if i == parts.len() {
+                if i > 0 {
+                    out.push(StreamEvent::ThinkingDelta("\n\n".into()));
+                }
+                parts.push(String::new());
+            }
+            parts[i].push_str(&delta);
+        }
+        if !delta.is_empty() {
+            out.push(StreamEvent::ThinkingDelta(delta));
+        }
     }
 
     /// An item is complete: its `done` event carries it whole, which wins over the deltas.
     fn item_done(&mut self, index: u64, item: Item, out: &mut Vec<StreamEvent>) {
         let partial = self.open.remove(&index);
+        self.count_done(partial.as_ref(), &item);
         match item {
             Item::Message { content } => {
                 let whole: String = content
@@ -479,6 +568,7 @@ impl Mapper for ResponsesMapper {
                 output_index,
                 delta,
             } => {
+                self.progress.text(&delta);
                 if let Some(Partial::Text(text)) = self.open.get_mut(&output_index) {
                     text.push_str(&delta);
                 }
@@ -490,6 +580,7 @@ impl Mapper for ResponsesMapper {
                 output_index,
                 delta,
             } => {
+                self.progress.text(&delta);
                 if let Some(Partial::Call { args, .. }) = self.open.get_mut(&output_index) {
                     args.push_str(&delta);
                 }
@@ -498,24 +589,9 @@ impl Mapper for ResponsesMapper {
                 output_index,
                 summary_index,
                 delta,
-            } => {
-                if let Some(Partial::Reasoning(parts)) = self.open.get_mut(&output_index) {
-                    // A later index starts a new part; an absurd one still only adds one.
-                    let i =
-                        usize::try_from(summary_index).map_or(parts.len(), |i| i.min(parts.len()));
-                    if i == parts.len() {
-                        if i > 0 {
-                            out.push(StreamEvent::ThinkingDelta("\n\n".into()));
-                        }
-                        parts.push(String::new());
-                    }
-                    parts[i].push_str(&delta);
-                }
-                if !delta.is_empty() {
-                    out.push(StreamEvent::ThinkingDelta(delta));
-                }
-            }
+            } => self.summary_delta(output_index, summary_index, delta, out),
             Event::ReasoningTextDelta { delta } => {
+                self.progress.text(&delta);
                 if !delta.is_empty() {
                     out.push(StreamEvent::ThinkingDelta(delta));
                 }
@@ -579,6 +655,10 @@ impl Mapper for ResponsesMapper {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    fn progress(&self) -> Progress {
+        self.progress
     }
 }
 

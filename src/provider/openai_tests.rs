@@ -109,6 +109,34 @@ fn interleaved_fragments_never_emit_a_call_early() {
 }
 
 #[test]
+fn long_arguments_in_small_fragments_map_in_linear_time() {
+    // A file written through a call's arguments arrives in thousands of fragments; parsing the
+    // growing arguments at each one took time quadratic in their length (here ~8 GB of parsing).
+    let chunk = |delta: Value| {
+        let c = json!({"choices":[{"index":0,"delta":delta,"finish_reason":null}]});
+        format!("data: {c}\n\n")
+    };
+    let mut stream = chunk(
+        json!({"tool_calls":[{"index":0,"id":"c1","function":{"name":"write_file","arguments":"{\"content\":\""}}]}),
+    );
+    let fragment =
+        chunk(json!({"tool_calls":[{"index":0,"function":{"arguments":"0123456789abcdef"}}]}));
+    stream.push_str(&fragment.repeat(32 * 1024));
+    stream.push_str(&chunk(
+        json!({"tool_calls":[{"index":0,"function":{"arguments":"\"}"}}]}),
+    ));
+    stream.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
+    let started = std::time::Instant::now();
+    let s = summarize(&run(OpenAiMapper::new("openai"), stream.as_bytes(), 0).unwrap());
+    let took = started.elapsed();
+    assert_eq!(
+        calls(&s.blocks)[0].input["content"].as_str().unwrap().len(),
+        512 * 1024
+    );
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
 fn ollama_whole_calls_and_reasoning() {
     let bytes = read("samples/ollama-openai-compat-tools.sse");
     for &c in CHUNKINGS {

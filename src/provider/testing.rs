@@ -59,6 +59,26 @@ pub fn run_reads<M: Mapper>(
     Ok(out)
 }
 
+/// Feeds each of `events` (raw SSE text, one or more events each) to `mapper` in turn, and says
+/// for each whether it made progress (see `Mapper::progress`). The mapper is returned too.
+pub fn progress_steps<M: Mapper>(mut mapper: M, events: &[&str]) -> (Vec<bool>, M) {
+    let mut decoder = Decoder::default();
+    let mut out = Vec::new();
+    let steps = events
+        .iter()
+        .map(|raw| {
+            let before = mapper.progress();
+            let mut decoded = Vec::new();
+            decoder.feed(raw.as_bytes(), &mut decoded).unwrap();
+            for ev in decoded {
+                mapper.map(ev, &mut out).unwrap();
+            }
+            mapper.progress() > before
+        })
+        .collect();
+    (steps, mapper)
+}
+
 /// The summary of a mapped response that tests compare.
 #[derive(Debug, PartialEq)]
 pub struct Summary {

@@ -30,6 +30,7 @@ mod sandbox_run;
 mod settings;
 mod shell_rules;
 mod store;
+mod stream_bounds;
 mod terminal;
 mod tool_errors;
 mod tools_bash;
