@@ -279,7 +279,8 @@ pub struct Cli {
     #[arg(help_heading = "Limits", long, value_name = "SECS", default_value_t = 1.0, value_parser = nonnegative_secs)]
     pub retry_delay: f64,
 
-    /// Seconds without any data from the provider before the stream counts as stalled.
+    /// Seconds without new content from the provider (text, thinking, tool input, a new block;
+    /// keep-alive pings and comments do not count) before the stream counts as stalled.
     #[arg(help_heading = "Limits", long, value_name = "SECS", default_value_t = 120.0, value_parser = positive_secs)]
     pub idle_timeout: f64,
 
