@@ -156,6 +156,7 @@ fn captured(dir: &Path, text: &str) -> Captured {
         spill: Some(process::capture::SpillFile {
             path: dir.join("out.stdout"),
             max: u64::MAX,
+            redact: crate::redact::Redactor::default(),
         }),
     });
     capture.push(text.as_bytes());
