@@ -267,6 +267,11 @@ impl Config {
                 post: cli.post_tool_hook.clone(),
             },
             sandbox,
+            redactor: crate::redact::Redactor::for_run(
+                provider.key(),
+                &inputs.env_all,
+                &cli.redact,
+            ),
         };
         let prices = cli.prices.as_ref().map(|p| inputs.cwd.join(p));
         let model_info = Catalog::load(prices.as_deref())?.lookup(provider.name(), &model);

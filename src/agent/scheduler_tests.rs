@@ -89,6 +89,7 @@ fn toolbox(
         outputs: crate::tools::Outputs::new(dir.join("outputs"), u64::MAX),
         hooks: Default::default(),
         sandbox: Default::default(),
+        redactor: Default::default(),
     };
     Arc::new(Toolbox::new(registry, policy, ws, settings))
 }

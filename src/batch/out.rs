@@ -148,6 +148,7 @@ mod tests {
             },
             resumed_from,
             sandbox: None,
+            redaction: Vec::new(),
         })
     }
 
