@@ -14,6 +14,7 @@ use crate::outcome::{Outcome, Signal, Status};
 use crate::process::ProcessContext;
 use crate::provider::{self, BuildError, Provider, ProviderChoice};
 use crate::records::Records;
+use crate::redact::Redactor;
 use crate::tools::assemble::{Assembled, assemble};
 use crate::tools::mcp::McpServers;
 use crate::tools::pipeline::Toolbox;
@@ -209,10 +210,12 @@ async fn set_up(
         .map_err(SetupFailure::usage)?;
     let tool_timeout = tool_settings.timeout;
     // Without native structured output, the model is told the schema.
-    let system = match &output_schema {
+    let mut system = match &output_schema {
         Some(schema) if !provider.structured_output() => system + &schema.instruction(),
         _ => system,
     };
+    let (mut turn, redactor) = (turn, tool_settings.redactor.clone());
+    redact_prompt(&redactor, &mut turn, &mut system);
     let toolbox = Arc::new(Toolbox::new(registry, policy, workspace, tool_settings));
     let mut records = Records::open(transcript.as_ref(), store.as_deref())
         .await
@@ -235,6 +238,7 @@ async fn set_up(
         limits: limits.record(tool_timeout),
         resumed_from: resume.as_ref().map(|r| r.path.display().to_string()),
         sandbox: Some(sandbox_record),
+        redaction: redactor.names(),
     };
     records
         .write(&Line::Start(start.clone()))
@@ -260,6 +264,22 @@ async fn set_up(
         records,
         history: conversation(resume, turn),
     })
+}
+
+/// Takes the run's secrets out of the prompt and the system prompt: what the user typed or
+/// piped in (`cat .env | rounds 'why'`) is sent and recorded too. The model never needs a
+/// secret's value (tools get theirs through `--tool-env`), so the user is warned, not asked.
+fn redact_prompt(redactor: &Redactor, turn: &mut String, system: &mut String) {
+    let mut found = redactor.redact(turn);
+    found.extend(redactor.redact(system));
+    found.sort();
+    found.dedup();
+    if !found.is_empty() {
+        tracing::warn!(
+            "the prompt held the value of {}: it is sent and recorded as [REDACTED:NAME]",
+            found.join(", ")
+        );
+    }
 }
 
 /// The conversation so far (a resumed one, or none) with the prompt as the next user turn.

@@ -185,6 +185,15 @@ pub struct Cli {
     #[arg(help_heading = "Tools & allowlist", long, value_name = "BYTES", default_value_t = crate::tools::DEFAULT_MAX_SPILL)]
     pub max_spill_bytes: u64,
 
+    /// Redact this environment variable's value from all the run writes and sends (repeatable).
+    ///
+    /// Whatever this flag says, the provider key and every variable whose name holds KEY, TOKEN,
+    /// SECRET or PASSWORD (any case; not *_FILE, *_PATH, *_DIR) are redacted: their values become
+    /// [REDACTED:NAME] in the prompt, tool results, saved outputs, the transcript and stdout.
+    /// Values shorter than 8 bytes are never redacted.
+    #[arg(help_heading = "Tools & allowlist", long, value_name = "NAME")]
+    pub redact: Vec<String>,
+
     /// The model's context window in tokens: before a request would pass 85% of it, the
     /// oldest tool results are elided from the conversation (never from the transcript).
     /// [default: the model's, from the price table; else 200000]

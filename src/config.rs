@@ -266,8 +266,7 @@ impl Config {
         // Whole outputs of cut results live beside the transcript, or in a new directory of
         // the temp dir; made now, before any tool runs, and written only through this handle.
         let outputs_dir = outputs_dir(transcript.as_ref())?;
-        let (sandbox, sandbox_record) =
-            sandbox(&cli.tools, workspace.root(), &inputs.cwd)?;
+        let (sandbox, sandbox_record) = sandbox(&cli.tools, workspace.root(), &inputs.cwd)?;
         let tool_settings = Settings {
             timeout: Duration::from_secs_f64(cli.tool_timeout),
             max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
@@ -278,6 +277,11 @@ impl Config {
                 post: cli.post_tool_hook.clone(),
             },
             sandbox,
+            redactor: crate::redact::Redactor::for_run(
+                provider.key(),
+                &inputs.env_all,
+                &cli.redact,
+            ),
         };
         let prices = cli.prices.as_ref().map(|p| inputs.cwd.join(p));
         let model_info = Catalog::load(prices.as_deref())?.lookup(provider.name(), &model);

@@ -249,6 +249,9 @@ pub struct ToolResult {
     /// Where the full output was saved when it was capped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_output: Option<String>,
+    /// The variables whose values were taken out of the content (see `redact`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
 }
 
 /// How an elided result's stub starts (so eliding it again changes nothing).
@@ -291,6 +294,7 @@ impl ToolResult {
             duration_ms: 0,
             truncated: false,
             full_output: None,
+            redacted: Vec::new(),
         }
     }
 }

@@ -38,8 +38,8 @@ pub async fn list(flags: &ToolFlags) -> Result<Inventory, String> {
     let workspace = config::workspace(flags, &cwd).map_err(|e| e.to_string())?;
     let (sources, env) = config::tool_setup(flags, &cwd, &env_all).map_err(|e| e.to_string())?;
     // MCP servers start in the sandbox a run would give them.
-    let (sandbox, summary) = config::sandbox(flags, workspace.root(), &cwd)
-        .map_err(|e| e.to_string())?;
+    let (sandbox, summary) =
+        config::sandbox(flags, workspace.root(), &cwd).map_err(|e| e.to_string())?;
     let processes = ProcessContext {
         cwd: workspace.root(),
         env: &env,

@@ -24,6 +24,7 @@ pub mod process;
 pub mod progress;
 pub mod provider;
 pub mod records;
+pub mod redact;
 pub mod render;
 pub mod runs;
 pub mod settings;

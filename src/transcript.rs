@@ -54,6 +54,10 @@ pub struct Start {
     /// The OS sandbox tool processes ran in, and what the kernel enforced of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Summary>,
+    /// The variables whose values the run took out of everything it wrote or sent, as
+    /// `[REDACTED:NAME]` (names only; see `redact`). Absent when there were none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redaction: Vec<String>,
 }
 
 impl Start {
@@ -541,6 +545,7 @@ mod tests {
             },
             resumed_from: None,
             sandbox: None,
+            redaction: Vec::new(),
         }
     }
 

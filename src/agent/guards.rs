@@ -90,6 +90,7 @@ impl Response {
                 duration_ms: 0,
                 truncated: false,
                 full_output: None,
+                redacted: Vec::new(),
             });
         }
         self.firsts.insert(key, call.id.clone());
@@ -321,6 +322,7 @@ mod tests {
             truncated: false,
             bytes: content.len() as u64,
             full_output: None,
+            redacted: Vec::new(),
         }
     }
 

@@ -92,6 +92,7 @@ fn toolbox(
         ),
         hooks: Default::default(),
         sandbox: Default::default(),
+        redactor: Default::default(),
     };
     Arc::new(Toolbox::new(registry, policy, ws, settings))
 }

@@ -194,6 +194,7 @@ mod tests {
             },
             resumed_from,
             sandbox: None,
+            redaction: Vec::new(),
         })
     }
 

@@ -2,12 +2,15 @@
 //! kept in memory, the total is counted, and once the output outgrows the two, everything is
 //! also streamed to a spill file, so memory stays bounded however much a command prints and the
 //! whole output is still on disk — up to the spill file's own cap, since `yes` for a minute would
-//! otherwise fill the disk.
+//! otherwise fill the disk. The spill file's redactor takes the run's secrets out as output
+//! arrives, so everything after (memory, file, counts) is of the redacted output.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
+
+use crate::redact::{self, Redactor};
 
 /// A file to save a whole output in (its name in a directory rounds holds open), and the most
 /// bytes it may hold.
@@ -16,6 +19,9 @@ pub struct SpillFile {
     pub dir: crate::files::Dir,
     pub name: String,
     pub max: u64,
+    /// The run's secrets, taken out of the output as it arrives: before it is kept in memory
+    /// or written to the file, so neither holds one, nor a part of one cut at the head.
+    pub redact: Redactor,
 }
 
 impl SpillFile {
@@ -26,6 +32,7 @@ impl SpillFile {
             dir: target.dir().clone(),
             name: target.name().to_string_lossy().into_owned(),
             max,
+            redact: Redactor::default(),
         })
     }
 
@@ -57,6 +64,7 @@ pub struct Capture {
     /// Bytes written to the spill file so far.
     spilled_bytes: u64,
     overflowed: bool,
+    redact: Option<redact::Stream>,
 }
 
 /// A finished capture.
@@ -78,7 +86,6 @@ pub struct Captured {
 impl Capture {
     pub fn new(limits: Limits) -> Capture {
         Capture {
-            limits,
             small: Vec::new(),
             head: Vec::new(),
             tail: VecDeque::new(),
@@ -88,10 +95,24 @@ impl Capture {
             spill_error: None,
             spilled_bytes: 0,
             overflowed: false,
+            redact: limits.spill.as_ref().and_then(|s| s.redact.stream()),
+            limits,
         }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
+        match self.redact.take() {
+            None => self.keep(bytes),
+            Some(mut stream) => {
+                let mut out = Vec::with_capacity(bytes.len());
+                stream.push(bytes, &mut out);
+                self.keep(&out);
+                self.redact = Some(stream);
+            }
+        }
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
         self.lines += memchr::memchr_iter(b'\n', bytes).count() as u64;
         if !self.overflowed {
@@ -149,6 +170,11 @@ impl Capture {
     }
 
     pub fn finish(mut self) -> Captured {
+        if let Some(mut stream) = self.redact.take() {
+            let mut out = Vec::new();
+            stream.finish(&mut out);
+            self.keep(&out);
+        }
         if let Some(f) = self.spill.as_mut()
             && let Err(e) = f.flush()
         {
@@ -330,6 +356,37 @@ mod tests {
             "{}",
             got.render()
         );
+    }
+
+    #[test]
+    fn secrets_are_taken_out_before_memory_and_the_spill_file_see_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("call.stdout");
+        let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let redact = Redactor::new([("GITHUB_TOKEN".to_owned(), secret.as_bytes().to_vec())]);
+        let mut c = Capture::new(Limits {
+            head: 100,
+            tail: 100,
+            spill: Some(SpillFile {
+                redact,
+                ..SpillFile::at(&path, u64::MAX).unwrap()
+            }),
+        });
+        // The secret straddles the end of the head and arrives in pieces of 7 bytes.
+        let printed = format!("{}{secret}\n{}\n{secret}", "x".repeat(90), "y".repeat(500));
+        for piece in printed.as_bytes().chunks(7) {
+            c.push(piece);
+        }
+        let got = c.finish();
+        let spilled = std::fs::read_to_string(&path).unwrap();
+        let text = got.render();
+        for (what, seen) in [("spill", &spilled), ("render", &text)] {
+            assert!(!seen.contains(&secret[..10]), "{what}: {seen}");
+            assert!(!seen.contains(&secret[30..]), "{what}: {seen}");
+        }
+        assert_eq!(spilled, printed.replace(secret, "[REDACTED:GITHUB_TOKEN]"));
+        assert!(text.ends_with("[REDACTED:GITHUB_TOKEN]"), "{text}");
+        assert_eq!(got.total, spilled.len() as u64);
     }
 
     #[test]

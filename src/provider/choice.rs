@@ -68,6 +68,21 @@ impl ProviderChoice {
         }
     }
 
+    /// The key the provider sends, with the variable that names it (whether it came from that
+    /// variable, `{VAR}_FILE` or `--api-key-file`): what the run must never write or send
+    /// elsewhere. Every provider's variable is `{NAME}_API_KEY`, OpenAI's for both its APIs.
+    pub fn key(&self) -> Option<(String, &str)> {
+        let (name, key) = match self {
+            ProviderChoice::Anthropic { key, .. } => ("anthropic", key.as_str()),
+            ProviderChoice::Gemini { key, .. } => ("gemini", key.as_str()),
+            ProviderChoice::OpenAi { name, key, .. }
+            | ProviderChoice::OpenAiResponses { name, key, .. } => (*name, key.as_deref()?),
+            ProviderChoice::Replay { .. } => return None,
+        };
+        let name = name.strip_suffix("-responses").unwrap_or(name);
+        Some((format!("{}_API_KEY", name.to_ascii_uppercase()), key))
+    }
+
     /// Picks the wire API (`--api`), then checks `options` against the provider and `model` and
     /// keeps them. The error says which flag the provider or model cannot take, and why.
     pub fn configure(

@@ -370,6 +370,7 @@ fn result(id: &str, content: &str, is_error: bool) -> ToolResult {
         truncated: false,
         bytes: 0,
         full_output: None,
+        redacted: Vec::new(),
     }
 }
 

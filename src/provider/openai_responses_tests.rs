@@ -314,6 +314,7 @@ fn result(id: &str, content: &str) -> ToolResult {
         truncated: false,
         bytes: 0,
         full_output: None,
+        redacted: Vec::new(),
     }
 }
 

@@ -261,6 +261,7 @@ fn round_two_request_matches_the_reference_body() {
         truncated: false,
         bytes: 0,
         full_output: None,
+        redacted: Vec::new(),
     };
     let messages = vec![
         Message::User(want["messages"][1]["content"].as_str().unwrap().into()),

@@ -27,6 +27,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_runs.sql")),
     (2, include_str!("migrations/0002_v0_2.sql")),
     (3, include_str!("migrations/0003_batches.sql")),
+    (4, include_str!("migrations/0004_redaction.sql")),
 ];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new
@@ -120,13 +121,17 @@ impl PgStore {
             Some(s) => Some(escape_value(to_json(s)?)),
             None => None,
         };
+        let redaction = match start.redaction.as_slice() {
+            [] => None,
+            names => Some(escape_value(to_json(names)?)),
+        };
         // The user's turn, in the same block shape as the model's text.
         let prompt = escape_value(serde_json::json!({"type": "text", "text": start.prompt}));
         let tx = self.client.transaction().await.map_err(&fail)?;
         tx.execute(
             "INSERT INTO runs (run_id, started_at, start_time, provider, model, workspace, \
-             prompt, system, tools, limits, resumed_from, sandbox) \
-             VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             prompt, system, tools, limits, resumed_from, sandbox, redaction) \
+             VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             &[
                 &run_id,
                 &escape(&start.time),
@@ -139,6 +144,7 @@ impl PgStore {
                 &limits,
                 &start.resumed_from.as_deref().map(escape),
                 &sandbox,
+                &redaction,
             ],
         )
         .await
@@ -272,11 +278,13 @@ pub async fn export(url: &str, run_id: &str) -> Result<String, StoreError> {
     let key = escape(run_id);
     let Some(run) = tx
         .query_opt(
-            // `sandbox` came with schema version 2; export does not migrate (it only reads),
-            // so a version 1 database is read through to_jsonb, where it is simply absent.
+            // `sandbox` came with schema version 2 and `redaction` with 4; export does not
+            // migrate (it only reads), so an older database is read through to_jsonb, where
+            // they are simply absent.
             "SELECT start_time, provider, model, workspace, prompt, system, tools, limits, \
              resumed_from, status, exit_code, rounds, final_text, usage, duration_ms, error, \
              tool_calls, tool_errors, to_jsonb(r) -> 'sandbox' AS sandbox, \
+             to_jsonb(r) -> 'redaction' AS redaction, \
              to_jsonb(r) -> 'cost_usd' AS cost_usd \
              FROM runs r WHERE run_id = $1",
             &[&key],
@@ -336,6 +344,12 @@ fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Ve
             Some(v) => Some(
                 serde_json::from_value(unescape_value(v)).map_err(|e| format!("sandbox: {e}"))?,
             ),
+        },
+        redaction: match get::<Option<Value>>(run, "redaction")? {
+            None | Some(Value::Null) => Vec::new(),
+            Some(v) => {
+                serde_json::from_value(unescape_value(v)).map_err(|e| format!("redaction: {e}"))?
+            }
         },
     })];
 

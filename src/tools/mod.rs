@@ -28,6 +28,7 @@ pub mod workspace;
 pub use crate::conversation::{Class, ToolSpec};
 pub use crate::process::Sandbox;
 use crate::process::capture::SpillFile;
+use crate::redact::{Redactor, Seen};
 pub use policy::Gate;
 pub use workspace::{PathError, Workspace};
 
@@ -84,6 +85,10 @@ pub struct Outputs {
     /// numbers its calls from 0 every response) or differ only in characters a file name cannot
     /// hold, and one call's file must never overwrite another's.
     taken: Mutex<HashSet<String>>,
+    /// The run's secrets, taken out of every output saved here (and of what is kept of it).
+    redact: Redactor,
+    /// By call id: the names redacted from the outputs handed out for it, for its result.
+    seen: Mutex<HashMap<String, Seen>>,
 }
 
 /// `--max-spill-bytes`' default: enough for any output a person would read, and a bound on
@@ -96,6 +101,8 @@ impl Outputs {
             dir: Some(dir),
             max_spill,
             taken: Mutex::new(HashSet::new()),
+            redact: Redactor::default(),
+            seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -105,7 +112,14 @@ impl Outputs {
             dir: None,
             max_spill: 0,
             taken: Mutex::new(HashSet::new()),
+            redact: Redactor::default(),
+            seen: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same directory, with `redact` applied to every output that goes through its files.
+    pub fn redacting(self, redact: Redactor) -> Outputs {
+        Outputs { redact, ..self }
     }
 
     /// The directory's path.
@@ -135,11 +149,26 @@ impl Outputs {
             n += 1;
             name = format!("{safe}.{n}.{kind}");
         }
+        drop(taken);
+        let redact = if self.redact.is_empty() {
+            Redactor::default()
+        } else {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            self.redact
+                .noting(seen.entry(call_id.to_owned()).or_default())
+        };
         Some(SpillFile {
             dir: dir.clone(),
             name,
             max: self.max_spill,
+            redact,
         })
+    }
+
+    /// The names redacted from the outputs of call `call_id` so far, sorted; forgets the call.
+    pub fn redacted(&self, call_id: &str) -> Vec<String> {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.remove(call_id).map(|s| s.take()).unwrap_or_default()
     }
 }
 

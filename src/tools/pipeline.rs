@@ -1,6 +1,12 @@
 //! The per-call pipeline: defects → known tool → schema → allowlist → pre hooks → execute
-//! (timeout, cancellation) → post hooks → cap the result. Every failure along the way becomes an
-//! error result the model can read and react to; nothing here can end the run.
+//! (timeout, cancellation) → post hooks → redact → cap the result. Every failure along the way
+//! becomes an error result the model can read and react to; nothing here can end the run.
+//!
+//! Redaction is the last step before the cap, so whatever a result holds — a tool's output, an
+//! error, a hook's message — reaches the model, the transcript, stdout and the spill file of a
+//! cut result without the run's secrets; the post hooks already see it redacted. Output a
+//! process streams to its own spill file is redacted as it arrives (`Outputs` hands the run's
+//! redactor to every spill file).
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -16,6 +22,7 @@ use super::{
 };
 use crate::conversation::{CallDefect, ErrorKind, ToolResult, ToolUse};
 use crate::process::capture::cap_text;
+use crate::redact::Redactor;
 
 /// How long past its timeout a tool may take to clean up before the pipeline stops waiting.
 const CLEANUP_MARGIN: Duration = Duration::from_secs(3);
@@ -31,6 +38,8 @@ pub struct Settings {
     /// The OS sandbox of tool and hook processes (bash and hooks follow its network setting;
     /// a command tool's own entry decides for it).
     pub sandbox: Sandbox,
+    /// The run's secrets, taken out of every result and saved output.
+    pub redactor: Redactor,
 }
 
 /// The tools of one run with the rules and limits that govern them.
@@ -45,6 +54,7 @@ pub struct Toolbox {
     outputs: Arc<Outputs>,
     hooks: Hooks,
     sandbox: Arc<Sandbox>,
+    redactor: Redactor,
 }
 
 impl Toolbox {
@@ -61,9 +71,10 @@ impl Toolbox {
             timeout: settings.timeout,
             max_result_bytes: settings.max_result_bytes,
             env: Arc::from(settings.env),
-            outputs: Arc::new(settings.outputs),
+            outputs: Arc::new(settings.outputs.redacting(settings.redactor.clone())),
             hooks: settings.hooks,
             sandbox: Arc::new(settings.sandbox),
+            redactor: settings.redactor,
         }
     }
 
@@ -115,10 +126,11 @@ impl Toolbox {
         let started = Instant::now();
         tracing::info!("{} started ({})", call.name, call.id);
         let mut result = match self.checked(call, &call.input) {
-            Err(result) => result,
+            Err(result) => *result,
             Ok(entry) => self.hooked(call, entry, cancel).await,
         };
         result.duration_ms = started.elapsed().as_millis() as u64;
+        self.redact(&mut result);
         match result.error_kind {
             None => tracing::info!("{} done in {} ms", call.name, result.duration_ms),
             Some(kind) => tracing::info!(
@@ -149,13 +161,14 @@ impl Toolbox {
                         "the pre-tool hook's replacement input was refused: {}",
                         result.content
                     );
-                    return result;
+                    return *result;
                 }
                 input = replaced;
             }
             Verdict::Proceed(None) => {}
         }
-        let result = self.run(call, entry, input.clone(), cancel.clone()).await;
+        let mut result = self.run(call, entry, input.clone(), cancel.clone()).await;
+        self.redact(&mut result);
         match self.hooks.after(call, &input, &result, &run).await {
             Verdict::Veto(why) => ToolResult {
                 duration_ms: result.duration_ms,
@@ -170,8 +183,8 @@ impl Toolbox {
     }
 
     /// Everything that can be decided without running anything.
-    fn checked(&self, call: &ToolUse, input: &Value) -> Result<&Entry, ToolResult> {
-        let fail = |kind, msg: String| Err(ToolResult::error(call, kind, msg));
+    fn checked(&self, call: &ToolUse, input: &Value) -> Result<&Entry, Box<ToolResult>> {
+        let fail = |kind, msg: String| Err(Box::new(ToolResult::error(call, kind, msg)));
         match &call.defect {
             Some(CallDefect::InvalidJson(e)) => {
                 return fail(
@@ -293,6 +306,7 @@ impl Toolbox {
                 duration_ms: 0,
                 truncated: false,
                 full_output: None,
+                redacted: Vec::new(),
             },
             Ok(Err(ToolError::Failed(message))) => {
                 ToolResult::error(call, ErrorKind::Failed, message)
@@ -316,6 +330,23 @@ impl Toolbox {
         }
     }
 
+    /// Takes the run's secrets out of a result's content, adding the names found, there and in
+    /// what the call's processes printed, to those it records (a result redacted before the
+    /// post hooks keeps what was found then).
+    fn redact(&self, result: &mut ToolResult) {
+        // What the tool's processes printed was redacted as it streamed (see `Outputs`).
+        let streamed = self.outputs.redacted(&result.tool_use_id);
+        for name in streamed
+            .into_iter()
+            .chain(self.redactor.redact(&mut result.content))
+        {
+            if !result.redacted.contains(&name) {
+                result.redacted.push(name);
+            }
+        }
+        result.redacted.sort();
+    }
+
     /// Keeps a result within `max_result_bytes`: head and tail stay, the whole goes to a file
     /// that the marker in the middle names.
     fn cap(&self, mut result: ToolResult) -> ToolResult {
@@ -325,6 +356,8 @@ impl Toolbox {
         }
         let file = self.outputs.file(&result.tool_use_id, "txt");
         let captured = cap_text(&result.content, self.max_result_bytes, file);
+        // The content was redacted already; nothing more is found, and the call is forgotten.
+        self.outputs.redacted(&result.tool_use_id);
         result.full_output = captured.spilled.as_ref().map(|p| p.display().to_string());
         result.content = captured.render();
         result.truncated = true;

@@ -20,6 +20,7 @@ mod outputs;
 mod prompt;
 mod providers;
 mod reasoning;
+mod redaction;
 mod resume;
 mod retries;
 mod run_control;

@@ -103,7 +103,10 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
             .collect()
     };
     let first = applied(&schema.url);
-    assert_eq!(first.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(
+        first.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
 
     let server = MockServer::start(vec![sse::answer("second")]);
     let out = run(rounds_with_store(&sb, &server, &schema.url).arg("two"));
@@ -134,7 +137,7 @@ fn runs_starting_together_on_a_new_database_migrate_once() {
         assert!(r.is_ok(), "{:?}", r.as_ref().err());
     }
     let rows = sql(&schema.url, "SELECT count(*) FROM rounds_schema_migrations");
-    assert_eq!(rows[0].get::<_, i64>(0), 3);
+    assert_eq!(rows[0].get::<_, i64>(0), 4);
 }
 
 #[test]
@@ -341,6 +344,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
         truncated: true,
         bytes: 123_456,
         full_output: Some("/tmp/out/call_1.txt".into()),
+        redacted: vec!["GITHUB_TOKEN".into()],
     };
     let start = Start {
         run_id: format!("lib-{}", schema.name),
@@ -371,6 +375,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
                     "processes": true, "signals": true, "abstract_unix_sockets": true}}))
             .unwrap(),
         ),
+        redaction: vec!["GITHUB_TOKEN".into()],
     };
     let lines = vec![
         Line::Start(start.clone()),
@@ -681,6 +686,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         },
         resumed_from: None,
         sandbox: None,
+        redaction: Vec::new(),
     };
     let round = Round {
         round: 1,
@@ -763,7 +769,7 @@ fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
     .iter()
     .map(|r| r.get(0))
     .collect();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     assert_eq!(
         block_on(rounds::store::export(&schema.url, "old")).unwrap(),
         jsonl
