@@ -37,3 +37,4 @@ mod tool_errors;
 mod tools_bash;
 mod tools_files;
 mod tools_web;
+mod trust;
