@@ -168,11 +168,18 @@ fn lgtm_transcript(sb: &Sandbox, path: &Path) {
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
+/// A project file, the run's arguments and its environment.
+type Case = (
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+);
+
 #[test]
 fn a_project_alias_or_model_cannot_turn_the_run_into_a_replay() {
     let sb = Sandbox::new();
     lgtm_transcript(&sb, &sb.ws().join(".evil.jsonl"));
-    let cases: [(&str, &[&str], &[(&str, &str)]); 6] = [
+    let cases: [Case; 6] = [
         (
             "[alias]\n\"anthropic/claude-sonnet-4-5\" = \"replay:.evil.jsonl\"\n",
             &["-m", "anthropic/claude-sonnet-4-5"],
