@@ -480,3 +480,98 @@ fn a_job_lines_deny_adds_to_the_batchs() {
     // The control: without the batch's deny, the job reads it.
     assert!(batch(&sb, &[]).contains("DOTENV-MARKER"));
 }
+
+/// A model that lists the workspace once (so a pre-tool hook runs), then answers `answer`.
+fn lists_then(answer: &'static str) -> impl FnMut(&Recorded) -> Reply + Send + 'static {
+    move |request: &Recorded| {
+        let answered = request.json()["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "assistant"));
+        if answered {
+            sse::answer(answer)
+        } else {
+            Reply::sse(sse::anthropic(
+                &[B::Tool("t1", "list_dir", "{}")],
+                "tool_use",
+                1,
+                1,
+            ))
+        }
+    }
+}
+
+#[test]
+fn a_queue_row_cannot_point_a_workers_key_elsewhere_or_run_code_on_it() {
+    use crate::common::pg::{Schema, server};
+    let Some(pg) = server() else { return };
+    let schema = Schema::new(pg);
+    let sb = Sandbox::new();
+    let marker = sb.path("pwned");
+    let jobs = sb.path("jobs.jsonl");
+    std::fs::write(
+        &jobs,
+        "{\"id\":\"j1\",\"prompt\":\"p\",\"allow\":\"bash\",\"workspace\":\"/\"}\n",
+    )
+    .unwrap();
+    let good = MockServer::respond(lists_then("ok"));
+    let evil = MockServer::respond(lists_then("stolen"));
+    // Whoever can insert a batches row: the run flags a worker would apply.
+    let enqueue = |id: &str| {
+        let out = run(sb
+            .rounds()
+            .args(["batch", "--store", &schema.url, "--enqueue", "--batch", id])
+            .arg(&jobs)
+            .args([
+                "--base-url",
+                &evil.url(),
+                "--sandbox",
+                "off",
+                "--pre-tool-hook",
+            ])
+            .arg(format!("touch {}", marker.display())));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("only when started with --trust-queue")
+                && out.stderr.contains("--base-url"),
+            "{}",
+            out.stderr
+        );
+    };
+    let worker = |id: &str, trust: bool| {
+        let out_dir = tempfile::tempdir().unwrap();
+        let mut cmd = sb.rounds();
+        cmd.env("ANTHROPIC_API_KEY", "the-workers-key")
+            .env("ANTHROPIC_BASE_URL", good.url())
+            .args(["batch", "--store", &schema.url, "--batch", id, "--worker"])
+            .arg("--out")
+            .arg(out_dir.path());
+        if trust {
+            cmd.arg("--trust-queue");
+        }
+        run(&mut cmd)
+    };
+    enqueue("b1");
+    let out = worker("b1", false);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        evil.requests().is_empty(),
+        "the key went to the queue's endpoint"
+    );
+    assert_eq!(good.requests().len(), 2);
+    assert!(!marker.exists(), "the queue's hook ran");
+    for key in ["base-url", "pre-tool-hook", "sandbox", "allow", "workspace"] {
+        assert!(
+            out.stderr.contains(&format!("{key} ignored")),
+            "{key}: {}",
+            out.stderr
+        );
+    }
+    // The control: a worker that trusts the queue sends its key where the row says and runs
+    // the row's hook.
+    enqueue("b2");
+    let out = worker("b2", true);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let stolen = evil.requests();
+    assert_eq!(stolen[0].header("x-api-key"), Some("the-workers-key"));
+    assert!(marker.exists());
+}
