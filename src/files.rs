@@ -110,6 +110,12 @@ impl Dir {
         &self.path
     }
 
+    /// `dir`, named by `path` (the same directory by another path: an absolute one, say), as
+    /// is everything made in it.
+    pub fn renamed(dir: Dir, path: PathBuf) -> Dir {
+        Dir { path, ..dir }
+    }
+
     /// Device and inode: what the directory is, whatever its path later names.
     pub fn identity(&self) -> io::Result<(u64, u64)> {
         let st = rustix::fs::fstat(self)?;

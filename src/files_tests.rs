@@ -140,6 +140,20 @@ fn an_open_directory_stays_where_it_was_when_its_path_is_swapped() {
 }
 
 #[test]
+fn a_renamed_directory_names_what_is_made_in_it_by_the_new_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let opened = Dir::create_all(&dir.path().join("out")).unwrap();
+    let named = Dir::renamed(opened, PathBuf::from("/shown/out"));
+    let sub = named.subdir(OsStr::new("t.outputs")).unwrap();
+    assert_eq!(sub.path(), Path::new("/shown/out/t.outputs"));
+    let target = sub.target("a.txt").unwrap();
+    assert_eq!(target.path(), Path::new("/shown/out/t.outputs/a.txt"));
+    // The name is only a name: the file goes to the directory that was opened.
+    target.write(b"a").unwrap();
+    assert_eq!(read(&dir.path().join("out/t.outputs/a.txt")), "a");
+}
+
+#[test]
 fn a_symlink_planted_as_a_subdirectory_is_refused() {
     let (dir, _victim, outside) = scene();
     let kept = Dir::create_all(dir.path()).unwrap();

@@ -54,9 +54,12 @@ impl OutDir {
     /// a symbolic link.
     pub fn create(path: &Path) -> std::io::Result<OutDir> {
         let dir = Dir::create_all(path)?;
+        // Its files are named by the absolute path, the saved outputs of a job's cut results
+        // too: the model reads that name from its workspace, which need not be this directory.
+        let root = path.canonicalize()?;
         Ok(OutDir {
-            root: path.canonicalize()?,
-            dir,
+            dir: Dir::renamed(dir, root.clone()),
+            root,
         })
     }
 

@@ -25,6 +25,7 @@ mod resume;
 mod retries;
 mod run_control;
 mod runs;
+mod safe_writes;
 mod sandbox;
 mod sandbox_edges;
 mod sandbox_run;
