@@ -437,8 +437,8 @@ pub struct ToolFlags {
     pub web_allow_private: bool,
 
     /// The OS sandbox of every tool process (bash, command tools, hooks, MCP servers), on
-    /// Linux with Landlock and seccomp: workspace-write lets them write only in the workspace,
-    /// the temp dir and the run's outputs, with no network and no access to other processes;
+    /// Linux with Landlock and seccomp: workspace-write lets them write only in the workspace
+    /// and the temp dir, with no network and no access to other processes;
     /// read-only allows no writes; off removes it; require is workspace-write that must be
     /// fully enforced (exit 2 when the kernel cannot).
     #[arg(help_heading = "Sandbox", long, value_name = "MODE", default_value = "workspace-write",

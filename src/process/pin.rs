@@ -1,9 +1,10 @@
-//! Pinned writable directories: a directory rounds created for itself (the run's outputs dir)
-//! is granted to a tool only if it is still that very directory, reached without a symlink.
+//! Pinned writable directories: every writable directory of a run (the workspace, the temp dir,
+//! `--sandbox-write`), resolved and recorded before any tool ran, is granted to a tool only if it
+//! is still that very directory, reached without a symlink.
 //!
 //! Landlock rules hold open directories, and a rule made from a path follows symlinks when it is
-//! opened. A tool that may write where a writable directory lives (the outputs dir sits in the
-//! workspace) could swap it for a symlink between two calls, and the next call's rule would
+//! opened. A tool that may write where a writable directory lives (a workspace in `/tmp`) could
+//! swap it for a symlink between two calls, and the next call's rule would
 //! grant the symlink's target — anything rounds' user may write. For a pinned directory the
 //! supervisor instead walks the path one component at a time, refusing symlinks, checks the
 //! device and inode against the identity rounds recorded when it created the directory, and

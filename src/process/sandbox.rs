@@ -7,8 +7,8 @@
 //! spawns the command and the child enters them between `fork` and `exec`, so the command and
 //! everything it starts live in one Landlock domain of their own:
 //! - filesystem: read and execute everywhere; write only below the writable directories (mode
-//!   `workspace-write`: the workspace, the temp dir, the run's outputs dir and each
-//!   `--sandbox-write DIR`), or nowhere (`read-only`). `/dev/null`, `/dev/zero` and `/dev/full`
+//!   `workspace-write`: the workspace, the temp dir and each `--sandbox-write DIR`, each pinned
+//!   to what it was before any tool ran), or nowhere (`read-only`). `/dev/null`, `/dev/zero` and `/dev/full`
 //!   stay writable in both, so `2>/dev/null` works. Device files cannot be made anywhere
 //!   (Landlock's `MAKE_CHAR` and `MAKE_BLOCK` are granted nowhere, and the supervisor drops
 //!   `CAP_MKNOD`): a block device in the workspace would reach the whole disk.

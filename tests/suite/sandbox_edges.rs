@@ -401,3 +401,61 @@ fn the_supervisor_without_its_variable_runs_unconfined() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "NoNewPrivs:\t1\n0\n");
 }
+
+#[test]
+fn a_workspace_swapped_for_a_link_between_calls_is_not_granted_to_the_next_call() {
+    use crate::common::mock::{MockServer, Reply};
+    use crate::common::sse::{self, B};
+    if !kernel_has(3, "filesystem confinement") {
+        return;
+    }
+    let go = |sandbox: &str| {
+        let sb = common::Sandbox::new();
+        // A workspace in the temp dir: its parent is writable by every tool.
+        let tmp = sb.path("tmp");
+        let ws = tmp.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let away = outside();
+        let swap = format!(
+            "cd .. && mv ws ws.moved && ln -s {} ws && echo swapped",
+            away.path().display()
+        );
+        let call = |id: &str, command: &str| {
+            let input = serde_json::json!({ "command": command }).to_string();
+            Reply::sse(sse::anthropic(
+                &[B::Tool(id, "bash", &input)],
+                "tool_use",
+                1,
+                1,
+            ))
+        };
+        let server = MockServer::start(vec![
+            call("t1", &swap),
+            call("t2", "touch planted; echo $?"),
+            sse::answer("done"),
+        ]);
+        let out = common::run(
+            sb.anthropic(&server)
+                .current_dir(&ws)
+                .env("TMPDIR", &tmp)
+                .args(["-a", "bash", "--sandbox", sandbox, "--transcript"])
+                .arg(sb.transcript_path())
+                .arg("go"),
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let results = sb.transcript()[2]["results"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (away.path().join("planted").exists(), results)
+    };
+    let (planted, second) = go("workspace-write");
+    assert!(!planted, "{second}");
+    assert!(
+        second.contains("exit code: 126") && second.contains("pinned"),
+        "{second}"
+    );
+    // The control: without the sandbox, the second call writes where the link leads.
+    let (planted, second) = go("off");
+    assert!(planted, "{second}");
+}
