@@ -65,7 +65,8 @@ impl Dir {
     /// A new private directory `PREFIX` + a random suffix in the system temp dir, made by this
     /// call (never one that was there).
     pub fn temp(prefix: &str) -> io::Result<Dir> {
-        Dir::create_all(&std::env::temp_dir())?.unique(prefix)
+        // `$TMPDIR` is the user's, read before any tool runs: it may sit behind links of theirs.
+        Dir::create_all(&resolve_existing(&std::env::temp_dir()))?.unique(prefix)
     }
 
     /// A new private directory `PREFIX` + a random suffix in this one.
