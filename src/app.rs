@@ -143,6 +143,7 @@ async fn execute(
         // Without a transcript nothing refers to the saved outputs (they live in the temp
         // directory): they go with the run. (std does not follow links inside it.)
         (None, Some(dir)) => {
+            agent.toolbox.outputs().clear();
             let _ = std::fs::remove_dir_all(dir);
         }
         (None, None) => {}

@@ -134,6 +134,29 @@ impl Dir {
         rustix::fs::renameat(self, from, dest, to).map_err(|e| self.error(from, e.into()))
     }
 
+    /// Removes the files made in this directory, through its handle: wherever a tool may have
+    /// moved it, nothing saved in it stays behind. (Only files: rounds makes no directories in
+    /// one it clears.)
+    pub fn clear(&self) {
+        let Ok(fd) = rustix::fs::openat(
+            self,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            return;
+        };
+        let Ok(entries) = rustix::fs::Dir::new(fd) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if entry.file_type() != FileType::Directory {
+                let _ = rustix::fs::unlinkat(self, name, AtFlags::empty());
+            }
+        }
+    }
+
     /// Removes the entry `name` if it is an empty directory; anything else stays.
     pub fn remove_empty(&self, name: &OsStr) {
         let _ = rustix::fs::unlinkat(self, name, AtFlags::REMOVEDIR);

@@ -201,3 +201,18 @@ fn rename_new_never_replaces() {
     assert_eq!(read(&base.path().join("attempts/a.2")), "1");
     assert_eq!(read(&base.path().join("attempts/a.1")), "old");
 }
+
+#[test]
+fn clearing_goes_through_the_handle_wherever_the_directory_went() {
+    let (dir, victim, outside) = scene();
+    let root = dir.path();
+    std::fs::write(outside.join("theirs"), "keep").unwrap();
+    let out = Dir::create_all(&root.join("out")).unwrap();
+    out.target("a.txt").unwrap().write(b"saved").unwrap();
+    std::fs::rename(root.join("out"), root.join("moved")).unwrap();
+    symlink(&outside, root.join("out")).unwrap();
+    out.clear();
+    assert_eq!(std::fs::read_dir(root.join("moved")).unwrap().count(), 0);
+    assert_eq!(read(&outside.join("theirs")), "keep");
+    assert_eq!(read(&victim), "precious");
+}

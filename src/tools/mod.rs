@@ -122,6 +122,13 @@ impl Outputs {
         Outputs { redact, ..self }
     }
 
+    /// Removes what was saved, through the handle (see `files::Dir::clear`).
+    pub fn clear(&self) {
+        if let Some(dir) = &self.dir {
+            dir.clear();
+        }
+    }
+
     /// The directory's path.
     pub fn dir(&self) -> Option<&std::path::Path> {
         self.dir.as_ref().map(crate::files::Dir::path)
