@@ -564,6 +564,7 @@ impl Mapper for AnthropicMapper {
                 return Err(ProviderError::Stream {
                     provider: NAME.into(),
                     message: format!("{} ({})", error.message, error.kind),
+                    kind: super::Failure::of_stream(&error.kind),
                 });
             }
         }

@@ -214,6 +214,7 @@ impl GeminiMapper {
         ProviderError::Stream {
             provider: NAME.into(),
             message,
+            kind: super::Failure::ServerError,
         }
     }
 

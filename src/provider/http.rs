@@ -95,6 +95,7 @@ pub async fn post(
                 .to_owned()
         },
         retry_after,
+        kind: super::Failure::of_http(status.as_u16(), &body),
     })
 }
 

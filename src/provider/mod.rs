@@ -19,6 +19,7 @@ use crate::net::clip;
 
 pub mod anthropic;
 mod choice;
+mod failure;
 pub mod gemini;
 pub mod http;
 pub mod openai;
@@ -32,6 +33,7 @@ pub mod sse;
 pub mod testing;
 
 pub use choice::{Api, BuildError, ProviderChoice, build, build_with};
+pub use failure::Failure;
 pub use options::{Effort, Options, Parallel};
 pub use progress::{MAX_RESPONSE_BYTES, Progress};
 
@@ -123,10 +125,16 @@ pub enum ProviderError {
         status: u16,
         message: String,
         retry_after: Option<Duration>,
+        /// Classified where the error was made (`Failure::of_http`).
+        kind: Failure,
     },
     /// An error the provider reported inside a 200 stream.
     #[error("{provider}: error in stream: {message}")]
-    Stream { provider: String, message: String },
+    Stream {
+        provider: String,
+        message: String,
+        kind: Failure,
+    },
     /// Connecting, sending or reading failed.
     #[error("{provider}: {message}")]
     Transport { provider: String, message: String },
@@ -160,55 +168,28 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
-    /// Whether the provider refused the request as longer than the model's context window (each
-    /// provider says so in its own words; a smaller request may succeed).
+    /// What kind of failure this is, as decided where it was made.
+    pub fn kind(&self) -> Failure {
+        match self {
+            ProviderError::Http { kind, .. } | ProviderError::Stream { kind, .. } => *kind,
+            ProviderError::Transport { .. } | ProviderError::Truncated { .. } => Failure::Network,
+            ProviderError::Idle { .. } => Failure::Stalled,
+            ProviderError::TooLarge { .. } => Failure::TooLarge,
+            ProviderError::Refused { .. } => Failure::Refused,
+            ProviderError::Protocol { .. } => Failure::Protocol,
+            ProviderError::Replay(_) => Failure::Replay,
+        }
+    }
+
+    /// Whether the provider refused the request as longer than the model's context window (a
+    /// smaller request may succeed).
     pub fn is_context_overflow(&self) -> bool {
-        let ProviderError::Http {
-            status: 400 | 413,
-            message,
-            ..
-        } = self
-        else {
-            return false;
-        };
-        let m = message.to_ascii_lowercase();
-        [
-            "prompt is too long",
-            "context_length_exceeded",
-            "maximum context length",
-            "exceeds the maximum number of tokens",
-            "exceeds the available context size",
-            "exceed_context_size",
-            "context window",
-        ]
-        .iter()
-        .any(|phrase| m.contains(phrase))
+        self.kind() == Failure::ContextTooLong
     }
 
     /// Whether trying the same request again may succeed.
     pub fn is_retryable(&self) -> bool {
-        match self {
-            ProviderError::Http {
-                status: 429,
-                message,
-                ..
-            } => {
-                // A spent quota or billing limit does not come back within a retry's wait.
-                let m = message.to_ascii_lowercase();
-                !(m.contains("insufficient_quota")
-                    || m.contains("exceeded your current quota")
-                    || m.contains("perday"))
-            }
-            ProviderError::Http { status, .. } => matches!(status, 408 | 409 | 500..=599),
-            ProviderError::Stream { .. } => true,
-            ProviderError::Transport { .. } => true,
-            ProviderError::Idle { .. } => true,
-            ProviderError::Truncated { .. } => true,
-            ProviderError::Refused { .. } => false,
-            ProviderError::TooLarge { .. } => false,
-            ProviderError::Protocol { .. } => false,
-            ProviderError::Replay(_) => false,
-        }
+        self.kind().retryable()
     }
 }
 

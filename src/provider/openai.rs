@@ -418,6 +418,7 @@ impl OpenAiMapper {
         ProviderError::Stream {
             provider: self.provider.into(),
             message,
+            kind: super::Failure::ServerError,
         }
     }
 

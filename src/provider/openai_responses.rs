@@ -354,6 +354,7 @@ impl ResponsesMapper {
         ProviderError::Stream {
             provider: self.provider.into(),
             message,
+            kind: super::Failure::ServerError,
         }
     }
 

@@ -66,6 +66,7 @@ mod tests {
             status,
             message: "m".into(),
             retry_after,
+            kind: crate::provider::Failure::of_http(status, b""),
         }
     }
 
@@ -111,6 +112,10 @@ mod tests {
             status: 429,
             message: "You exceeded your current quota (insufficient_quota)".into(),
             retry_after: None,
+            kind: crate::provider::Failure::of_http(
+                429,
+                br#"{"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}}"#,
+            ),
         };
         assert_eq!(POLICY.delay(&quota, 1), None);
         let protocol = ProviderError::Protocol {
