@@ -27,7 +27,7 @@ mod resume;
 use prompt::{MAX_STDIN_BYTES, resolve_prompt};
 pub use prompt::{StdinKind, read_real_stdin, stdin_kind};
 
-pub use provider::{BUILTIN_PROVIDERS, provider_of};
+pub use provider::provider_of;
 use provider::{model_options, resolve_provider};
 pub use resume::Resume;
 use resume::{keep_resumed, resume};
@@ -83,8 +83,9 @@ pub struct Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error(
-        "unknown provider {0:?} (known: anthropic, openai, openai-responses, gemini, ollama, \
-         llamacpp, vllm, replay:FILE)"
+        "unknown provider {name:?} (known: {}, replay:FILE)",
+        crate::providers::names().join(", "),
+        name = .0
     )]
     UnknownProvider(String),
     #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
@@ -92,8 +93,8 @@ pub enum ConfigError {
     #[error("-m {0:?}: the model name after the provider is empty (e.g. openai/gpt-4.1)")]
     EmptyModel(String),
     /// A model option the provider or the model does not take (`--temperature` for o3, …).
-    #[error("{0}")]
-    ModelOption(String),
+    #[error(transparent)]
+    ModelOption(#[from] crate::provider::OptionError),
     #[error(
         "{var} is not set: the {provider} provider needs an API key ({var}, {var}_FILE or \
          --api-key-file)"
@@ -214,9 +215,7 @@ impl Config {
             &inputs.cwd,
         )?;
         let (api, options) = model_options(&cli);
-        let provider = provider
-            .configure(api, options, &model, cli.max_tokens)
-            .map_err(ConfigError::ModelOption)?;
+        let provider = provider.configure(api, options, &model, cli.max_tokens)?;
         let recorded = match &provider {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
             _ => None,
@@ -437,11 +436,7 @@ pub fn tool_setup(
     if let Some(url) = flags.search_url.as_ref().filter(|u| !u.contains("{query}")) {
         return Err(ConfigError::SearchUrl(url.clone()));
     }
-    if let Some(secret) = flags
-        .tool_env
-        .iter()
-        .find(|n| process::SECRET_ENV.contains(&n.as_str()))
-    {
+    if let Some(secret) = flags.tool_env.iter().find(|n| process::is_key_var(n)) {
         return Err(ConfigError::SecretToolEnv(secret.clone()));
     }
     let tools = ToolSources {

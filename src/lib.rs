@@ -23,6 +23,7 @@ pub mod pricing;
 pub mod process;
 pub mod progress;
 pub mod provider;
+pub mod providers;
 pub mod records;
 pub mod redact;
 pub mod render;

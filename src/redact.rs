@@ -11,7 +11,7 @@
 //! - every variable of rounds' own environment whose name contains `KEY`, `TOKEN`, `SECRET` or
 //!   `PASSWORD` in any case (`github_token` too), except names ending in `_FILE`, `_PATH` or
 //!   `_DIR`, which say where a secret is kept rather than hold it;
-//! - the provider key variables of [`crate::process::SECRET_ENV`];
+//! - the provider key variables (`providers::key_vars`);
 //! - `--redact NAME`: any variable, whatever its name.
 //!
 //! Values are trimmed of surrounding whitespace, and values shorter than [`MIN_SECRET_BYTES`]
@@ -156,8 +156,7 @@ impl Redactor {
             .collect();
         // The provider variables first, then the rest by name: which name a shared value is
         // reported under must not depend on the order of the environment.
-        by_rule
-            .sort_by_key(|(k, _)| (!crate::process::SECRET_ENV.contains(&k.as_str()), k.clone()));
+        by_rule.sort_by_key(|(k, _)| (!crate::process::is_key_var(k), k.clone()));
         secrets.extend(by_rule);
         Redactor::new(secrets)
     }
@@ -263,7 +262,7 @@ impl Eq for Redactor {}
 /// Whether a variable's name says it holds a secret (see the module doc).
 fn names_a_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    crate::process::SECRET_ENV.contains(&name)
+    crate::process::is_key_var(name)
         || (SECRET_WORDS.iter().any(|w| upper.contains(w))
             && !LOCATION_SUFFIXES.iter().any(|s| upper.ends_with(s)))
 }

@@ -238,70 +238,30 @@ fn a_stream_without_secrets_passes_everything_through() {
 
 #[test]
 fn each_provider_key_is_named_by_the_variable_it_is_read_from() {
-    use crate::provider::openai::Flavor;
-    use crate::provider::{Options, ProviderChoice};
-    let openai = |name: &'static str, flavor| ProviderChoice::OpenAi {
-        name,
-        flavor,
-        base_url: String::new(),
-        key: Some("the-key".into()),
-        options: Options::default(),
-    };
-    let choices = [
-        ProviderChoice::Anthropic {
-            base_url: String::new(),
-            key: "the-key".into(),
-            options: Options::default(),
-        },
-        ProviderChoice::Gemini {
-            base_url: String::new(),
-            key: "the-key".into(),
-            options: Options::default(),
-        },
-        openai("openai", Flavor::OpenAi),
-        ProviderChoice::OpenAiResponses {
-            name: "openai-responses",
-            flavor: Flavor::OpenAi,
-            base_url: String::new(),
-            key: Some("the-key".into()),
-            options: Options::default(),
-        },
-        openai("ollama", Flavor::Compatible),
-        openai("llamacpp", Flavor::Compatible),
-        openai("vllm", Flavor::Compatible),
-    ];
-    let names: Vec<String> = choices
+    use crate::provider::ProviderChoice;
+    use crate::providers::{PROVIDERS, find};
+    let names: Vec<&str> = PROVIDERS
         .iter()
-        .map(|c| {
-            let (var, key) = c.key().unwrap();
+        .map(|entry| {
+            let choice = ProviderChoice::new(entry, String::new(), Some("the-key".into()));
+            let (var, key) = choice.key().unwrap();
             assert_eq!(key, "the-key");
-            var
+            assert!(crate::process::is_key_var(&var), "{var}");
+            entry.key_var
         })
         .collect();
     assert_eq!(
         names,
         [
             "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "OPENAI_API_KEY",
             "GEMINI_API_KEY",
-            "OPENAI_API_KEY",
-            "OPENAI_API_KEY",
             "OLLAMA_API_KEY",
             "LLAMACPP_API_KEY",
             "VLLM_API_KEY",
         ]
     );
-    for name in &names {
-        assert!(
-            crate::process::SECRET_ENV.contains(&name.as_str()),
-            "{name}"
-        );
-    }
-    let keyless = ProviderChoice::OpenAi {
-        name: "ollama",
-        flavor: Flavor::Compatible,
-        base_url: String::new(),
-        key: None,
-        options: Options::default(),
-    };
-    assert_eq!(keyless.key(), None);
+    let ollama = find("ollama").unwrap();
+    assert_eq!(ProviderChoice::new(ollama, String::new(), None).key(), None);
 }

@@ -268,12 +268,8 @@ impl ProviderSource for JobProviders {
         model: &str,
         idle: Duration,
     ) -> Result<Arc<dyn Provider>, BuildError> {
-        let key = match choice {
-            ProviderChoice::Anthropic { base_url, .. }
-            | ProviderChoice::Gemini { base_url, .. }
-            | ProviderChoice::OpenAi { base_url, .. }
-            | ProviderChoice::OpenAiResponses { base_url, .. } => base_url.clone(),
-            ProviderChoice::Replay { .. } => return provider::build(choice, model, idle),
+        let Some(key) = choice.base_url().map(str::to_owned) else {
+            return provider::build(choice, model, idle);
         };
         let (client, gate) = self.pool.endpoint(&key);
         let inner = provider::build_with(choice, model, idle, client.as_ref())?;

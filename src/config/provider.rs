@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::{ConfigError, read_file};
 use crate::cli::{self, Cli};
-use crate::provider::openai::Flavor;
 use crate::provider::{Api, Effort, Options, Parallel, ProviderChoice};
+use crate::providers;
 use crate::transcript;
 
 pub(super) fn resolve_provider(
@@ -27,109 +27,46 @@ pub(super) fn resolve_provider(
             model,
         ));
     }
-    let (provider, model) = match spec.split_once('/') {
-        Some((p, m)) => (p.to_owned(), m.to_owned()),
-        None => match bare_provider(spec) {
-            Some(p) => (p.to_owned(), spec.to_owned()),
+    let (entry, model) = match spec.split_once('/') {
+        Some((p, m)) => (
+            providers::find(p).ok_or_else(|| ConfigError::UnknownProvider(p.to_owned()))?,
+            m.to_owned(),
+        ),
+        None => match providers::for_bare(spec) {
+            Some(entry) => (entry, spec.to_owned()),
             None => return Err(ConfigError::AmbiguousModel(spec.to_owned())),
         },
     };
     if model.is_empty() {
         return Err(ConfigError::EmptyModel(spec.to_owned()));
     }
-    let url = |env_name: Option<&str>, default: &str| -> Result<String, ConfigError> {
-        let url = base_url
-            .map(str::to_owned)
-            .or_else(|| env_name.and_then(env))
-            .unwrap_or_else(|| default.to_owned());
-        match reqwest::Url::parse(&url) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(url),
-            Ok(u) => Err(ConfigError::BaseUrl {
-                url,
-                message: format!("unsupported scheme {}", u.scheme()),
-            }),
-            Err(e) => Err(ConfigError::BaseUrl {
-                url,
-                message: e.to_string(),
-            }),
-        }
-    };
-    let optional_key = |var: &str| api_key(var, key_file, env);
-    let key = |var: &'static str, provider: &'static str| {
-        optional_key(var)?.ok_or(ConfigError::MissingKey { var, provider })
-    };
-    let compatible = |name: &'static str,
-                      default_url: &str,
-                      key_var: &str|
-     -> Result<ProviderChoice, ConfigError> {
-        Ok(ProviderChoice::OpenAi {
-            name,
-            flavor: Flavor::Compatible,
-            base_url: url(None, default_url)?,
-            key: optional_key(key_var)?,
-            options: Options::default(),
-        })
-    };
-    let choice = match provider.as_str() {
-        "anthropic" => ProviderChoice::Anthropic {
-            base_url: url(Some("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")?,
-            key: key("ANTHROPIC_API_KEY", "anthropic")?,
-            options: Options::default(),
-        },
-        "openai" => ProviderChoice::OpenAi {
-            name: "openai",
-            flavor: Flavor::OpenAi,
-            base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
-            key: Some(key("OPENAI_API_KEY", "openai")?),
-            options: Options::default(),
-        },
-        "openai-responses" => ProviderChoice::OpenAiResponses {
-            name: "openai-responses",
-            flavor: Flavor::OpenAi,
-            base_url: url(Some("OPENAI_BASE_URL"), "https://api.openai.com/v1")?,
-            key: Some(key("OPENAI_API_KEY", "openai-responses")?),
-            options: Options::default(),
-        },
-        "ollama" => compatible("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY")?,
-        "llamacpp" => compatible("llamacpp", "http://127.0.0.1:8080/v1", "LLAMACPP_API_KEY")?,
-        "vllm" => compatible("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY")?,
-        "gemini" => ProviderChoice::Gemini {
-            base_url: url(
-                Some("GEMINI_BASE_URL"),
-                "https://generativelanguage.googleapis.com",
-            )?,
-            key: key("GEMINI_API_KEY", "gemini")?,
-            options: Options::default(),
-        },
-        _ => return Err(ConfigError::UnknownProvider(provider)),
-    };
-    Ok((choice, model))
+    let url = base_url
+        .map(str::to_owned)
+        .or_else(|| entry.url_var.and_then(env))
+        .unwrap_or_else(|| entry.default_url.to_owned());
+    check_url(&url)?;
+    let key = api_key(entry.key_var, key_file, env)?;
+    if entry.key_required && key.is_none() {
+        return Err(ConfigError::MissingKey {
+            var: entry.key_var,
+            provider: entry.name,
+        });
+    }
+    Ok((ProviderChoice::new(entry, url, key), model))
 }
 
-/// The providers built in (`replay:` aside, which reads a file).
-pub const BUILTIN_PROVIDERS: &[&str] = &[
-    "anthropic",
-    "openai",
-    "openai-responses",
-    "gemini",
-    "ollama",
-    "llamacpp",
-    "vllm",
-];
-
-/// The provider a bare model name belongs to (`claude-*`, `gpt-*`, `o3`, `gemini-*`).
-fn bare_provider(spec: &str) -> Option<&'static str> {
-    if spec.starts_with("claude-") {
-        Some("anthropic")
-    } else if spec.starts_with("gpt-")
-        || spec.starts_with("chatgpt-")
-        || ["o1", "o3", "o4"].iter().any(|p| spec.starts_with(p))
-    {
-        Some("openai")
-    } else if spec.starts_with("gemini-") {
-        Some("gemini")
-    } else {
-        None
+/// A base URL must parse, as http or https.
+fn check_url(url: &str) -> Result<(), ConfigError> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(()),
+        Ok(u) => Err(ConfigError::BaseUrl {
+            url: url.to_owned(),
+            message: format!("unsupported scheme {}", u.scheme()),
+        }),
+        Err(e) => Err(ConfigError::BaseUrl {
+            url: url.to_owned(),
+            message: e.to_string(),
+        }),
     }
 }
 
@@ -142,7 +79,7 @@ pub fn provider_of(spec: &str) -> Option<&str> {
     match spec.split_once('/') {
         Some((p, m)) if !m.is_empty() => Some(p),
         Some(_) => None,
-        None => bare_provider(spec),
+        None => providers::for_bare(spec).map(|e| e.name),
     }
 }
 

@@ -56,16 +56,11 @@ pub const BASE_ENV: &[&str] = &[
     "CI",
 ];
 
-/// Variables that hold provider keys: never passed to a tool, whatever the flags say.
-pub const SECRET_ENV: &[&str] = &[
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "OLLAMA_API_KEY",
-    "LLAMACPP_API_KEY",
-    "VLLM_API_KEY",
-];
+/// Whether `name` is a variable that holds a provider's key (`providers::key_vars`): never
+/// passed to a tool, whatever the flags say.
+pub fn is_key_var(name: &str) -> bool {
+    crate::providers::key_vars().any(|v| v == name)
+}
 
 /// Builds the environment of tool processes from rounds' environment: `BASE_ENV`, every `LC_*`,
 /// and the names the user passed through (never a provider key).
@@ -79,7 +74,7 @@ pub fn tool_env(
     };
     let mut env: Vec<(OsString, OsString)> = all_names
         .iter()
-        .filter(|n| wanted(n) && !SECRET_ENV.contains(&n.as_str()))
+        .filter(|n| wanted(n) && !is_key_var(n))
         .filter_map(|n| get(n).map(|v| (OsString::from(n), v)))
         .collect();
     env.sort();

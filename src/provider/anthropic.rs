@@ -8,17 +8,17 @@
 //! `max_tokens` exceeds the budget and that no temperature comes with it.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::endpoint::Endpoint;
 use super::sse::SseEvent;
 use super::{
     CacheTtl, EventStream, Mapper, Options, Progress, Provider, ProviderError, Request,
-    StreamEvent, http, parse_json,
+    StreamEvent, parse_json,
 };
 use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
@@ -32,50 +32,29 @@ const EXTENDED_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 pub struct Anthropic {
-    client: reqwest::Client,
-    url: String,
-    key: String,
-    model: String,
-    idle: Duration,
-    options: Options,
+    endpoint: Endpoint,
 }
 
 impl Anthropic {
-    /// `base_url` follows the SDK convention: `http://host:port`, to which `/v1/messages` is added.
-    pub fn new(
-        client: reqwest::Client,
-        base_url: &str,
-        key: String,
-        model: String,
-        idle: Duration,
-        options: Options,
-    ) -> Anthropic {
-        let url = format!("{}/v1/messages", base_url.trim_end_matches('/'));
-        Anthropic {
-            client,
-            url,
-            key,
-            model,
-            idle,
-            options,
-        }
+    pub fn new(endpoint: Endpoint) -> Anthropic {
+        Anthropic { endpoint }
     }
 }
 
 #[async_trait]
 impl Provider for Anthropic {
     fn name(&self) -> &str {
-        NAME
+        self.endpoint.name
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.endpoint.model
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, request, &self.options);
-        let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", http::secret_header(&self.key)?);
+        let e = &self.endpoint;
+        let wire = build_request(&e.model, request, &e.options);
+        let mut headers = e.key_header("x-api-key")?;
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         if request.cache.is_some_and(|c| c.ttl == CacheTtl::OneHour) {
             headers.insert(
@@ -83,12 +62,8 @@ impl Provider for Anthropic {
                 HeaderValue::from_static(EXTENDED_TTL_BETA),
             );
         }
-        let response = http::post(&self.client, NAME, &self.url, headers, &wire, self.idle).await?;
-        Ok(super::drive(
-            Box::pin(response.bytes_stream()),
-            AnthropicMapper::after(request.messages),
-            self.idle,
-        ))
+        e.send(headers, &wire, AnthropicMapper::after(request.messages))
+            .await
     }
 }
 

@@ -1,8 +1,8 @@
 //! Which endpoint a run talks to, with what credentials, and the one place that turns that
 //! choice into a [`Provider`]. Setup (`config`) resolves flags and environment into a
-//! [`ProviderChoice`] (and [`ProviderChoice::configure`] picks the OpenAI wire API and checks the
-//! run's [`Options`] against it); the wiring calls [`build`]. To add a provider: a variant here,
-//! its arm in [`ProviderChoice::name`] and [`build`], and its file beside this one.
+//! [`ProviderChoice`]: an entry of the provider table (`crate::providers`) with its URL, key and
+//! wire API. [`ProviderChoice::configure`] picks the OpenAI wire API and checks the run's
+//! [`Options`] against the wire; the wiring calls [`build`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,13 +10,15 @@ use std::time::Duration;
 
 use super::Provider;
 use super::anthropic::Anthropic;
+use super::endpoint::Endpoint;
 use super::gemini::Gemini;
-use super::openai::{Flavor, OpenAi};
+use super::openai::OpenAi;
 use super::openai_responses::OpenAiResponses;
 use super::options::{
     ANTHROPIC_MIN_BUDGET, Options, is_openai_reasoning_family, is_openai_reasoning_model,
 };
 use super::replay::Replay;
+use crate::providers::{Entry, Flavor, Wire};
 use crate::transcript::Transcript;
 
 /// The default output cap for local servers (see [`ProviderChoice::default_max_tokens`]).
@@ -24,28 +26,11 @@ pub const LOCAL_MAX_TOKENS: u32 = 4096;
 
 /// Which endpoint to talk to, with what credentials.
 pub enum ProviderChoice {
-    Anthropic {
-        base_url: String,
-        key: String,
-        options: Options,
-    },
-    Gemini {
-        base_url: String,
-        key: String,
-        options: Options,
-    },
-    /// Chat Completions, at OpenAI or at a compatible server.
-    OpenAi {
-        name: &'static str,
-        flavor: Flavor,
-        base_url: String,
-        key: Option<String>,
-        options: Options,
-    },
-    /// The Responses API, at OpenAI or at a compatible server (`--api responses`).
-    OpenAiResponses {
-        name: &'static str,
-        flavor: Flavor,
+    /// A built-in provider, over the wire API `wire` (its entry's, or the other OpenAI one
+    /// with `--api`).
+    Api {
+        entry: &'static Entry,
+        wire: Wire,
         base_url: String,
         key: Option<String>,
         options: Options,
@@ -56,31 +41,48 @@ pub enum ProviderChoice {
     },
 }
 
+/// A model option the provider or the model does not take (`--temperature` for o3, …).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct OptionError(String);
+
 impl ProviderChoice {
+    /// A built-in provider over its own wire API.
+    pub fn new(entry: &'static Entry, base_url: String, key: Option<String>) -> ProviderChoice {
+        ProviderChoice::Api {
+            entry,
+            wire: entry.wire,
+            base_url,
+            key,
+            options: Options::default(),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
-            ProviderChoice::Anthropic { .. } => "anthropic",
-            ProviderChoice::Gemini { .. } => "gemini",
-            ProviderChoice::OpenAi { name, .. } | ProviderChoice::OpenAiResponses { name, .. } => {
-                name
-            }
+            ProviderChoice::Api { entry, .. } => entry.name,
             ProviderChoice::Replay { .. } => "replay",
+        }
+    }
+
+    /// Where requests go (`None` for a replay).
+    pub fn base_url(&self) -> Option<&str> {
+        match self {
+            ProviderChoice::Api { base_url, .. } => Some(base_url),
+            ProviderChoice::Replay { .. } => None,
         }
     }
 
     /// The key the provider sends, with the variable that names it (whether it came from that
     /// variable, `{VAR}_FILE` or `--api-key-file`): what the run must never write or send
-    /// elsewhere. Every provider's variable is `{NAME}_API_KEY`, OpenAI's for both its APIs.
+    /// elsewhere.
     pub fn key(&self) -> Option<(String, &str)> {
-        let (name, key) = match self {
-            ProviderChoice::Anthropic { key, .. } => ("anthropic", key.as_str()),
-            ProviderChoice::Gemini { key, .. } => ("gemini", key.as_str()),
-            ProviderChoice::OpenAi { name, key, .. }
-            | ProviderChoice::OpenAiResponses { name, key, .. } => (*name, key.as_deref()?),
-            ProviderChoice::Replay { .. } => return None,
-        };
-        let name = name.strip_suffix("-responses").unwrap_or(name);
-        Some((format!("{}_API_KEY", name.to_ascii_uppercase()), key))
+        match self {
+            ProviderChoice::Api { entry, key, .. } => {
+                Some((entry.key_var.to_owned(), key.as_deref()?))
+            }
+            ProviderChoice::Replay { .. } => None,
+        }
     }
 
     /// Picks the wire API (`--api`), then checks `options` against the provider and `model` and
@@ -91,15 +93,11 @@ impl ProviderChoice {
         options: Options,
         model: &str,
         max_tokens: Option<u32>,
-    ) -> Result<ProviderChoice, String> {
+    ) -> Result<ProviderChoice, OptionError> {
         let mut choice = self.select_api(api, model)?;
         choice.check(&options, model, max_tokens)?;
-        match &mut choice {
-            ProviderChoice::Anthropic { options: o, .. }
-            | ProviderChoice::Gemini { options: o, .. }
-            | ProviderChoice::OpenAi { options: o, .. }
-            | ProviderChoice::OpenAiResponses { options: o, .. } => *o = options,
-            ProviderChoice::Replay { .. } => {}
+        if let ProviderChoice::Api { options: o, .. } = &mut choice {
+            *o = options;
         }
         Ok(choice)
     }
@@ -109,14 +107,9 @@ impl ProviderChoice {
     /// (its API requires one); the hosted APIs keep theirs.
     pub fn default_max_tokens(&self) -> Option<u32> {
         match self {
-            ProviderChoice::OpenAi {
-                flavor: Flavor::Compatible,
-                ..
+            ProviderChoice::Api { entry, .. } if entry.flavor == Flavor::Compatible => {
+                Some(LOCAL_MAX_TOKENS)
             }
-            | ProviderChoice::OpenAiResponses {
-                flavor: Flavor::Compatible,
-                ..
-            } => Some(LOCAL_MAX_TOKENS),
             _ => None,
         }
     }
@@ -124,116 +117,127 @@ impl ProviderChoice {
     /// `auto` sends OpenAI's reasoning families to the Responses API, where their reasoning can
     /// be carried between rounds, and everything else (compatible servers included) to Chat
     /// Completions.
-    fn select_api(self, api: Api, model: &str) -> Result<ProviderChoice, String> {
-        use ProviderChoice::{OpenAi, OpenAiResponses};
-        Ok(match (self, api) {
-            (
-                OpenAi {
-                    name,
-                    flavor,
-                    base_url,
-                    key,
-                    options,
-                },
-                Api::Responses,
-            ) => OpenAiResponses {
-                name,
-                flavor,
-                base_url,
-                key,
-                options,
-            },
-            (
-                OpenAi {
-                    name,
-                    flavor: Flavor::OpenAi,
-                    base_url,
-                    key,
-                    options,
-                },
-                Api::Auto,
-            ) if is_openai_reasoning_family(model) => OpenAiResponses {
-                name,
-                flavor: Flavor::OpenAi,
-                base_url,
-                key,
-                options,
-            },
-            (choice @ OpenAi { .. }, _)
-            | (choice @ OpenAiResponses { .. }, Api::Auto | Api::Responses) => choice,
-            (choice, Api::Auto) => choice,
-            (OpenAiResponses { name, .. }, Api::Chat) => {
-                return Err(format!(
-                    "--api chat: the {name} provider is the Responses API; use -m openai/{model} \
-                     for Chat Completions"
-                ));
+    fn select_api(self, api: Api, model: &str) -> Result<ProviderChoice, OptionError> {
+        let ProviderChoice::Api {
+            entry,
+            wire,
+            base_url,
+            key,
+            options,
+        } = self
+        else {
+            return match api {
+                Api::Auto => Ok(self),
+                api => Err(not_openai(api, "replay")),
+            };
+        };
+        let wire = match (wire, api) {
+            (w, Api::Auto) if w.is_openai() => {
+                if entry.flavor == Flavor::OpenAi && is_openai_reasoning_family(model) {
+                    Wire::Responses
+                } else {
+                    w
+                }
             }
-            (choice, api) => {
-                return Err(format!(
-                    "--api {}: only OpenAI and OpenAI-compatible providers have a choice of API, \
-                     not {}",
-                    api.as_str(),
-                    choice.name()
-                ));
+            (w, Api::Auto) => w,
+            (Wire::Chat, Api::Responses) | (Wire::Responses, Api::Responses) => Wire::Responses,
+            (Wire::Chat, Api::Chat) => Wire::Chat,
+            (Wire::Responses, Api::Chat) => {
+                return Err(OptionError(format!(
+                    "--api chat: the {} provider is the Responses API; use -m openai/{model} \
+                     for Chat Completions",
+                    entry.name
+                )));
             }
+            (_, api) => return Err(not_openai(api, entry.name)),
+        };
+        Ok(ProviderChoice::Api {
+            entry,
+            wire,
+            base_url,
+            key,
+            options,
         })
     }
 
     /// Refuses what the provider or the model would reject, before any request is made.
-    fn check(&self, options: &Options, model: &str, max_tokens: Option<u32>) -> Result<(), String> {
-        match self {
-            ProviderChoice::Anthropic { .. } => {
-                if let Some(budget) = options.thinking_budget
-                    && budget < ANTHROPIC_MIN_BUDGET
-                {
-                    return Err(format!(
-                        "--thinking-budget {budget}: Anthropic needs at least {ANTHROPIC_MIN_BUDGET} tokens"
-                    ));
-                }
-                if let Some(budget) = options.anthropic_thinking() {
-                    if let Some(max) = max_tokens
-                        && max <= budget
-                    {
-                        return Err(format!(
-                            "--max-tokens {max} must be larger than the thinking budget of {budget} \
-                             tokens: Anthropic counts thinking within max_tokens"
-                        ));
-                    }
-                    if options.temperature.is_some() {
-                        return Err("--temperature cannot be used with Anthropic extended thinking \
-                                    (--thinking-budget or --reasoning-effort): Anthropic allows only \
-                                    the default temperature while thinking"
-                            .into());
-                    }
-                }
-                match options.temperature {
-                    Some(t) if t > 1.0 => Err(format!(
-                        "--temperature {t}: Anthropic accepts a temperature from 0 to 1"
-                    )),
-                    _ => Ok(()),
-                }
-            }
-            ProviderChoice::OpenAi { name, flavor, .. }
-            | ProviderChoice::OpenAiResponses { name, flavor, .. } => {
+    fn check(
+        &self,
+        options: &Options,
+        model: &str,
+        max_tokens: Option<u32>,
+    ) -> Result<(), OptionError> {
+        let ProviderChoice::Api { entry, wire, .. } = self else {
+            return Ok(());
+        };
+        let refuse = |message: String| Err(OptionError(message));
+        match wire {
+            Wire::Anthropic => check_anthropic(options, max_tokens),
+            Wire::Chat | Wire::Responses => {
                 if options.thinking_budget.is_some() {
-                    return Err(format!(
-                        "--thinking-budget is for Anthropic and Gemini; {name} models take \
-                         --reasoning-effort"
+                    return refuse(format!(
+                        "--thinking-budget is for Anthropic and Gemini; {} models take \
+                         --reasoning-effort",
+                        entry.name
                     ));
                 }
-                if *flavor == Flavor::OpenAi
+                if entry.flavor == Flavor::OpenAi
                     && options.temperature.is_some()
                     && is_openai_reasoning_model(model)
                 {
-                    return Err(format!(
+                    return refuse(format!(
                         "--temperature: {model} is a reasoning model and does not accept a \
                          temperature (--reasoning-effort sets how hard it thinks)"
                     ));
                 }
                 Ok(())
             }
-            ProviderChoice::Gemini { .. } | ProviderChoice::Replay { .. } => Ok(()),
+            Wire::Gemini => Ok(()),
         }
+    }
+}
+
+fn not_openai(api: Api, name: &str) -> OptionError {
+    OptionError(format!(
+        "--api {}: only OpenAI and OpenAI-compatible providers have a choice of API, not {name}",
+        api.as_str()
+    ))
+}
+
+/// What Anthropic's Messages API rejects: a thinking budget under its minimum or not under
+/// `max_tokens`, a temperature with thinking, a temperature over 1.
+fn check_anthropic(options: &Options, max_tokens: Option<u32>) -> Result<(), OptionError> {
+    let refuse = |message: String| Err(OptionError(message));
+    if let Some(budget) = options.thinking_budget
+        && budget < ANTHROPIC_MIN_BUDGET
+    {
+        return refuse(format!(
+            "--thinking-budget {budget}: Anthropic needs at least {ANTHROPIC_MIN_BUDGET} tokens"
+        ));
+    }
+    if let Some(budget) = options.anthropic_thinking() {
+        if let Some(max) = max_tokens
+            && max <= budget
+        {
+            return refuse(format!(
+                "--max-tokens {max} must be larger than the thinking budget of {budget} \
+                 tokens: Anthropic counts thinking within max_tokens"
+            ));
+        }
+        if options.temperature.is_some() {
+            return refuse(
+                "--temperature cannot be used with Anthropic extended thinking \
+                 (--thinking-budget or --reasoning-effort): Anthropic allows only \
+                 the default temperature while thinking"
+                    .into(),
+            );
+        }
+    }
+    match options.temperature {
+        Some(t) if t > 1.0 => refuse(format!(
+            "--temperature {t}: Anthropic accepts a temperature from 0 to 1"
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -279,68 +283,34 @@ pub fn build_with(
     idle: Duration,
     shared: Option<&reqwest::Client>,
 ) -> Result<Arc<dyn Provider>, BuildError> {
-    let client = || match shared {
-        Some(client) => Ok(client.clone()),
-        None => super::http::client().map_err(|e| BuildError(e.to_string())),
+    let (entry, wire, base_url, key, options) = match choice {
+        ProviderChoice::Replay { transcript, .. } => return Ok(Arc::new(Replay::new(transcript))),
+        ProviderChoice::Api {
+            entry,
+            wire,
+            base_url,
+            key,
+            options,
+        } => (entry, wire, base_url, key, options),
     };
-    let model = model.to_owned();
-    Ok(match choice {
-        ProviderChoice::Anthropic {
-            base_url,
-            key,
-            options,
-        } => Arc::new(Anthropic::new(
-            client()?,
-            base_url,
-            key.clone(),
-            model,
-            idle,
-            *options,
-        )),
-        ProviderChoice::OpenAi {
-            name,
-            flavor,
-            base_url,
-            key,
-            options,
-        } => Arc::new(OpenAi::new(
-            name,
-            *flavor,
-            client()?,
-            base_url,
-            key.clone(),
-            model,
-            idle,
-            *options,
-        )),
-        ProviderChoice::OpenAiResponses {
-            name,
-            flavor,
-            base_url,
-            key,
-            options,
-        } => Arc::new(OpenAiResponses::new(
-            name,
-            *flavor,
-            client()?,
-            base_url,
-            key.clone(),
-            model,
-            idle,
-            *options,
-        )),
-        ProviderChoice::Gemini {
-            base_url,
-            key,
-            options,
-        } => Arc::new(Gemini::new(
-            client()?,
-            base_url,
-            key.clone(),
-            model,
-            idle,
-            *options,
-        )),
-        ProviderChoice::Replay { transcript, .. } => Arc::new(Replay::new(transcript)),
+    let client = match shared {
+        Some(client) => client.clone(),
+        None => super::http::client().map_err(|e| BuildError(e.to_string()))?,
+    };
+    let endpoint = Endpoint {
+        name: entry.name,
+        flavor: entry.flavor,
+        client,
+        url: wire.url(base_url, model),
+        key: key.clone(),
+        model: model.to_owned(),
+        idle,
+        options: *options,
+    };
+    Ok(match wire {
+        Wire::Anthropic => Arc::new(Anthropic::new(endpoint)),
+        Wire::Chat => Arc::new(OpenAi::new(endpoint)),
+        Wire::Responses => Arc::new(OpenAiResponses::new(endpoint)),
+        Wire::Gemini => Arc::new(Gemini::new(endpoint)),
     })
 }

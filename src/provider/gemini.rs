@@ -7,17 +7,14 @@
 //! decoder hands over as stray lines. A `thoughtSignature` stays on the block of the part that
 //! carried it and goes back on the same part, only to Gemini; ids we invented are never sent.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
-use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::endpoint::Endpoint;
 use super::sse::SseEvent;
 use super::{
-    EventStream, Mapper, Options, Progress, Provider, ProviderError, Request, StreamEvent, http,
-    parse_json,
+    EventStream, Mapper, Progress, Provider, ProviderError, Request, StreamEvent, http, parse_json,
 };
 use crate::conversation::{Block, CallIds, Message, StopReason, ToolUse, Usage};
 
@@ -29,60 +26,31 @@ pub const GENERATED_ID_PREFIX: &str = "gemini_call_";
 const MAX_STRAY_BYTES: usize = 16 * 1024;
 
 pub struct Gemini {
-    client: reqwest::Client,
-    url: String,
-    key: String,
-    model: String,
-    idle: Duration,
-    options: Options,
+    endpoint: Endpoint,
 }
 
 impl Gemini {
-    /// `base_url` follows the SDK convention: `http://host:port`, to which
-    /// `/v1beta/models/MODEL:streamGenerateContent?alt=sse` is added.
-    pub fn new(
-        client: reqwest::Client,
-        base_url: &str,
-        key: String,
-        model: String,
-        idle: Duration,
-        options: Options,
-    ) -> Gemini {
-        let url = format!(
-            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
-            base_url.trim_end_matches('/')
-        );
-        Gemini {
-            client,
-            url,
-            key,
-            model,
-            idle,
-            options,
-        }
+    pub fn new(endpoint: Endpoint) -> Gemini {
+        Gemini { endpoint }
     }
 }
 
 #[async_trait]
 impl Provider for Gemini {
     fn name(&self) -> &str {
-        NAME
+        self.endpoint.name
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.endpoint.model
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, request, &self.options);
-        let mut headers = HeaderMap::new();
-        headers.insert("x-goog-api-key", http::secret_header(&self.key)?);
-        let response = http::post(&self.client, NAME, &self.url, headers, &wire, self.idle).await?;
-        Ok(super::drive(
-            Box::pin(response.bytes_stream()),
-            GeminiMapper::after(request.messages),
-            self.idle,
-        ))
+        let e = &self.endpoint;
+        let wire = build_request(&e.model, request, &e.options);
+        let headers = e.key_header("x-goog-api-key")?;
+        e.send(headers, &wire, GeminiMapper::after(request.messages))
+            .await
     }
 }
 

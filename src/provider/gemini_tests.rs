@@ -1,6 +1,7 @@
 use super::*;
 use crate::conversation::{CallDefect, ErrorKind, Message, ToolResult};
 use crate::conversation::{Class, ToolSpec};
+use crate::provider::Options;
 use crate::provider::sse::Decoder;
 use crate::provider::testing::{CHUNKINGS, expected, read, run, summarize};
 use pretty_assertions::assert_eq;
@@ -589,17 +590,8 @@ fn gemini_3_gets_the_sentinel_on_each_steps_first_unsigned_call_only() {
 
 #[test]
 fn the_url_follows_the_sdk_convention() {
-    let client = http::client().unwrap();
-    let g = Gemini::new(
-        client,
-        "http://127.0.0.1:9/",
-        "k".into(),
-        "gemini-2.5-flash".into(),
-        Duration::from_secs(1),
-        Options::default(),
-    );
     assert_eq!(
-        g.url,
+        crate::providers::Wire::Gemini.url("http://127.0.0.1:9/", "gemini-2.5-flash"),
         "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     );
 }

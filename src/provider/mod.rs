@@ -19,6 +19,7 @@ use crate::net::clip;
 
 pub mod anthropic;
 mod choice;
+mod endpoint;
 mod failure;
 pub mod gemini;
 pub mod http;
@@ -32,7 +33,8 @@ pub mod sse;
 #[cfg(test)]
 pub mod testing;
 
-pub use choice::{Api, BuildError, ProviderChoice, build, build_with};
+pub use choice::{Api, BuildError, OptionError, ProviderChoice, build, build_with};
+pub use endpoint::Endpoint;
 pub use failure::Failure;
 pub use options::{Effort, Options, Parallel};
 pub use progress::{MAX_RESPONSE_BYTES, Progress};

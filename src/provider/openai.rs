@@ -6,13 +6,12 @@
 //! while the model is still streaming. Arguments are echoed back as the exact text streamed.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::endpoint::Endpoint;
 use super::sse::SseEvent;
 use super::{
     EventStream, Mapper, Options, Progress, Provider, ProviderError, Request, StreamEvent, http,
@@ -23,93 +22,39 @@ use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolU
 /// Ids rounds gives calls whose own id is missing or unusable (see `CallIds`).
 pub const GENERATED_ID_PREFIX: &str = "call_rounds_";
 
-/// Which dialect of the API a server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    /// api.openai.com: `developer` role, `max_completion_tokens`.
-    OpenAi,
-    /// A compatible server: `system` role, `max_tokens`.
-    Compatible,
-}
+pub use crate::providers::Flavor;
 
 pub struct OpenAi {
-    name: &'static str,
-    flavor: Flavor,
-    client: reqwest::Client,
-    url: String,
-    key: Option<String>,
-    model: String,
-    idle: Duration,
-    options: Options,
+    endpoint: Endpoint,
 }
 
 impl OpenAi {
-    /// `base_url` follows the SDK convention: it ends in `/v1`; `/chat/completions` is added.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        name: &'static str,
-        flavor: Flavor,
-        client: reqwest::Client,
-        base_url: &str,
-        key: Option<String>,
-        model: String,
-        idle: Duration,
-        options: Options,
-    ) -> OpenAi {
-        let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
-        OpenAi {
-            name,
-            flavor,
-            client,
-            url,
-            key,
-            model,
-            idle,
-            options,
-        }
+    pub fn new(endpoint: Endpoint) -> OpenAi {
+        OpenAi { endpoint }
     }
 }
 
 #[async_trait]
 impl Provider for OpenAi {
     fn name(&self) -> &str {
-        self.name
+        self.endpoint.name
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.endpoint.model
     }
 
     /// api.openai.com's `response_format`; compatible servers turn it into a grammar that
     /// would leave no room for tool calls, so they get the instruction instead.
     fn structured_output(&self) -> bool {
-        self.flavor == Flavor::OpenAi
+        self.endpoint.flavor == Flavor::OpenAi
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, self.flavor, request, &self.options);
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.key {
-            headers.insert(
-                "authorization",
-                http::secret_header(&format!("Bearer {key}"))?,
-            );
-        }
-        let response = http::post(
-            &self.client,
-            self.name,
-            &self.url,
-            headers,
-            &wire,
-            self.idle,
-        )
-        .await?;
-        let mapper = OpenAiMapper::new(self.name).after(request.messages);
-        Ok(super::drive(
-            Box::pin(response.bytes_stream()),
-            mapper,
-            self.idle,
-        ))
+        let e = &self.endpoint;
+        let wire = build_request(&e.model, e.flavor, request, &e.options);
+        let mapper = OpenAiMapper::new(e.name).after(request.messages);
+        e.send(e.bearer()?, &wire, mapper).await
     }
 }
 

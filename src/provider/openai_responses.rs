@@ -12,17 +12,14 @@
 //! are kept as [`Block::Reasoning`], and go back unchanged, in place, only to OpenAI.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::HeaderMap;
 use serde::Deserialize;
 
-use super::openai::Flavor;
+use super::endpoint::Endpoint;
 use super::sse::SseEvent;
 use super::{
-    EventStream, Mapper, Options, Progress, Provider, ProviderError, Request, StreamEvent, http,
-    parse_json,
+    EventStream, Mapper, Progress, Provider, ProviderError, Request, StreamEvent, parse_json,
 };
 use crate::conversation::{Block, CallDefect, StopReason, ToolUse, Usage};
 
@@ -31,51 +28,23 @@ mod request;
 pub use request::{WireRequest, build_request};
 
 pub struct OpenAiResponses {
-    name: &'static str,
-    flavor: Flavor,
-    client: reqwest::Client,
-    url: String,
-    key: Option<String>,
-    model: String,
-    idle: Duration,
-    options: Options,
+    endpoint: Endpoint,
 }
 
 impl OpenAiResponses {
-    /// `base_url` follows the SDK convention: it ends in `/v1`; `/responses` is added.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        name: &'static str,
-        flavor: Flavor,
-        client: reqwest::Client,
-        base_url: &str,
-        key: Option<String>,
-        model: String,
-        idle: Duration,
-        options: Options,
-    ) -> OpenAiResponses {
-        let url = format!("{}/responses", base_url.trim_end_matches('/'));
-        OpenAiResponses {
-            name,
-            flavor,
-            client,
-            url,
-            key,
-            model,
-            idle,
-            options,
-        }
+    pub fn new(endpoint: Endpoint) -> OpenAiResponses {
+        OpenAiResponses { endpoint }
     }
 }
 
 #[async_trait]
 impl Provider for OpenAiResponses {
     fn name(&self) -> &str {
-        self.name
+        self.endpoint.name
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.endpoint.model
     }
 
     fn structured_output(&self) -> bool {
@@ -83,28 +52,10 @@ impl Provider for OpenAiResponses {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        let wire = build_request(&self.model, self.name, self.flavor, request, &self.options);
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &self.key {
-            headers.insert(
-                "authorization",
-                http::secret_header(&format!("Bearer {key}"))?,
-            );
-        }
-        let response = http::post(
-            &self.client,
-            self.name,
-            &self.url,
-            headers,
-            &wire,
-            self.idle,
-        )
-        .await?;
-        Ok(super::drive(
-            Box::pin(response.bytes_stream()),
-            ResponsesMapper::new(self.name),
-            self.idle,
-        ))
+        let e = &self.endpoint;
+        let wire = build_request(&e.model, e.name, e.flavor, request, &e.options);
+        e.send(e.bearer()?, &wire, ResponsesMapper::new(e.name))
+            .await
     }
 }
 

@@ -1,7 +1,9 @@
 use super::*;
 use crate::conversation::{Class, ErrorKind, Message, ToolResult, ToolSpec};
+use crate::provider::Options;
 use crate::provider::testing::{CHUNKINGS, WIRE, read, run, summarize};
 use crate::provider::{Effort, ToolChoice};
+use crate::providers::Flavor;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 

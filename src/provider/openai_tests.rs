@@ -1,6 +1,7 @@
 use super::*;
 use crate::conversation::ToolResult;
 use crate::conversation::{Class, ToolSpec};
+use crate::provider::Options;
 use crate::provider::testing::{CHUNKINGS, expected, read, run, summarize};
 use pretty_assertions::assert_eq;
 use serde_json::json;

@@ -23,7 +23,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::config::{BUILTIN_PROVIDERS, DEFAULT_MODEL, provider_of};
+use crate::config::{DEFAULT_MODEL, provider_of};
+use crate::providers;
 
 /// Where a setting value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,11 +301,11 @@ pub fn untrusted_model(
                 "{target:?} would replay a file instead of asking a model"
             )));
         }
-        Some(p) if BUILTIN_PROVIDERS.contains(&p) => p,
+        Some(p) if providers::find(p).is_some() => p,
         _ => {
             return Err(refuse(format!(
                 "{target:?} names no built-in provider (PROVIDER/MODEL, with PROVIDER one of {})",
-                BUILTIN_PROVIDERS.join(", ")
+                providers::names().join(", ")
             )));
         }
     };
@@ -356,7 +357,7 @@ pub fn untrusted_aliases(
 /// nothing else names one: only a built-in provider's; never `replay:`.
 pub fn transcript_model(provider: &str, model: &str, source: &Source) -> Result<String, Refusal> {
     let spec = format!("{provider}/{model}");
-    if !BUILTIN_PROVIDERS.contains(&provider) || model.is_empty() {
+    if providers::find(provider).is_none() || model.is_empty() {
         return Err(refusal(
             "model",
             &[spec],

@@ -1,0 +1,62 @@
+//! What every HTTP provider holds and does alike: who it is, the URL it posts to, its key, the
+//! model, the options of the run, and sending one request whose streamed answer its mapper reads.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+
+use super::{EventStream, Mapper, Options, ProviderError, http};
+use crate::providers::Flavor;
+
+pub struct Endpoint {
+    /// The provider's name as the user wrote it (`anthropic`, `ollama`, …).
+    pub name: &'static str,
+    pub flavor: Flavor,
+    pub client: reqwest::Client,
+    /// The whole URL a request goes to (see `providers::Wire::url`).
+    pub url: String,
+    pub key: Option<String>,
+    pub model: String,
+    /// How long a response may go without content.
+    pub idle: Duration,
+    pub options: Options,
+}
+
+impl Endpoint {
+    /// Headers with the key under `header` (`x-api-key`), if there is a key.
+    pub fn key_header(&self, header: &'static str) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.key {
+            headers.insert(header, http::secret_header(key)?);
+        }
+        Ok(headers)
+    }
+
+    /// Headers with the key as `Authorization: Bearer KEY`, if there is a key.
+    pub fn bearer(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.key {
+            headers.insert(
+                "authorization",
+                http::secret_header(&format!("Bearer {key}"))?,
+            );
+        }
+        Ok(headers)
+    }
+
+    /// POSTs `wire` and reads the streamed answer through `mapper`.
+    pub async fn send<M: Mapper>(
+        &self,
+        headers: HeaderMap,
+        wire: &impl serde::Serialize,
+        mapper: M,
+    ) -> Result<EventStream, ProviderError> {
+        let response =
+            http::post(&self.client, self.name, &self.url, headers, wire, self.idle).await?;
+        Ok(super::drive(
+            Box::pin(response.bytes_stream()),
+            mapper,
+            self.idle,
+        ))
+    }
+}
