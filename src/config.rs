@@ -5,13 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agent::{FailOn, LoopLimits, OnMaxRounds, OutputSchema};
-use crate::cli::{self, Cli, ToolFlags};
-use crate::files::{Dir, Target};
+use crate::agent::{LoopLimits, OutputSchema};
+use crate::cli::{Cli, ToolFlags};
+use crate::files::Target;
 use crate::pricing::{Catalog, ModelInfo, PricesError};
 use crate::process::{self, Sandbox, sandbox};
-use crate::provider::retry::RetryPolicy;
-use crate::provider::{Cache, CacheTtl, Parallel, ProviderChoice};
+use crate::provider::{Cache, ProviderChoice};
 use crate::runs;
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
@@ -20,8 +19,10 @@ use crate::tools::workspace::WorkspaceError;
 use crate::tools::{Outputs, Workspace, builtin};
 use crate::transcript::ReadError;
 
+mod limits;
 mod prompt;
 mod provider;
+mod records;
 mod resume;
 
 use prompt::{MAX_STDIN_BYTES, resolve_prompt};
@@ -29,6 +30,7 @@ pub use prompt::{StdinKind, read_real_stdin, stdin_kind};
 
 pub use provider::provider_of;
 use provider::{model_options, resolve_provider};
+pub use records::outputs_name;
 pub use resume::Resume;
 use resume::{keep_resumed, resume};
 
@@ -195,27 +197,7 @@ impl Config {
             Some(which) => Some(resume(which, &env, &inputs.cwd, &cli.tools)?),
         };
         let cli = keep_resumed(cli, resume.as_ref(), &inputs.cwd);
-        let model_spec = cli
-            .model
-            .clone()
-            .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        // `-m sonnet`: the settings files' aliases, then the built-in ones.
-        let model_spec = inputs
-            .aliases
-            .get(&model_spec)
-            .cloned()
-            .or_else(|| crate::pricing::builtin_aliases().remove(&model_spec))
-            .unwrap_or(model_spec);
-        let key_file = cli.api_key_file.as_ref().map(|f| inputs.cwd.join(f));
-        let (provider, model) = resolve_provider(
-            &model_spec,
-            cli.base_url.as_deref(),
-            key_file.as_deref(),
-            &env,
-            &inputs.cwd,
-        )?;
-        let (api, options) = model_options(&cli);
-        let provider = provider.configure(api, options, &model, cli.max_tokens)?;
+        let (provider, model, options) = choose_provider(&cli, &inputs, &env)?;
         let recorded = match &provider {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
             _ => None,
@@ -234,37 +216,21 @@ impl Config {
             &inputs.cwd,
         )?;
         let workspace = workspace(&cli.tools, &inputs.cwd)?;
-        let system = match (&cli.system, &cli.system_file, recorded) {
-            (Some(text), _, _) => text.clone(),
-            (None, Some(path), _) => read_file("system prompt file", &inputs.cwd.join(path))?,
-            (None, None, Some(start)) => start.system.clone(),
-            // Nothing that differs between runs: see `user_turn`.
-            (None, None, None) => DEFAULT_SYSTEM.to_owned(),
-        };
-
-        let system = append_system(system, &cli.append_system_prompt, &inputs.cwd)?;
+        let system = system_prompt(&cli, recorded, &inputs.cwd)?;
         let (tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
 
         let run_id = new_run_id();
-        let transcript = match inputs.transcript {
-            Some(target) => Some(target),
-            None => transcript_target(&cli, &env, &inputs.cwd, &run_id)?,
-        };
-        if let Some(target) = &transcript {
-            // Creating the transcript replaces it: it must not be a file this run reads from.
-            let path = target.path();
-            let read_from = resume.iter().flat_map(|r| r.files.iter());
-            let replayed = match &provider {
-                ProviderChoice::Replay { path, .. } => Some(path),
-                _ => None,
-            };
-            if let Some(same) = read_from.chain(replayed).find(|f| same_file(f, &path)) {
-                return Err(ConfigError::TranscriptIsInput(same.clone()));
-            }
-        }
+        let transcript = records::transcript(
+            &cli,
+            inputs.transcript,
+            &env,
+            &inputs.cwd,
+            &run_id,
+            (resume.as_ref(), &provider),
+        )?;
         // Whole outputs of cut results live beside the transcript, or in a new directory of
         // the temp dir; made now, before any tool runs, and written only through this handle.
-        let outputs_dir = outputs_dir(transcript.as_ref())?;
+        let outputs_dir = records::outputs_dir(transcript.as_ref())?;
         let (sandbox, sandbox_record) = sandbox(&cli.tools, workspace.root(), &inputs.cwd)?;
         let tool_settings = Settings {
             timeout: Duration::from_secs_f64(cli.tool_timeout),
@@ -282,65 +248,11 @@ impl Config {
                 &cli.redact,
             ),
         };
-        let prices = cli.prices.as_ref().map(|p| inputs.cwd.join(p));
-        let model_info = Catalog::load(prices.as_deref())?.lookup(provider.name(), &model);
-        if cli.budget_usd.is_some() && model_info.price.is_none() {
-            return Err(ConfigError::UnknownPrice {
-                provider: provider.name(),
-                model,
-            });
-        }
-        let limits = LoopLimits {
-            max_rounds: cli.max_rounds,
-            context_window: cli
-                .context_window
-                .or(model_info.context_window)
-                .unwrap_or(DEFAULT_CONTEXT_WINDOW),
-            deadline: cli.timeout.map(Duration::from_secs_f64),
-            max_tokens: cli.max_tokens.or(provider.default_max_tokens()),
-            max_parallel: usize::from(cli.max_parallel),
-            // Without a switch in the API (Gemini), one call per response is the loop's to keep.
-            max_calls_per_round: if options.parallel_tool_calls == Parallel::Off {
-                1
-            } else {
-                cli.max_calls_per_round
-            },
-            max_repeats: cli.max_repeats,
-            budget_tokens: cli.budget_tokens,
-            budget_usd: cli.budget_usd,
-            on_max_rounds: match cli.on_max_rounds {
-                cli::OnMaxRounds::Stop => OnMaxRounds::Stop,
-                cli::OnMaxRounds::Summarize => OnMaxRounds::Summarize,
-            },
-            fail_on: FailOn {
-                tool_error: cli.fail_on.contains(&cli::FailOn::ToolError),
-                denied: cli.fail_on.contains(&cli::FailOn::Denied),
-            },
-            retry: RetryPolicy {
-                max_retries: cli.max_retries,
-                base: Duration::from_secs_f64(cli.retry_delay),
-            },
-        };
-
-        let cache = (!cli.no_cache).then(|| Cache {
-            ttl: match cli.cache_ttl {
-                cli::CacheTtl::FiveMinutes => CacheTtl::FiveMinutes,
-                cli::CacheTtl::OneHour => CacheTtl::OneHour,
-            },
-            key: resume
-                .as_ref()
-                .map_or_else(|| run_id.clone(), |r| r.origin_run_id.clone()),
-        });
+        let model_info = model_info(&cli, &inputs.cwd, &provider, &model)?;
+        let limits = limits::loop_limits(&cli, &model_info, &provider, &options);
+        let cache = limits::cache(&cli, resume.as_ref(), &run_id);
         let output_last_message = match &cli.output_last_message {
-            Some(path) => {
-                let path = inputs.cwd.join(path);
-                Some(Target::new(&path).map_err(|source| ConfigError::Output {
-                    what: "--output-last-message",
-                    path,
-                    source,
-                    hint: "",
-                })?)
-            }
+            Some(path) => Some(records::last_message(&inputs.cwd.join(path))?),
             None => None,
         };
         let output_schema = match &cli.output_schema {
@@ -389,6 +301,73 @@ impl Config {
             self.prompt
         )
     }
+}
+
+/// The provider and model the flags (and aliases) name, with the model options checked against
+/// them.
+fn choose_provider(
+    cli: &Cli,
+    inputs: &Inputs<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(ProviderChoice, String, crate::provider::Options), ConfigError> {
+    let spec = cli
+        .model
+        .clone()
+        .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+    // `-m sonnet`: the user's aliases, then the built-in ones.
+    let spec = inputs
+        .aliases
+        .get(&spec)
+        .cloned()
+        .or_else(|| crate::pricing::builtin_aliases().remove(&spec))
+        .unwrap_or(spec);
+    let key_file = cli.api_key_file.as_ref().map(|f| inputs.cwd.join(f));
+    let (provider, model) = resolve_provider(
+        &spec,
+        cli.base_url.as_deref(),
+        key_file.as_deref(),
+        env,
+        &inputs.cwd,
+    )?;
+    let (api, options) = model_options(cli);
+    let provider = provider.configure(api, options, &model, cli.max_tokens)?;
+    Ok((provider, model, options))
+}
+
+/// `--system`, `--system-file`, a replay's recorded one, or the built-in one; then
+/// `--append-system-prompt`.
+fn system_prompt(
+    cli: &Cli,
+    recorded: Option<&crate::transcript::Start>,
+    cwd: &Path,
+) -> Result<String, ConfigError> {
+    let system = match (&cli.system, &cli.system_file, recorded) {
+        (Some(text), _, _) => text.clone(),
+        (None, Some(path), _) => read_file("system prompt file", &cwd.join(path))?,
+        (None, None, Some(start)) => start.system.clone(),
+        // Nothing that differs between runs: see `user_turn`.
+        (None, None, None) => DEFAULT_SYSTEM.to_owned(),
+    };
+    append_system(system, &cli.append_system_prompt, cwd)
+}
+
+/// The model's price and context window (`--prices` over the built-in table); `--budget-usd`
+/// needs the price.
+fn model_info(
+    cli: &Cli,
+    cwd: &Path,
+    provider: &ProviderChoice,
+    model: &str,
+) -> Result<ModelInfo, ConfigError> {
+    let prices = cli.prices.as_ref().map(|p| cwd.join(p));
+    let info = Catalog::load(prices.as_deref())?.lookup(provider.name(), model);
+    if cli.budget_usd.is_some() && info.price.is_none() {
+        return Err(ConfigError::UnknownPrice {
+            provider: provider.name(),
+            model: model.to_owned(),
+        });
+    }
+    Ok(info)
 }
 
 /// The workspace the flags name (default: the current directory).
@@ -488,81 +467,12 @@ fn output_schema(path: &Path) -> Result<OutputSchema, ConfigError> {
     OutputSchema::new(schema).map_err(bad)
 }
 
-/// Whether two paths name the same existing file (a path that does not exist yet is no file).
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
 fn read_file(what: &'static str, path: &Path) -> Result<String, ConfigError> {
     std::fs::read_to_string(path).map_err(|source| ConfigError::File {
         what,
         path: path.to_owned(),
         source,
     })
-}
-
-/// Where the transcript goes: `--transcript`, else `$ROUNDS_HOME/runs/YYYY-MM-DD/RUN_ID.jsonl`
-/// (`ROUNDS_HOME` defaults to `$XDG_STATE_HOME/rounds`, else `~/.local/state/rounds`), else
-/// nowhere; its directory opened (and made) now.
-fn transcript_target(
-    cli: &Cli,
-    env: &dyn Fn(&str) -> Option<String>,
-    cwd: &Path,
-    run_id: &str,
-) -> Result<Option<Target>, ConfigError> {
-    if cli.no_transcript {
-        return Ok(None);
-    }
-    let (path, hint) = match &cli.transcript {
-        Some(path) => (cwd.join(path), ""),
-        None => {
-            let Some(home) = rounds_home(env) else {
-                return Ok(None);
-            };
-            // The user's own state directory may sit behind links of theirs (a dotfiles
-            // checkout): what exists of it is resolved once, here, before any tool runs; below
-            // it no link is followed.
-            let home = crate::files::resolve_existing(&home);
-            (
-                runs::transcript_path(&home, run_id),
-                "; pass --no-transcript, or set ROUNDS_HOME to a writable directory",
-            )
-        }
-    };
-    Target::new(&path)
-        .map(Some)
-        .map_err(|source| ConfigError::Output {
-            what: "the transcript",
-            path,
-            source,
-            hint,
-        })
-}
-
-/// The directory of the whole outputs of cut results: `RUN.outputs` beside the transcript, or a
-/// new directory of an unpredictable name in the temp dir.
-fn outputs_dir(transcript: Option<&Target>) -> Result<Dir, ConfigError> {
-    let made = match transcript {
-        Some(t) => t.dir().subdir(&outputs_name(t)),
-        None => Dir::temp("rounds-"),
-    };
-    made.map_err(|source| ConfigError::Output {
-        what: "the outputs directory",
-        path: transcript.map_or_else(std::env::temp_dir, |t| t.path().with_extension("outputs")),
-        source,
-        hint: "",
-    })
-}
-
-/// `RUN.outputs` for the transcript `RUN.jsonl`.
-pub fn outputs_name(transcript: &Target) -> std::ffi::OsString {
-    Path::new(transcript.name())
-        .with_extension("outputs")
-        .into_os_string()
 }
 
 /// `$ROUNDS_HOME`, else `$XDG_STATE_HOME/rounds`, else `~/.local/state/rounds`.

@@ -1,0 +1,62 @@
+//! What bounds the loop (`LoopLimits`) and how the prompt is cached, from the flags and what the
+//! provider and price table say.
+
+use std::time::Duration;
+
+use super::{DEFAULT_CONTEXT_WINDOW, Resume};
+use crate::agent::{FailOn, LoopLimits, OnMaxRounds};
+use crate::cli::{self, Cli};
+use crate::pricing::ModelInfo;
+use crate::provider::retry::RetryPolicy;
+use crate::provider::{Cache, CacheTtl, Options, Parallel, ProviderChoice};
+
+pub(super) fn loop_limits(
+    cli: &Cli,
+    model_info: &ModelInfo,
+    provider: &ProviderChoice,
+    options: &Options,
+) -> LoopLimits {
+    LoopLimits {
+        max_rounds: cli.max_rounds,
+        context_window: cli
+            .context_window
+            .or(model_info.context_window)
+            .unwrap_or(DEFAULT_CONTEXT_WINDOW),
+        deadline: cli.timeout.map(Duration::from_secs_f64),
+        max_tokens: cli.max_tokens.or(provider.default_max_tokens()),
+        max_parallel: usize::from(cli.max_parallel),
+        // Without a switch in the API (Gemini), one call per response is the loop's to keep.
+        max_calls_per_round: if options.parallel_tool_calls == Parallel::Off {
+            1
+        } else {
+            cli.max_calls_per_round
+        },
+        max_repeats: cli.max_repeats,
+        budget_tokens: cli.budget_tokens,
+        budget_usd: cli.budget_usd,
+        on_max_rounds: match cli.on_max_rounds {
+            cli::OnMaxRounds::Stop => OnMaxRounds::Stop,
+            cli::OnMaxRounds::Summarize => OnMaxRounds::Summarize,
+        },
+        fail_on: FailOn {
+            tool_error: cli.fail_on.contains(&cli::FailOn::ToolError),
+            denied: cli.fail_on.contains(&cli::FailOn::Denied),
+        },
+        retry: RetryPolicy {
+            max_retries: cli.max_retries,
+            base: Duration::from_secs_f64(cli.retry_delay),
+        },
+    }
+}
+
+/// Prompt caching (`--no-cache`, `--cache-ttl`), keyed by the run, or by the first run of the
+/// chain a resumed one continues.
+pub(super) fn cache(cli: &Cli, resume: Option<&Resume>, run_id: &str) -> Option<Cache> {
+    (!cli.no_cache).then(|| Cache {
+        ttl: match cli.cache_ttl {
+            cli::CacheTtl::FiveMinutes => CacheTtl::FiveMinutes,
+            cli::CacheTtl::OneHour => CacheTtl::OneHour,
+        },
+        key: resume.map_or_else(|| run_id.to_owned(), |r| r.origin_run_id.clone()),
+    })
+}
