@@ -11,6 +11,7 @@ use crate::files::Target;
 use crate::pricing::{Catalog, ModelInfo, PricesError};
 use crate::process::{self, Sandbox, sandbox};
 use crate::provider::{Cache, ProviderChoice};
+use crate::redact::Redactor;
 use crate::runs;
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
@@ -203,10 +204,10 @@ impl Config {
             _ => None,
         };
 
+        // A resumed run goes on; a replay asks its recorded question again.
         let fallback = match (&resume, recorded) {
             (Some(_), _) => Some(CONTINUE),
-            (None, Some(start)) => Some(start.prompt.as_str()),
-            (None, None) => None,
+            (None, start) => start.map(|s| s.prompt.as_str()),
         };
         let prompt = resolve_prompt(
             &cli,
@@ -232,22 +233,9 @@ impl Config {
         // the temp dir; made now, before any tool runs, and written only through this handle.
         let outputs_dir = records::outputs_dir(transcript.as_ref())?;
         let (sandbox, sandbox_record) = sandbox(&cli.tools, workspace.root(), &inputs.cwd)?;
-        let tool_settings = Settings {
-            timeout: Duration::from_secs_f64(cli.tool_timeout),
-            max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
-            env: tool_env,
-            outputs: Outputs::new(outputs_dir, cli.max_spill_bytes),
-            hooks: Hooks {
-                pre: cli.pre_tool_hook.clone(),
-                post: cli.post_tool_hook.clone(),
-            },
-            sandbox,
-            redactor: crate::redact::Redactor::for_run(
-                provider.key(),
-                &inputs.env_all,
-                &cli.redact,
-            ),
-        };
+        let redactor = Redactor::for_run(provider.key(), &inputs.env_all, &cli.redact);
+        let outputs = Outputs::new(outputs_dir, cli.max_spill_bytes);
+        let tool_settings = tool_settings(&cli, tool_env, outputs, sandbox, redactor);
         let model_info = model_info(&cli, &inputs.cwd, &provider, &model)?;
         let limits = limits::loop_limits(&cli, &model_info, &provider, &options);
         let cache = limits::cache(&cli, resume.as_ref(), &run_id);
@@ -368,6 +356,29 @@ fn model_info(
         });
     }
     Ok(info)
+}
+
+/// What every tool call of the run gets: its timeout, result cap, environment, outputs
+/// directory, hooks, sandbox and redaction.
+fn tool_settings(
+    cli: &Cli,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    outputs: Outputs,
+    sandbox: Sandbox,
+    redactor: Redactor,
+) -> Settings {
+    Settings {
+        timeout: Duration::from_secs_f64(cli.tool_timeout),
+        max_result_bytes: usize::try_from(cli.max_result_bytes).unwrap_or(usize::MAX),
+        env,
+        outputs,
+        hooks: Hooks {
+            pre: cli.pre_tool_hook.clone(),
+            post: cli.post_tool_hook.clone(),
+        },
+        sandbox,
+        redactor,
+    }
 }
 
 /// The workspace the flags name (default: the current directory).
