@@ -11,83 +11,24 @@ use tokio_util::sync::CancellationToken;
 use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usage};
 use crate::outcome::{Outcome, Status};
 use crate::pricing::Price;
-use crate::provider::retry::RetryPolicy;
 use crate::provider::{Cache, Provider, ProviderError, Request, StreamEvent, ToolChoice};
 use crate::records::Records;
 use crate::tools::pipeline::Toolbox;
-use crate::transcript::{self, Line, RetryNote, Round};
+use crate::transcript::{Line, RetryNote, Round};
 
 mod answer;
 mod cancel;
 mod context;
 mod guards;
+mod limits;
 mod observer;
 pub mod scheduler;
 
 pub use answer::OutputSchema;
 pub use cancel::Cancel;
+pub use limits::{FailOn, LoopLimits, OnMaxRounds};
 pub use observer::{Fanout, Observer, Quiet};
 use scheduler::Scheduler;
-
-/// What to do when the round limit is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnMaxRounds {
-    Stop,
-    /// One more call, with tools forbidden, so the model answers from what it has.
-    Summarize,
-}
-
-/// Which tool outcomes end the run (`--fail-on`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FailOn {
-    /// Any error result except a denial.
-    pub tool_error: bool,
-    /// A call outside its rule, or to a tool the allowlist did not offer.
-    pub denied: bool,
-}
-
-/// Limits the loop enforces itself.
-#[derive(Debug, Clone)]
-pub struct LoopLimits {
-    pub max_rounds: u32,
-    /// The whole run's deadline (`--timeout`), counted from the loop's start.
-    pub deadline: Option<Duration>,
-    /// The model's context window in tokens: requests are kept inside it by eliding the
-    /// oldest tool results.
-    pub context_window: u64,
-    pub max_tokens: Option<u32>,
-    pub max_parallel: usize,
-    /// The most tool calls one response may ask for (`--max-calls-per-round`).
-    pub max_calls_per_round: u32,
-    /// How many times the same call may return the same result before the model is told, and
-    /// ended as stuck at the next (`--max-repeats`).
-    pub max_repeats: u32,
-    pub budget_tokens: Option<u64>,
-    /// The most the run may cost (`--budget-usd`); needs the model's price.
-    pub budget_usd: Option<f64>,
-    pub on_max_rounds: OnMaxRounds,
-    pub fail_on: FailOn,
-    pub retry: RetryPolicy,
-}
-
-impl LoopLimits {
-    /// The limits as the transcript's start line records them, with the tool timeout the
-    /// toolbox enforces.
-    pub fn record(&self, tool_timeout: Duration) -> transcript::Limits {
-        transcript::Limits {
-            max_rounds: self.max_rounds,
-            max_tokens: self.max_tokens,
-            budget_tokens: self.budget_tokens,
-            budget_usd: self.budget_usd,
-            context_window: Some(self.context_window),
-            timeout_secs: self.deadline.map(|t| t.as_secs_f64()),
-            tool_timeout_secs: tool_timeout.as_secs_f64(),
-            max_parallel: self.max_parallel,
-            max_calls_per_round: Some(self.max_calls_per_round),
-            max_repeats: Some(self.max_repeats),
-        }
-    }
-}
 
 /// The parts of a run the loop drives.
 pub struct Agent {
@@ -104,13 +45,20 @@ pub struct Agent {
     pub observer: Arc<dyn Observer>,
 }
 
-/// How one round ended.
-enum RoundEnd {
-    Complete(Round),
-    /// The provider failed for good; the partial round is kept when tools ran.
-    Failed(Option<Round>, ProviderError),
-    /// The run was cancelled; the partial round is kept when tools ran.
-    Cancelled(Option<Round>),
+/// How one round ended: its record (when the model answered, or tools ran before a failure or
+/// the cancellation), and what stopped the run, if anything did.
+struct RoundEnd {
+    round: Option<Round>,
+    stop: Option<Stop>,
+}
+
+impl RoundEnd {
+    fn complete(round: Round) -> RoundEnd {
+        RoundEnd {
+            round: Some(round),
+            stop: None,
+        }
+    }
 }
 
 /// Appended before the last call of `--on-max-rounds summarize`.
@@ -134,12 +82,7 @@ impl Agent {
             .map(|after| cancel::deadline(after, cancel.clone()));
         let mut done = Outcome::new(Status::MaxRounds, None);
         let offered = self.toolbox.offered();
-        let fixed = self.system.len()
-            + offered
-                .iter()
-                .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
-                .sum::<usize>();
-        let mut context = context::Context::new(self.limits.context_window, fixed as u64);
+        let mut context = self.context(&offered);
         let mut next_input = estimate_tokens(history) + (self.system.len() / 4) as u64;
         let mut number = 0;
         let mut corrected = false;
@@ -151,36 +94,19 @@ impl Agent {
             if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {
                 return done;
             }
-            if let Some(why) = self.over_budget_usd(&done, next_input) {
+            if let Some(why) = self.over_budget(&done, next_input) {
                 return done.end(Status::Budget, why);
-            }
-            if let Some(budget) = self.limits.budget_tokens {
-                let used = done.usage.total();
-                if used.saturating_add(next_input) > budget {
-                    return done.end(
-                        Status::Budget,
-                        format!(
-                            "the token budget of {budget} would be exceeded: {used} used, the \
-                             next request needs about {next_input} more"
-                        ),
-                    );
-                }
             }
             if summary {
                 history.push(Message::User(SUMMARIZE.to_owned()));
             }
             number += 1;
             self.observer.round_started(number);
-            let (end, elided) = self
+            let (RoundEnd { round, stop }, elided) = self
                 .fitted_round(number, history, &offered, summary, &mut context, cancel)
                 .await;
-            let (round, failure) = match end {
-                RoundEnd::Complete(round) => (Some(round), None),
-                RoundEnd::Failed(partial, e) => (partial, Some(Err(e))),
-                RoundEnd::Cancelled(partial) => (partial, Some(Ok(()))),
-            };
             let Some(mut round) = round else {
-                return finish_with(done, failure, cancel);
+                return stopped(done, stop, cancel);
             };
             round.summary = summary;
             round.elided = elided;
@@ -188,46 +114,16 @@ impl Agent {
             context.calibrate(history, round.usage.input_total());
             round.cost_usd = self.cost(&round.usage);
             done.rounds = number;
-            done.usage.add(&round.usage);
-            if let Some(cost) = round.cost_usd {
-                done.cost_usd = Some(done.cost_usd.unwrap_or(0.0) + cost);
-            }
-            done.stop_reason = round.stop_reason;
-            done.final_text = final_text(&round.blocks);
-            for r in &round.results {
-                done.tool_calls += 1;
-                if let Some(kind) = r.error_kind {
-                    *done.tool_errors.entry(kind).or_default() += 1;
-                }
-            }
+            count(&mut done, &round);
             if let Err(e) = records.write(&Line::Round(round.clone())).await {
                 return done.end(Status::Error, e);
             }
             self.observer.round_finished(&round);
             let tripped = self.tripped(&round.results);
-            // The next request resends all of this one, its answer and the tool results.
-            let results: u64 = round
-                .results
-                .iter()
-                .map(|r| r.content.len() as u64 / 4)
-                .sum();
-            next_input = round.usage.total().saturating_add(results);
-            let Round {
-                blocks,
-                results,
-                stop_reason,
-                ..
-            } = round;
-            let has_calls = !results.is_empty();
-            history.push(Message::Assistant {
-                blocks,
-                provider: self.provider.name().to_owned(),
-            });
-            if has_calls {
-                history.push(Message::ToolResults(results));
-            }
-            if failure.is_some() {
-                return finish_with(done, failure, cancel);
+            next_input = next_request(&round);
+            let (has_calls, stop_reason) = self.remember(history, round);
+            if stop.is_some() {
+                return stopped(done, stop, cancel);
             }
             if let Some(why) = tripped {
                 return done.end(Status::ToolFailure, why);
@@ -239,25 +135,88 @@ impl Agent {
                 return done;
             }
             if !has_calls && stop_reason != Some(StopReason::PauseTurn) {
-                let Some(schema) = &self.output_schema else {
-                    done.status = Status::Completed;
-                    return done;
-                };
-                match schema.check(&done.final_text) {
-                    Ok(value) => {
-                        done.final_json = Some(value);
+                match self.answered(&mut done, history, &mut corrected) {
+                    Answer::Accepted => {
                         done.status = Status::Completed;
                         return done;
                     }
-                    Err(errors) if corrected => return done.end(Status::Schema, errors),
-                    Err(errors) => {
-                        // One corrective turn, quoting what was wrong.
-                        corrected = true;
-                        history.push(Message::User(schema.corrective(&errors)));
-                    }
+                    Answer::Invalid(errors) => return done.end(Status::Schema, errors),
+                    Answer::Corrected => {}
                 }
             }
         }
+    }
+
+    /// The context window's account, with what every request carries: the system prompt and
+    /// the tool definitions.
+    fn context(&self, offered: &[&crate::conversation::ToolSpec]) -> context::Context {
+        let fixed = self.system.len()
+            + offered
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
+                .sum::<usize>();
+        context::Context::new(self.limits.context_window, fixed as u64)
+    }
+
+    /// The round's blocks and results, into the conversation; whether it called tools, and
+    /// why the response stopped.
+    fn remember(&self, history: &mut Vec<Message>, round: Round) -> (bool, Option<StopReason>) {
+        let Round {
+            blocks,
+            results,
+            stop_reason,
+            ..
+        } = round;
+        let has_calls = !results.is_empty();
+        history.push(Message::Assistant {
+            blocks,
+            provider: self.provider.name().to_owned(),
+        });
+        if has_calls {
+            history.push(Message::ToolResults(results));
+        }
+        (has_calls, stop_reason)
+    }
+
+    /// The model answered without calling tools: whether the answer stands (valid against
+    /// `--output-schema`, if any), gets one corrective turn, or fails after it.
+    fn answered(
+        &self,
+        done: &mut Outcome,
+        history: &mut Vec<Message>,
+        corrected: &mut bool,
+    ) -> Answer {
+        let Some(schema) = &self.output_schema else {
+            return Answer::Accepted;
+        };
+        match schema.check(&done.final_text) {
+            Ok(value) => {
+                done.final_json = Some(value);
+                Answer::Accepted
+            }
+            Err(errors) if *corrected => Answer::Invalid(errors),
+            Err(errors) => {
+                // One corrective turn, quoting what was wrong.
+                *corrected = true;
+                history.push(Message::User(schema.corrective(&errors)));
+                Answer::Corrected
+            }
+        }
+    }
+
+    /// Why the next request, of about `next_input` tokens, would take the run past a budget.
+    fn over_budget(&self, done: &Outcome, next_input: u64) -> Option<String> {
+        if let Some(why) = self.over_budget_usd(done, next_input) {
+            return Some(why);
+        }
+        let budget = self.limits.budget_tokens?;
+        let used = done.usage.total();
+        (used.saturating_add(next_input) > budget).then(|| {
+            format!(
+                "the token budget of {budget} would be exceeded: {used} used, the next request \
+                 needs about {next_input} more"
+            )
+        })
     }
 
     /// One round over `history` kept inside the context window: the oldest results are elided
@@ -290,11 +249,19 @@ impl Agent {
             };
             let end = self.round(number, &request, summary, cancel.token()).await;
             match end {
-                RoundEnd::Failed(None, e) if e.is_context_overflow() && !squeezed => {
+                RoundEnd {
+                    round: None,
+                    stop: Some(Stop::Failed(e)),
+                } if e.is_context_overflow() && !squeezed => {
                     squeezed = true;
                     let more = context.fit_harder(history);
+                    let e = Stop::Failed(e);
                     if more.is_empty() {
-                        return (RoundEnd::Failed(None, e), elided);
+                        let end = RoundEnd {
+                            round: None,
+                            stop: Some(e),
+                        };
+                        return (end, elided);
                     }
                     tracing::warn!(
                         "{e}; retrying with {} more old tool results elided",
@@ -363,9 +330,12 @@ impl Agent {
         summary: bool,
         cancel: &CancellationToken,
     ) -> RoundEnd {
-        let time = now_rfc3339();
-        let started = Instant::now();
-        let mut retries = Vec::new();
+        let mut record = Record {
+            number,
+            time: now_rfc3339(),
+            started: Instant::now(),
+            retries: Vec::new(),
+        };
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -379,81 +349,70 @@ impl Agent {
             let outcome = self
                 .stream(request, summary, &mut scheduler, &mut streamed, cancel)
                 .await;
-            let calls_started = scheduler.has_calls();
-            let round = |mut streamed: Streamed,
-                         results: Vec<ToolResult>,
-                         tools: std::time::Duration,
-                         retries| {
-                streamed.guard.close();
-                Round {
-                    round: number,
-                    time: time.clone(),
-                    blocks: streamed.blocks,
-                    results,
-                    stop_reason: streamed.stop,
-                    usage: streamed.usage,
-                    model_ms: started.elapsed().as_millis() as u64,
-                    tools_ms: tools.as_millis() as u64,
-                    retries,
-                    error: None,
-                    summary: false,
-                    elided: vec![],
-                    guards: streamed.guard.notes,
-                    cost_usd: None,
-                }
-            };
-            match outcome {
+            let e = match outcome {
                 Ok(()) => {
                     let (results, tools) = scheduler.finish().await;
-                    return RoundEnd::Complete(round(streamed, results, tools, retries));
+                    return RoundEnd::complete(record.round(streamed, results, tools));
                 }
                 Err(Stop::Cancelled) => {
                     scheduler.cancel();
                     let (results, tools) = scheduler.finish().await;
-                    let keep = !results.is_empty();
-                    return RoundEnd::Cancelled(
-                        keep.then(|| round(streamed, results, tools, retries)),
-                    );
-                }
-                Err(Stop::Failed(e)) => {
-                    let delay = self.limits.retry.delay(&e, attempt);
-                    if calls_started {
-                        // Their effects happened: keep them rather than run them twice.
-                        let (results, tools) = scheduler.finish().await;
-                        let mut partial = round(streamed, results, tools, retries);
-                        if delay.is_none() {
-                            return RoundEnd::Failed(Some(partial), e);
-                        }
-                        partial.error = Some(format!(
-                            "the response broke off ({e}); the calls that had started were kept"
-                        ));
-                        return RoundEnd::Complete(partial);
-                    }
-                    scheduler.cancel();
-                    let Some(delay) = delay else {
-                        return RoundEnd::Failed(None, e);
+                    let round =
+                        (!results.is_empty()).then(|| record.round(streamed, results, tools));
+                    return RoundEnd {
+                        round,
+                        stop: Some(Stop::Cancelled),
                     };
-                    let note = RetryNote {
-                        round: number,
-                        attempt,
-                        error: e.to_string(),
-                        delay_ms: delay.as_millis() as u64,
-                    };
-                    tracing::warn!(
-                        "{e}; retrying in {:.1}s (attempt {} of {})",
-                        delay.as_secs_f64(),
-                        attempt + 1,
-                        self.limits.retry.max_retries + 1
-                    );
-                    self.observer.retry(&note);
-                    retries.push(note);
-                    tokio::select! {
-                        () = tokio::time::sleep(delay) => {}
-                        () = cancel.cancelled() => return RoundEnd::Cancelled(None),
-                    }
                 }
+                Err(Stop::Failed(e)) => e,
+            };
+            let delay = self.limits.retry.delay(&e, attempt);
+            if scheduler.has_calls() {
+                // Their effects happened: keep them rather than run them twice.
+                let (results, tools) = scheduler.finish().await;
+                let mut partial = record.round(streamed, results, tools);
+                if delay.is_none() {
+                    return RoundEnd {
+                        round: Some(partial),
+                        stop: Some(Stop::Failed(e)),
+                    };
+                }
+                partial.error = Some(format!(
+                    "the response broke off ({e}); the calls that had started were kept"
+                ));
+                return RoundEnd::complete(partial);
+            }
+            scheduler.cancel();
+            let Some(delay) = delay else {
+                return RoundEnd {
+                    round: None,
+                    stop: Some(Stop::Failed(e)),
+                };
+            };
+            self.note_retry(&mut record, attempt, &e, delay);
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = cancel.cancelled() => return RoundEnd { round: None, stop: Some(Stop::Cancelled) },
             }
         }
+    }
+
+    /// Says that the request is tried again after `delay`, and records it in the round.
+    fn note_retry(&self, record: &mut Record, attempt: u32, e: &ProviderError, delay: Duration) {
+        let note = RetryNote {
+            round: record.number,
+            attempt,
+            error: e.to_string(),
+            delay_ms: delay.as_millis() as u64,
+        };
+        tracing::warn!(
+            "{e}; retrying in {:.1}s (attempt {} of {})",
+            delay.as_secs_f64(),
+            attempt + 1,
+            self.limits.retry.max_retries + 1
+        );
+        self.observer.retry(&note);
+        record.retries.push(note);
     }
 
     /// Reads one response, handing complete tool calls to the scheduler as they arrive. A
@@ -513,6 +472,37 @@ impl Agent {
     }
 }
 
+/// What a round's record knows before its response: its number, when it started, its retries.
+struct Record {
+    number: u32,
+    time: String,
+    started: Instant,
+    retries: Vec<RetryNote>,
+}
+
+impl Record {
+    /// The round's record from what the attempt streamed and the results of its calls.
+    fn round(&self, mut streamed: Streamed, results: Vec<ToolResult>, tools: Duration) -> Round {
+        streamed.guard.close();
+        Round {
+            round: self.number,
+            time: self.time.clone(),
+            blocks: streamed.blocks,
+            results,
+            stop_reason: streamed.stop,
+            usage: streamed.usage,
+            model_ms: self.started.elapsed().as_millis() as u64,
+            tools_ms: tools.as_millis() as u64,
+            retries: self.retries.clone(),
+            error: None,
+            summary: false,
+            elided: vec![],
+            guards: streamed.guard.notes,
+            cost_usd: None,
+        }
+    }
+}
+
 /// What one attempt streamed, and what its guards did.
 struct Streamed {
     blocks: Vec<Block>,
@@ -532,26 +522,70 @@ impl Streamed {
     }
 }
 
+/// What becomes of an answer given without tool calls.
+enum Answer {
+    Accepted,
+    /// Still not valid against the schema after the corrective turn: why.
+    Invalid(String),
+    /// Told what was wrong; the loop goes on.
+    Corrected,
+}
+
+/// What stopped a response early.
 enum Stop {
+    /// The provider failed for good.
     Failed(ProviderError),
+    /// The run was cancelled (a signal, the deadline, stdout gone).
     Cancelled,
 }
 
-/// Ends the run after a round that failed (`Err`) or was cancelled (`Ok`), with the status the
-/// cancellation's reason names.
-fn finish_with(
-    done: Outcome,
-    failure: Option<Result<(), ProviderError>>,
-    cancel: &Cancel,
-) -> Outcome {
-    match failure {
-        Some(Err(e)) => done.end(Status::Error, e.to_string()),
-        Some(Ok(())) => match cancel.reason() {
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Failed(e) => e.fmt(f),
+            Stop::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+/// Ends the run after a round that failed or was cancelled, with the status the cancellation's
+/// reason names.
+fn stopped(done: Outcome, stop: Option<Stop>, cancel: &Cancel) -> Outcome {
+    match stop {
+        Some(Stop::Failed(e)) => done.end(Status::Error, e.to_string()),
+        Some(Stop::Cancelled) => match cancel.reason() {
             Some((status, why)) => done.end(status, why),
             None => done.end(Status::Error, "the run was cancelled"),
         },
         None => done,
     }
+}
+
+/// Adds a round to the run's totals: usage, cost, calls and their errors, the answer so far.
+fn count(done: &mut Outcome, round: &Round) {
+    done.usage.add(&round.usage);
+    if let Some(cost) = round.cost_usd {
+        done.cost_usd = Some(done.cost_usd.unwrap_or(0.0) + cost);
+    }
+    done.stop_reason = round.stop_reason;
+    done.final_text = final_text(&round.blocks);
+    for r in &round.results {
+        done.tool_calls += 1;
+        if let Some(kind) = r.error_kind {
+            *done.tool_errors.entry(kind).or_default() += 1;
+        }
+    }
+}
+
+/// About how many tokens the next request takes: it resends all of this one, its answer and
+/// the tool results.
+fn next_request(round: &Round) -> u64 {
+    let results: u64 = round
+        .results
+        .iter()
+        .map(|r| r.content.len() as u64 / 4)
+        .sum();
+    round.usage.total().saturating_add(results)
 }
 
 /// A rough token count for text the model will read (about four bytes a token).
