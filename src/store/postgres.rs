@@ -13,9 +13,9 @@ use tokio_postgres::config::Host;
 use tokio_postgres::types::FromSql;
 use tokio_postgres::{Client, Config, IsolationLevel, NoTls, Row};
 
-use super::StoreError;
 use super::nul::{escape, escape_value, unescape, unescape_value};
 use super::tls::{self, Protection};
+use super::{ConnectError, MigrateError, RowError, StoreError, UrlError};
 use crate::conversation::Block;
 use crate::outcome::Status;
 use crate::records::Store;
@@ -58,9 +58,9 @@ pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
     let (mut client, database) = open(url).await?;
     migrate(&mut client)
         .await
-        .map_err(|message| StoreError::Migrate {
+        .map_err(|cause| StoreError::Migrate {
             database: database.clone(),
-            message,
+            cause,
         })?;
     Ok(PgStore {
         client,
@@ -87,10 +87,7 @@ impl PgStore {
             self.reconnect().await?;
         }
         match self.apply(line).await {
-            Err(e)
-                if self.client.is_closed()
-                    || matches!(e, StoreError::Database { lost: true, .. }) =>
-            {
+            Err(e) if self.client.is_closed() || e.is_connection_lost() => {
                 self.reconnect().await?;
                 self.apply(line).await
             }
@@ -205,8 +202,10 @@ impl PgStore {
     async fn end(&mut self, end: &End) -> Result<(), StoreError> {
         let run_id = self.current_run()?;
         let fail = database_error(&self.database);
-        let duration_ms = i64::try_from(end.duration_ms)
-            .map_err(|_| StoreError::Internal("duration_ms does not fit a bigint".into()))?;
+        let duration_ms = i64::try_from(end.duration_ms).map_err(|_| StoreError::TooLarge {
+            what: "duration_ms".into(),
+            column_type: "a bigint",
+        })?;
         let updated = self
             .client
             .execute(
@@ -230,18 +229,15 @@ impl PgStore {
             .await
             .map_err(&fail)?;
         if updated != 1 {
-            return Err(StoreError::Internal(format!(
-                "run {:?} disappeared from the store before its end",
-                unescape(&run_id)
-            )));
+            return Err(StoreError::Vanished {
+                run_id: unescape(&run_id).into_owned(),
+            });
         }
         Ok(())
     }
 
     fn current_run(&self) -> Result<String, StoreError> {
-        self.run_id
-            .clone()
-            .ok_or_else(|| StoreError::Internal("a round or end line came before the start".into()))
+        self.run_id.clone().ok_or(StoreError::NoStart)
     }
 }
 
@@ -310,24 +306,31 @@ pub async fn export(url: &str, run_id: &str) -> Result<String, StoreError> {
         .await
         .map_err(&fail)?;
     tx.commit().await.map_err(&fail)?;
-    let corrupt = |message: String| StoreError::Corrupt {
+    let corrupt = |problem| StoreError::Corrupt {
         run_id: run_id.to_owned(),
-        message,
+        problem,
     };
     let lines = rebuild(run_id, &run, &rounds, &blocks).map_err(corrupt)?;
     let mut jsonl = String::new();
     for line in lines {
-        let text = serde_json::to_string(&Record { v: VERSION, line })
-            .map_err(|e| StoreError::Internal(format!("cannot serialize a line: {e}")))?;
+        let text = serde_json::to_string(&Record { v: VERSION, line }).map_err(encode)?;
         jsonl.push_str(&text);
         jsonl.push('\n');
     }
     Ok(jsonl)
 }
 
-/// The transcript lines of one run from its rows.
-fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Vec<Line>, String> {
-    let mut lines = vec![Line::Start(Start {
+/// The transcript lines of one run from its rows: its start, its rounds and, if it ended, its
+/// end.
+fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Vec<Line>, RowError> {
+    let mut lines = vec![Line::Start(start_line(run_id, run)?)];
+    lines.extend(round_lines(rounds, blocks)?.into_iter().map(Line::Round));
+    lines.extend(end_line(run)?.map(Line::End));
+    Ok(lines)
+}
+
+fn start_line(run_id: &str, run: &Row) -> Result<Start, RowError> {
+    Ok(Start {
         run_id: run_id.to_owned(),
         time: text(run, "start_time")?,
         provider: text(run, "provider")?,
@@ -339,21 +342,15 @@ fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Ve
         limits: decode(run, "limits")?,
         resumed_from: get::<Option<String>>(run, "resumed_from")?
             .map(|s| unescape(&s).into_owned()),
-        sandbox: match get::<Option<Value>>(run, "sandbox")? {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                serde_json::from_value(unescape_value(v)).map_err(|e| format!("sandbox: {e}"))?,
-            ),
-        },
-        redaction: match get::<Option<Value>>(run, "redaction")? {
-            None | Some(Value::Null) => Vec::new(),
-            Some(v) => {
-                serde_json::from_value(unescape_value(v)).map_err(|e| format!("redaction: {e}"))?
-            }
-        },
-    })];
+        // Columns a run from before their migration does not have (see `export`).
+        sandbox: decode_added(run, "sandbox")?,
+        redaction: decode_added(run, "redaction")?.unwrap_or_default(),
+    })
+}
 
-    // Each round's blocks, then its results, in the order they were written.
+/// Each round from its meta row with its blocks, then its results, in the order they were
+/// written.
+fn round_lines(rounds: &[Row], blocks: &[Row]) -> Result<Vec<Round>, RowError> {
     let mut contents: BTreeMap<i32, (Vec<Value>, Vec<Value>)> = BTreeMap::new();
     for row in blocks {
         let entry = contents.entry(get(row, "round")?).or_default();
@@ -364,57 +361,61 @@ fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Ve
             entry.0.push(content);
         }
     }
+    let mut lines = Vec::with_capacity(rounds.len());
     for row in rounds {
         let number: i32 = get(row, "round")?;
         let mut meta: Value = get(row, "meta")?;
         let (blocks, results) = contents.remove(&number).unwrap_or_default();
         let Value::Object(fields) = &mut meta else {
-            return Err(format!("round {number}: its meta is not an object"));
+            return Err(RowError::MetaNotObject(number));
         };
         fields.insert("blocks".into(), Value::Array(blocks));
         fields.insert("results".into(), Value::Array(results));
-        let round: Round = serde_json::from_value(unescape_value(meta))
-            .map_err(|e| format!("round {number}: {e}"))?;
-        lines.push(Line::Round(round));
+        let round =
+            serde_json::from_value(unescape_value(meta)).map_err(|source| RowError::Round {
+                round: number,
+                source,
+            })?;
+        lines.push(round);
     }
     if let Some(number) = contents.keys().next() {
-        return Err(format!("blocks of round {number}, which has no round row"));
-    }
-
-    if let Some(status) = get::<Option<String>>(run, "status")? {
-        let int = |column: &str| -> Result<i32, String> {
-            get::<Option<i32>>(run, column)?.ok_or_else(|| format!("{column} is missing"))
-        };
-        let count = |column: &str| -> Result<u32, String> {
-            u32::try_from(int(column)?).map_err(|_| format!("{column} is out of range"))
-        };
-        let duration_ms = get::<Option<i64>>(run, "duration_ms")?
-            .and_then(|n| u64::try_from(n).ok())
-            .ok_or_else(|| "duration_ms is missing or negative".to_owned())?;
-        let exit_code =
-            u8::try_from(int("exit_code")?).map_err(|_| "exit_code is out of range".to_owned())?;
-        let status = unescape(&status);
-        lines.push(Line::End(End {
-            status: Status::from_record(&status, exit_code)
-                .ok_or_else(|| format!("unknown status {status:?}"))?,
-            exit_code,
-            rounds: count("rounds")?,
-            final_text: text(run, "final_text")?,
-            usage: decode(run, "usage")?,
-            cost_usd: get::<Option<Value>>(run, "cost_usd")?.and_then(|v| v.as_f64()),
-            duration_ms,
-            error: get::<Option<String>>(run, "error")?.map(|s| unescape(&s).into_owned()),
-            tool_calls: count("tool_calls")?,
-            tool_errors: decode(run, "tool_errors")?,
-        }));
+        return Err(RowError::Orphans(*number));
     }
     Ok(lines)
+}
+
+/// The end line, if the run ended (its status is set).
+fn end_line(run: &Row) -> Result<Option<End>, RowError> {
+    let Some(status) = get::<Option<String>>(run, "status")? else {
+        return Ok(None);
+    };
+    let int = |column| get::<Option<i32>>(run, column)?.ok_or(RowError::Missing(column));
+    let count = |column| u32::try_from(int(column)?).map_err(|_| RowError::OutOfRange(column));
+    let duration_ms = get::<Option<i64>>(run, "duration_ms")?
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or(RowError::Duration)?;
+    let exit_code =
+        u8::try_from(int("exit_code")?).map_err(|_| RowError::OutOfRange("exit_code"))?;
+    let status = unescape(&status);
+    Ok(Some(End {
+        status: Status::from_record(&status, exit_code)
+            .ok_or_else(|| RowError::UnknownStatus(status.clone().into_owned()))?,
+        exit_code,
+        rounds: count("rounds")?,
+        final_text: text(run, "final_text")?,
+        usage: decode(run, "usage")?,
+        cost_usd: get::<Option<Value>>(run, "cost_usd")?.and_then(|v| v.as_f64()),
+        duration_ms,
+        error: get::<Option<String>>(run, "error")?.map(|s| unescape(&s).into_owned()),
+        tool_calls: count("tool_calls")?,
+        tool_errors: decode(run, "tool_errors")?,
+    }))
 }
 
 /// Opens a connection and returns it with the database's name for messages.
 pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
     if url.trim().is_empty() {
-        return Err(StoreError::Url("it is empty".into()));
+        return Err(StoreError::Url(UrlError::Empty));
     }
     let (mut config, tls) = tls::parse(url).map_err(StoreError::Url)?;
     let database = describe_database(&config);
@@ -424,22 +425,23 @@ pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
     if config.get_application_name().is_none() {
         config.application_name("rounds");
     }
-    let failed = |message: String| StoreError::Connect {
+    let failed = |cause| StoreError::Connect {
         database: database.clone(),
-        message,
+        cause,
     };
     let client = if tls.protection == Protection::Plain {
         let (client, connection) = config
             .connect(NoTls)
             .await
-            .map_err(|e| failed(describe_error(&e)))?;
+            .map_err(|e| failed(ConnectError::Postgres(e)))?;
         drive(connection);
         client
     } else {
+        let connector = tls::connector(&tls).map_err(|e| failed(ConnectError::Tls(Box::new(e))))?;
         let (client, connection) = config
-            .connect(tls::connector(&tls).map_err(&failed)?)
+            .connect(connector)
             .await
-            .map_err(|e| failed(describe_error(&e)))?;
+            .map_err(|e| failed(ConnectError::Postgres(e)))?;
         drive(connection);
         client
     };
@@ -507,10 +509,9 @@ pub(super) fn describe_error(e: &tokio_postgres::Error) -> String {
 }
 
 pub(super) fn database_error(database: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
-    move |e| StoreError::Database {
+    move |source| StoreError::Database {
         database: database.to_owned(),
-        message: describe_error(&e),
-        lost: connection_lost(&e),
+        source,
     }
 }
 
@@ -518,7 +519,7 @@ pub(super) fn database_error(database: &str) -> impl Fn(tokio_postgres::Error) -
 /// connection close, or the server said it is ending it (SQLSTATE class 08, connection
 /// exception, or 57P, operator intervention such as pg_terminate_backend or a shutdown). The
 /// client can report such an error before its connection task has marked it closed.
-fn connection_lost(e: &tokio_postgres::Error) -> bool {
+pub(super) fn connection_lost(e: &tokio_postgres::Error) -> bool {
     let class = e.code().map(|c| c.code()).unwrap_or_default();
     e.is_closed() || class.starts_with("08") || class.starts_with("57P")
 }
@@ -526,32 +527,25 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
 /// Creates or updates the schema. Taken under a transaction-scoped advisory lock, so runs that
 /// start together against a new database wait for one another instead of racing to create the
 /// same tables; a database already at the latest version costs one short transaction.
-pub(super) async fn migrate(client: &mut Client) -> Result<(), String> {
-    let fail = |e: tokio_postgres::Error| describe_error(&e);
-    let tx = client.transaction().await.map_err(fail)?;
+pub(super) async fn migrate(client: &mut Client) -> Result<(), MigrateError> {
+    let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await
-        .map_err(fail)?;
+        .await?;
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS rounds_schema_migrations (\
          version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
     )
-    .await
-    .map_err(fail)?;
+    .await?;
     let mut applied = Vec::new();
     for row in tx
         .query("SELECT version FROM rounds_schema_migrations", &[])
-        .await
-        .map_err(fail)?
+        .await?
     {
-        applied.push(row.try_get::<_, i32>(0).map_err(fail)?);
+        applied.push(row.try_get::<_, i32>(0)?);
     }
     let known = MIGRATIONS.last().map_or(0, |(v, _)| *v);
-    if let Some(newer) = applied.iter().copied().filter(|v| *v > known).max() {
-        return Err(format!(
-            "the schema is at version {newer}, newer than this rounds knows ({known}): \
-             use a newer rounds"
-        ));
+    if let Some(found) = applied.iter().copied().filter(|v| *v > known).max() {
+        return Err(MigrateError::Newer { found, known });
     }
     for (version, sql) in MIGRATIONS {
         if applied.contains(version) {
@@ -559,15 +553,17 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), String> {
         }
         tx.batch_execute(sql)
             .await
-            .map_err(|e| format!("migration {version}: {}", describe_error(&e)))?;
+            .map_err(|source| MigrateError::Step {
+                version: *version,
+                source,
+            })?;
         tx.execute(
             "INSERT INTO rounds_schema_migrations (version, applied_at) VALUES ($1, now())",
             &[version],
         )
-        .await
-        .map_err(fail)?;
+        .await?;
     }
-    tx.commit().await.map_err(fail)
+    Ok(tx.commit().await?)
 }
 
 fn block_type(block: &Block) -> &'static str {
@@ -581,24 +577,49 @@ fn block_type(block: &Block) -> &'static str {
     }
 }
 
+fn encode(source: serde_json::Error) -> StoreError {
+    StoreError::Encode {
+        what: "a line",
+        source,
+    }
+}
+
 fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, StoreError> {
-    serde_json::to_value(value).map_err(|e| StoreError::Internal(format!("cannot encode: {e}")))
+    serde_json::to_value(value).map_err(encode)
 }
 
 fn to_int(n: u32, what: &str) -> Result<i32, StoreError> {
-    i32::try_from(n).map_err(|_| StoreError::Internal(format!("{what} {n} does not fit an int")))
+    i32::try_from(n).map_err(|_| StoreError::TooLarge {
+        what: format!("{what} {n}"),
+        column_type: "an int",
+    })
 }
 
-fn get<'a, T: FromSql<'a>>(row: &'a Row, column: &str) -> Result<T, String> {
-    row.try_get(column).map_err(|e| format!("{column}: {e}"))
+fn get<'a, T: FromSql<'a>>(row: &'a Row, column: &'static str) -> Result<T, RowError> {
+    row.try_get(column)
+        .map_err(|source| RowError::Column { column, source })
 }
 
-fn text(row: &Row, column: &str) -> Result<String, String> {
+fn text(row: &Row, column: &'static str) -> Result<String, RowError> {
     Ok(unescape(&get::<String>(row, column)?).into_owned())
 }
 
-fn decode<T: DeserializeOwned>(row: &Row, column: &str) -> Result<T, String> {
-    serde_json::from_value(unescape_value(get(row, column)?)).map_err(|e| format!("{column}: {e}"))
+fn decode<T: DeserializeOwned>(row: &Row, column: &'static str) -> Result<T, RowError> {
+    serde_json::from_value(unescape_value(get(row, column)?))
+        .map_err(|source| RowError::Decode { column, source })
+}
+
+/// A JSON column that later migrations added: `None` when the row has none.
+fn decode_added<T: DeserializeOwned>(
+    row: &Row,
+    column: &'static str,
+) -> Result<Option<T>, RowError> {
+    match get::<Option<Value>>(row, column)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(unescape_value(v))
+            .map(Some)
+            .map_err(|source| RowError::Decode { column, source }),
+    }
 }
 
 #[cfg(test)]
