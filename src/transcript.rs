@@ -224,12 +224,16 @@ struct EndRecord {
     tool_errors: BTreeMap<ErrorKind, u32>,
 }
 
-impl TryFrom<EndRecord> for End {
-    type Error = String;
+/// An end line whose status is none rounds writes (with that exit code).
+#[derive(Debug, thiserror::Error)]
+#[error("unknown status {0:?}")]
+pub struct UnknownStatus(pub String);
 
-    fn try_from(r: EndRecord) -> Result<End, String> {
-        let status = Status::from_record(&r.status, r.exit_code)
-            .ok_or_else(|| format!("unknown status {:?}", r.status))?;
+impl TryFrom<EndRecord> for End {
+    type Error = UnknownStatus;
+
+    fn try_from(r: EndRecord) -> Result<End, UnknownStatus> {
+        let status = Status::from_record(&r.status, r.exit_code).ok_or(UnknownStatus(r.status))?;
         Ok(End {
             status,
             exit_code: r.exit_code,

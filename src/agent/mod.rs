@@ -249,7 +249,9 @@ impl Agent {
                         done.status = Status::Completed;
                         return done;
                     }
-                    Err(errors) if corrected => return done.end(Status::Schema, errors),
+                    Err(errors) if corrected => {
+                        return done.end(Status::Schema, errors.to_string());
+                    }
                     Err(errors) => {
                         // One corrective turn, quoting what was wrong.
                         corrected = true;
