@@ -321,7 +321,9 @@ mod tests {
     use crate::tools::workspace::testing::{self, mkfifo, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&ReadFile::new(), ws, input).await
+        testing::call(&ReadFile::new(), ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     fn numbered(range: std::ops::RangeInclusive<usize>, text: impl Fn(usize) -> String) -> String {

@@ -209,7 +209,9 @@ mod tests {
 
     async fn fetch(tool: &WebFetch, input: Value) -> Result<String, String> {
         let (_dir, _root, ws) = workspace();
-        testing::call(tool, &ws, input).await
+        testing::call(tool, &ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// The test servers listen on 127.0.0.1, which only `--web-allow-private` reaches.
