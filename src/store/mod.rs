@@ -74,6 +74,8 @@ pub enum StoreError {
         what: String,
         column_type: &'static str,
     },
+    #[error("too many jobs for one batch")]
+    TooManyJobs(usize),
     #[error("a round or end line came before the start")]
     NoStart,
     #[error("run {run_id:?} disappeared from the store before its end")]
@@ -95,6 +97,7 @@ impl StoreError {
             | StoreError::BatchFlags { .. }
             | StoreError::Encode { .. }
             | StoreError::TooLarge { .. }
+            | StoreError::TooManyJobs(_)
             | StoreError::NoStart
             | StoreError::Vanished { .. } => Status::Error,
         }

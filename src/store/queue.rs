@@ -84,10 +84,7 @@ impl Queue {
             what: "the run flags",
             source,
         })?;
-        let count = i32::try_from(jobs.len()).map_err(|_| StoreError::TooLarge {
-            what: format!("a batch of {} jobs", jobs.len()),
-            column_type: "an int",
-        })?;
+        let count = i32::try_from(jobs.len()).map_err(|_| StoreError::TooManyJobs(jobs.len()))?;
         let ids: Vec<&str> = jobs.iter().map(|j| j.0.as_str()).collect();
         let lines: Vec<i32> = jobs.iter().map(|j| j.1).collect();
         let specs: Vec<&Value> = jobs.iter().map(|j| &j.2).collect();
