@@ -12,12 +12,14 @@
 //! are therefore stored as the very JSON the transcript holds, and the only transformation on the
 //! way in, the escaping of NUL characters PostgreSQL cannot store (`nul`), is undone on the way out.
 
+mod export;
 mod nul;
 mod postgres;
 pub mod queue;
 mod tls;
 
-pub use postgres::{PgStore, connect, export};
+pub use export::export;
+pub use postgres::{PgStore, connect};
 pub use tls::{PemProblem, TlsError, UrlError};
 
 use crate::outcome::Status;

@@ -1,25 +1,21 @@
-//! The PostgreSQL side of the store: connecting (protected as `tls` says), the versioned schema,
-//! the writes as transcript lines arrive, and the reads that rebuild a transcript.
+//! The PostgreSQL side of the store: connecting (protected as `tls` says), the versioned schema
+//! and the writes as transcript lines arrive (the reads that rebuild a transcript are `export`).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_postgres::config::Host;
-use tokio_postgres::types::FromSql;
-use tokio_postgres::{Client, Config, IsolationLevel, NoTls, Row};
+use tokio_postgres::{Client, Config, NoTls};
 
-use super::nul::{escape, escape_value, unescape, unescape_value};
+use super::nul::{escape, escape_value, unescape};
 use super::tls::{self, Protection};
-use super::{ConnectError, MigrateError, RowError, StoreError, UrlError};
+use super::{ConnectError, MigrateError, StoreError, UrlError};
 use crate::conversation::Block;
-use crate::outcome::Status;
 use crate::records::Store;
-use crate::transcript::{End, Line, Record, Round, Start, VERSION};
+use crate::transcript::{End, Line, Round, Start};
 
 /// Schema versions in order. Each is applied once, in the transaction that records it in
 /// `rounds_schema_migrations`; a released one is never edited, only followed by a new one.
@@ -38,7 +34,7 @@ const MIGRATION_LOCK: i64 = 0x726f_756e_6473;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The `block_type` of tool results; the others come from the blocks themselves.
-const TOOL_RESULT: &str = "tool_result";
+pub(super) const TOOL_RESULT: &str = "tool_result";
 
 /// One run's connection to the store. Written to only through `Store::write`.
 pub struct PgStore {
@@ -241,177 +237,6 @@ impl PgStore {
     }
 }
 
-/// The transcript of a stored run as JSONL: its start line, every round it finished and, if it
-/// ended, its end line, reading back equal to what its transcript file holds.
-pub async fn export(url: &str, run_id: &str) -> Result<String, StoreError> {
-    let (mut client, database) = open(url).await?;
-    let fail = database_error(&database);
-    let unknown = || StoreError::UnknownRun {
-        run_id: run_id.to_owned(),
-        database: database.clone(),
-    };
-    // One snapshot for all three reads, so a run being written meanwhile exports consistently.
-    let tx = client
-        .build_transaction()
-        .read_only(true)
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .start()
-        .await
-        .map_err(&fail)?;
-    // A database no run was ever kept in has no tables: the run is unknown, nothing failed.
-    let has_tables: bool = tx
-        .query_one(
-            "SELECT to_regclass('rounds_schema_migrations') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(&fail)?
-        .try_get(0)
-        .map_err(&fail)?;
-    if !has_tables {
-        return Err(unknown());
-    }
-    let key = escape(run_id);
-    let Some(run) = tx
-        .query_opt(
-            // `sandbox` came with schema version 2 and `redaction` with 4; export does not
-            // migrate (it only reads), so an older database is read through to_jsonb, where
-            // they are simply absent.
-            "SELECT start_time, provider, model, workspace, prompt, system, tools, limits, \
-             resumed_from, status, exit_code, rounds, final_text, usage, duration_ms, error, \
-             tool_calls, tool_errors, to_jsonb(r) -> 'sandbox' AS sandbox, \
-             to_jsonb(r) -> 'redaction' AS redaction, \
-             to_jsonb(r) -> 'cost_usd' AS cost_usd \
-             FROM runs r WHERE run_id = $1",
-            &[&key],
-        )
-        .await
-        .map_err(&fail)?
-    else {
-        return Err(unknown());
-    };
-    let rounds = tx
-        .query(
-            "SELECT round, meta FROM turn_rounds WHERE run_id = $1 ORDER BY round",
-            &[&key],
-        )
-        .await
-        .map_err(&fail)?;
-    let blocks = tx
-        .query(
-            "SELECT round, block_type, content FROM turn_blocks \
-             WHERE run_id = $1 AND round > 0 ORDER BY round, sequence",
-            &[&key],
-        )
-        .await
-        .map_err(&fail)?;
-    tx.commit().await.map_err(&fail)?;
-    let corrupt = |problem| StoreError::Corrupt {
-        run_id: run_id.to_owned(),
-        problem,
-    };
-    let lines = rebuild(run_id, &run, &rounds, &blocks).map_err(corrupt)?;
-    let mut jsonl = String::new();
-    for line in lines {
-        let text = serde_json::to_string(&Record { v: VERSION, line }).map_err(encode)?;
-        jsonl.push_str(&text);
-        jsonl.push('\n');
-    }
-    Ok(jsonl)
-}
-
-/// The transcript lines of one run from its rows: its start, its rounds and, if it ended, its
-/// end.
-fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Vec<Line>, RowError> {
-    let mut lines = vec![Line::Start(start_line(run_id, run)?)];
-    lines.extend(round_lines(rounds, blocks)?.into_iter().map(Line::Round));
-    lines.extend(end_line(run)?.map(Line::End));
-    Ok(lines)
-}
-
-fn start_line(run_id: &str, run: &Row) -> Result<Start, RowError> {
-    Ok(Start {
-        run_id: run_id.to_owned(),
-        time: text(run, "start_time")?,
-        provider: text(run, "provider")?,
-        model: text(run, "model")?,
-        workspace: text(run, "workspace")?,
-        prompt: text(run, "prompt")?,
-        system: text(run, "system")?,
-        tools: decode(run, "tools")?,
-        limits: decode(run, "limits")?,
-        resumed_from: get::<Option<String>>(run, "resumed_from")?
-            .map(|s| unescape(&s).into_owned()),
-        // Columns a run from before their migration does not have (see `export`).
-        sandbox: decode_added(run, "sandbox")?,
-        redaction: decode_added(run, "redaction")?.unwrap_or_default(),
-    })
-}
-
-/// Each round from its meta row with its blocks, then its results, in the order they were
-/// written.
-fn round_lines(rounds: &[Row], blocks: &[Row]) -> Result<Vec<Round>, RowError> {
-    let mut contents: BTreeMap<i32, (Vec<Value>, Vec<Value>)> = BTreeMap::new();
-    for row in blocks {
-        let entry = contents.entry(get(row, "round")?).or_default();
-        let content: Value = get(row, "content")?;
-        if get::<String>(row, "block_type")? == TOOL_RESULT {
-            entry.1.push(content);
-        } else {
-            entry.0.push(content);
-        }
-    }
-    let mut lines = Vec::with_capacity(rounds.len());
-    for row in rounds {
-        let number: i32 = get(row, "round")?;
-        let mut meta: Value = get(row, "meta")?;
-        let (blocks, results) = contents.remove(&number).unwrap_or_default();
-        let Value::Object(fields) = &mut meta else {
-            return Err(RowError::MetaNotObject(number));
-        };
-        fields.insert("blocks".into(), Value::Array(blocks));
-        fields.insert("results".into(), Value::Array(results));
-        let round =
-            serde_json::from_value(unescape_value(meta)).map_err(|source| RowError::Round {
-                round: number,
-                source,
-            })?;
-        lines.push(round);
-    }
-    if let Some(number) = contents.keys().next() {
-        return Err(RowError::Orphans(*number));
-    }
-    Ok(lines)
-}
-
-/// The end line, if the run ended (its status is set).
-fn end_line(run: &Row) -> Result<Option<End>, RowError> {
-    let Some(status) = get::<Option<String>>(run, "status")? else {
-        return Ok(None);
-    };
-    let int = |column| get::<Option<i32>>(run, column)?.ok_or(RowError::Missing(column));
-    let count = |column| u32::try_from(int(column)?).map_err(|_| RowError::OutOfRange(column));
-    let duration_ms = get::<Option<i64>>(run, "duration_ms")?
-        .and_then(|n| u64::try_from(n).ok())
-        .ok_or(RowError::Duration)?;
-    let exit_code =
-        u8::try_from(int("exit_code")?).map_err(|_| RowError::OutOfRange("exit_code"))?;
-    let status = unescape(&status);
-    Ok(Some(End {
-        status: Status::from_record(&status, exit_code)
-            .ok_or_else(|| RowError::UnknownStatus(status.clone().into_owned()))?,
-        exit_code,
-        rounds: count("rounds")?,
-        final_text: text(run, "final_text")?,
-        usage: decode(run, "usage")?,
-        cost_usd: get::<Option<Value>>(run, "cost_usd")?.and_then(|v| v.as_f64()),
-        duration_ms,
-        error: get::<Option<String>>(run, "error")?.map(|s| unescape(&s).into_owned()),
-        tool_calls: count("tool_calls")?,
-        tool_errors: decode(run, "tool_errors")?,
-    }))
-}
-
 /// Opens a connection and returns it with the database's name for messages.
 pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
     if url.trim().is_empty() {
@@ -577,7 +402,7 @@ fn block_type(block: &Block) -> &'static str {
     }
 }
 
-fn encode(source: serde_json::Error) -> StoreError {
+pub(super) fn encode(source: serde_json::Error) -> StoreError {
     StoreError::Encode {
         what: "a line",
         source,
@@ -593,33 +418,6 @@ fn to_int(n: u32, what: &str) -> Result<i32, StoreError> {
         what: format!("{what} {n}"),
         column_type: "an int",
     })
-}
-
-fn get<'a, T: FromSql<'a>>(row: &'a Row, column: &'static str) -> Result<T, RowError> {
-    row.try_get(column)
-        .map_err(|source| RowError::Column { column, source })
-}
-
-fn text(row: &Row, column: &'static str) -> Result<String, RowError> {
-    Ok(unescape(&get::<String>(row, column)?).into_owned())
-}
-
-fn decode<T: DeserializeOwned>(row: &Row, column: &'static str) -> Result<T, RowError> {
-    serde_json::from_value(unescape_value(get(row, column)?))
-        .map_err(|source| RowError::Decode { column, source })
-}
-
-/// A JSON column that later migrations added: `None` when the row has none.
-fn decode_added<T: DeserializeOwned>(
-    row: &Row,
-    column: &'static str,
-) -> Result<Option<T>, RowError> {
-    match get::<Option<Value>>(row, column)? {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(unescape_value(v))
-            .map(Some)
-            .map_err(|source| RowError::Decode { column, source }),
-    }
 }
 
 #[cfg(test)]
