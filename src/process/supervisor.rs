@@ -90,7 +90,7 @@ pub fn main(args: &[OsString]) -> i32 {
     status.unwrap_or(128 + SIGTERM)
 }
 
-/// Writes one line on stderr (nothing else is there to tell) and returns `code`.
+/// Says on stderr why the supervisor ends (no one else can) and returns its exit code.
 fn say(code: i32, line: std::fmt::Arguments<'_>) -> i32 {
     let _ = writeln!(std::io::stderr(), "{line}");
     code
@@ -107,9 +107,9 @@ fn follow_parent() -> bool {
         return false;
     }
     if rustix::process::set_child_subreaper(Some(getpid())).is_err() {
-        say(
-            0,
-            format_args!("rounds supervisor: cannot become a subreaper"),
+        let _ = writeln!(
+            std::io::stderr(),
+            "rounds supervisor: cannot become a subreaper"
         );
     }
     true
