@@ -13,7 +13,10 @@ use crate::{config, inventory, render, runs, show, store, transcript};
 pub fn tools(args: ToolsArgs) -> u8 {
     let listed = crate::runtime()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
-        .and_then(|rt| rt.block_on(inventory::list(&args.tools)));
+        .and_then(|rt| {
+            rt.block_on(inventory::list(&args.tools))
+                .map_err(|e| e.to_string())
+        });
     match listed {
         Ok(listed) => {
             render::print_tool_list(args.output == ListOutput::Json, &listed);

@@ -397,9 +397,10 @@ pub fn sandbox(
     workspace: &Path,
     cwd: &Path,
 ) -> Result<(Sandbox, sandbox::Summary), ConfigError> {
-    let mode = sandbox::parse_flag(&flags.sandbox).map_err(ConfigError::Sandbox)?;
+    let mode =
+        sandbox::parse_flag(&flags.sandbox).map_err(|e| ConfigError::Sandbox(e.to_string()))?;
     let extra: Vec<PathBuf> = flags.sandbox_write.iter().map(|d| cwd.join(d)).collect();
-    Sandbox::check_dirs(&extra).map_err(ConfigError::Sandbox)?;
+    Sandbox::check_dirs(&extra).map_err(|e| ConfigError::Sandbox(e.to_string()))?;
     let extra: Vec<PathBuf> = extra
         .into_iter()
         .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
@@ -409,7 +410,10 @@ pub fn sandbox(
     // to elsewhere in its place cannot make the next tool's sandbox grant the link's target.
     sandbox.pin_all();
     let support = sandbox::probe();
-    if let Some(warning) = sandbox.check(support).map_err(ConfigError::Sandbox)? {
+    if let Some(warning) = sandbox
+        .check(support)
+        .map_err(|e| ConfigError::Sandbox(e.to_string()))?
+    {
         tracing::warn!("{}", warning.trim_start_matches("warning: "));
     }
     let record = sandbox.summary(support);
@@ -475,7 +479,7 @@ fn output_schema(path: &Path) -> Result<OutputSchema, ConfigError> {
         message,
     };
     let schema = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    OutputSchema::new(schema).map_err(bad)
+    OutputSchema::new(schema).map_err(|e| bad(e.to_string()))
 }
 
 fn read_file(what: &'static str, path: &Path) -> Result<String, ConfigError> {

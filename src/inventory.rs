@@ -10,7 +10,7 @@ use crate::config;
 use crate::process::ProcessContext;
 use crate::process::sandbox::Summary;
 use crate::tools::Class;
-use crate::tools::assemble::assemble;
+use crate::tools::assemble::{AssembleError, assemble};
 
 /// One listed tool.
 #[derive(Debug, Serialize)]
@@ -30,24 +30,30 @@ pub struct Inventory {
     pub sandbox: Summary,
 }
 
+/// Why the tools could not be listed: a flag or a tool source is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    #[error(transparent)]
+    Flags(#[from] config::ConfigError),
+    #[error(transparent)]
+    Tools(#[from] AssembleError),
+}
+
 /// Assembles the tools the flags name (starting and stopping MCP servers) and lists them; the
 /// error says which flag or tool source is wrong.
-pub async fn list(flags: &ToolFlags) -> Result<Inventory, String> {
+pub async fn list(flags: &ToolFlags) -> Result<Inventory, InventoryError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env_all: Vec<_> = std::env::vars_os().collect();
-    let workspace = config::workspace(flags, &cwd).map_err(|e| e.to_string())?;
-    let (sources, env) = config::tool_setup(flags, &cwd, &env_all).map_err(|e| e.to_string())?;
+    let workspace = config::workspace(flags, &cwd)?;
+    let (sources, env) = config::tool_setup(flags, &cwd, &env_all)?;
     // MCP servers start in the sandbox a run would give them.
-    let (sandbox, summary) =
-        config::sandbox(flags, workspace.root(), &cwd).map_err(|e| e.to_string())?;
+    let (sandbox, summary) = config::sandbox(flags, workspace.root(), &cwd)?;
     let processes = ProcessContext {
         cwd: workspace.root(),
         env: &env,
         sandbox: &sandbox,
     };
-    let assembled = assemble(&sources, &processes)
-        .await
-        .map_err(|e| e.to_string())?;
+    let assembled = assemble(&sources, &processes).await?;
     let listed = assembled
         .registry
         .tools()

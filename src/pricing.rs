@@ -109,10 +109,38 @@ pub struct Catalog {
     entries: Vec<Compiled>,
 }
 
+/// A `--prices` file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PricesError {
-    #[error("--prices {}: {message}", path.display())]
-    File { path: PathBuf, message: String },
+    #[error("--prices {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--prices {}: {source}", path.display())]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: TableError,
+    },
+}
+
+/// What is wrong with a price table.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("{0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("match {pattern:?}: {source}")]
+    Pattern {
+        pattern: String,
+        #[source]
+        source: globset::Error,
+    },
+    #[error("{0}: give both input and output")]
+    HalfPrice(String),
+    #[error("{0}: prices must be numbers >= 0")]
+    Negative(String),
 }
 
 impl Catalog {
@@ -120,12 +148,14 @@ impl Catalog {
     pub fn load(overrides: Option<&Path>) -> Result<Catalog, PricesError> {
         let mut entries = Vec::new();
         if let Some(path) = overrides {
-            let fail = |message: String| PricesError::File {
+            let text = std::fs::read_to_string(path).map_err(|source| PricesError::Read {
                 path: path.to_owned(),
-                message,
-            };
-            let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-            entries.extend(parse(&text).map_err(fail)?);
+                source,
+            })?;
+            entries.extend(parse(&text).map_err(|source| PricesError::Invalid {
+                path: path.to_owned(),
+                source,
+            })?);
         }
         // A broken compiled-in table is caught by its test; here it only costs the prices.
         entries.extend(parse(BUILTIN).unwrap_or_default());
@@ -147,13 +177,16 @@ impl Catalog {
     }
 }
 
-fn parse(text: &str) -> Result<Vec<Compiled>, String> {
-    let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+fn parse(text: &str) -> Result<Vec<Compiled>, TableError> {
+    let file: File = toml::from_str(text)?;
     file.model
         .into_iter()
         .map(|e| {
             let matcher = Glob::new(&e.pattern)
-                .map_err(|err| format!("match {:?}: {err}", e.pattern))?
+                .map_err(|source| TableError::Pattern {
+                    pattern: e.pattern.clone(),
+                    source,
+                })?
                 .compile_matcher();
             let price = match (e.input, e.output) {
                 (Some(input), Some(output)) => Some(Price {
@@ -164,7 +197,7 @@ fn parse(text: &str) -> Result<Vec<Compiled>, String> {
                     cache_read: e.cache_read,
                 }),
                 (None, None) => None,
-                _ => return Err(format!("{}: give both input and output", e.pattern)),
+                _ => return Err(TableError::HalfPrice(e.pattern)),
             };
             let negative = [
                 e.input,
@@ -177,7 +210,7 @@ fn parse(text: &str) -> Result<Vec<Compiled>, String> {
             .flatten()
             .any(|p| !p.is_finite() || p < 0.0);
             if negative {
-                return Err(format!("{}: prices must be numbers >= 0", e.pattern));
+                return Err(TableError::Negative(e.pattern));
             }
             Ok(Compiled {
                 matcher,

@@ -137,23 +137,35 @@ fn open_regular(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Why a transcript's first or last line could not be read (what `rounds runs` shows as the
+/// run's error).
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("unsupported transcript version {0}")]
+    Version(u32),
+    #[error("the first line is not a start line")]
+    NotStart,
+}
+
 /// The start line of the transcript at `path`, reading nothing after it.
-pub fn read_start(path: &Path) -> Result<Start, String> {
-    let file = open_regular(path).map_err(|e| e.to_string())?;
+pub fn read_start(path: &Path) -> Result<Start, LineError> {
+    let file = open_regular(path)?;
     let mut line = Vec::new();
-    BufReader::new(file.take(MAX_LINE))
-        .read_until(b'\n', &mut line)
-        .map_err(|e| e.to_string())?;
+    BufReader::new(file.take(MAX_LINE)).read_until(b'\n', &mut line)?;
     match parse_record(&line)? {
         Line::Start(start) => Ok(start),
-        _ => Err("the first line is not a start line".into()),
+        _ => Err(LineError::NotStart),
     }
 }
 
-fn parse_record(line: &[u8]) -> Result<Line, String> {
-    let record: Record = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+fn parse_record(line: &[u8]) -> Result<Line, LineError> {
+    let record: Record = serde_json::from_slice(line)?;
     if record.v != VERSION {
-        return Err(format!("unsupported transcript version {}", record.v));
+        return Err(LineError::Version(record.v));
     }
     Ok(record.line)
 }
@@ -232,7 +244,7 @@ pub fn summarize(path: &Path) -> Summary {
     let start = match read_start(path) {
         Ok(start) => start,
         Err(e) => {
-            summary.error = Some(e);
+            summary.error = Some(e.to_string());
             return summary;
         }
     };
@@ -245,10 +257,7 @@ pub fn summarize(path: &Path) -> Summary {
     summary.resumed_from = start.resumed_from;
     summary.status = "unfinished".into();
     let last = open_regular(path).and_then(|mut f| last_line(&mut f));
-    match last
-        .map_err(|e| e.to_string())
-        .and_then(|l| parse_record(&l))
-    {
+    match last.map_err(LineError::from).and_then(|l| parse_record(&l)) {
         Ok(Line::End(end)) => {
             summary.status = end.status.as_str().into();
             summary.rounds = end.rounds;
@@ -272,9 +281,14 @@ pub fn list(runs: &Path, limit: usize) -> Vec<Summary> {
         .collect()
 }
 
+/// A text that is not an age (`--older-than`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected an age such as 30d, 12h or 2w, got {0:?}")]
+pub struct BadAge(pub String);
+
 /// An age such as `30d`: a whole number and one of `s`, `m`, `h`, `d`, `w`.
-pub fn parse_age(text: &str) -> Result<Duration, String> {
-    let bad = || format!("expected an age such as 30d, 12h or 2w, got {text:?}");
+pub fn parse_age(text: &str) -> Result<Duration, BadAge> {
+    let bad = || BadAge(text.to_owned());
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
     let (number, unit) = text.split_at(split);
     let n: u64 = number.parse().map_err(|_| bad())?;

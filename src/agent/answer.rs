@@ -5,6 +5,24 @@
 
 use serde_json::Value;
 
+/// The schema itself is not one that compiles.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidSchema(#[source] Box<jsonschema::ValidationError<'static>>);
+
+/// Why a final answer is not an acceptable one; the message is what the model is shown.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("the final answer is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// Each validation error, with where in the answer it is.
+    #[error(
+        "the final answer does not validate against --output-schema:\n{}",
+        .0.join("\n")
+    )]
+    Invalid(Vec<String>),
+}
+
 /// A compiled output schema.
 pub struct OutputSchema {
     pub schema: Value,
@@ -12,8 +30,9 @@ pub struct OutputSchema {
 }
 
 impl OutputSchema {
-    pub fn new(schema: Value) -> Result<OutputSchema, String> {
-        let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
+    pub fn new(schema: Value) -> Result<OutputSchema, InvalidSchema> {
+        let validator =
+            jsonschema::validator_for(&schema).map_err(|e| InvalidSchema(Box::new(e)))?;
         Ok(OutputSchema { schema, validator })
     }
 
@@ -27,10 +46,9 @@ impl OutputSchema {
     }
 
     /// The answer as JSON, or why it is not an acceptable one (one error per line).
-    pub fn check(&self, answer: &str) -> Result<Value, String> {
+    pub fn check(&self, answer: &str) -> Result<Value, AnswerError> {
         let text = unfenced(answer.trim());
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| format!("the final answer is not JSON: {e}"))?;
+        let value: Value = serde_json::from_str(text).map_err(AnswerError::NotJson)?;
         let errors: Vec<String> = self
             .validator
             .iter_errors(&value)
@@ -42,15 +60,12 @@ impl OutputSchema {
         if errors.is_empty() {
             Ok(value)
         } else {
-            Err(format!(
-                "the final answer does not validate against --output-schema:\n{}",
-                errors.join("\n")
-            ))
+            Err(AnswerError::Invalid(errors))
         }
     }
 
     /// The user turn that asks for the answer again.
-    pub fn corrective(&self, errors: &str) -> String {
+    pub fn corrective(&self, errors: &AnswerError) -> String {
         format!(
             "{errors}\n\nReply again with only the corrected JSON value, no other text, valid \
              against the JSON Schema you were given."
@@ -98,12 +113,21 @@ mod tests {
         );
         let err = s.check("{\"files\": -1, \"x\": 1}").unwrap_err();
         assert!(
+            matches!(&err, AnswerError::Invalid(errors) if errors.len() == 2),
+            "{err}"
+        );
+        let err = err.to_string();
+        assert!(
             err.contains("/files: -1 is less than the minimum of 0"),
             "{err}"
         );
         assert!(err.contains("Additional properties"), "{err}");
         let err = s.check("There are 3 files.").unwrap_err();
-        assert!(err.starts_with("the final answer is not JSON"), "{err}");
+        assert!(matches!(err, AnswerError::NotJson(_)), "{err}");
+        assert!(
+            err.to_string().starts_with("the final answer is not JSON"),
+            "{err}"
+        );
         assert!(s.corrective(&err).contains("Reply again"));
         assert!(OutputSchema::new(json!({"type": 12})).is_err());
     }

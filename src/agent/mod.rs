@@ -140,7 +140,7 @@ impl Agent {
                         done.status = Status::Completed;
                         return done;
                     }
-                    Answer::Invalid(errors) => return done.end(Status::Schema, errors),
+                    Answer::Invalid(errors) => return done.end(Status::Schema, errors.to_string()),
                     Answer::Corrected => {}
                 }
             }
@@ -526,7 +526,7 @@ impl Streamed {
 enum Answer {
     Accepted,
     /// Still not valid against the schema after the corrective turn: why.
-    Invalid(String),
+    Invalid(answer::AnswerError),
     /// Told what was wrong; the loop goes on.
     Corrected,
 }

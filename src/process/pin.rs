@@ -39,11 +39,17 @@ pub enum PinError {
         .0.display()
     )]
     Replaced(PathBuf),
-    #[error("pinned directory {}: cannot open {}: {error}", dir.display(), at.display())]
+    #[error(
+        "pinned directory {}: cannot open {}: {}",
+        dir.display(),
+        at.display(),
+        std::io::Error::from(*.source)
+    )]
     Open {
         dir: PathBuf,
         at: PathBuf,
-        error: String,
+        #[source]
+        source: Errno,
     },
 }
 
@@ -86,11 +92,11 @@ impl Pin {
         Ok(Some(fd))
     }
 
-    fn open_error(&self, at: &Path, error: Errno) -> PinError {
+    fn open_error(&self, at: &Path, source: Errno) -> PinError {
         PinError::Open {
             dir: self.dir.clone(),
             at: at.to_owned(),
-            error: std::io::Error::from(error).to_string(),
+            source,
         }
     }
 }

@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::pin::Pin;
+use super::pin::{Pin, PinError};
 use super::seccomp;
 
 /// The environment variable that carries the sandbox to the supervisor ([`Sandbox::to_env`]).
@@ -84,17 +84,56 @@ impl Mode {
 /// The values `--sandbox` accepts, for help texts and completions.
 pub const FLAG_VALUES: &[&str] = &["workspace-write", "read-only", "off", "require"];
 
+/// What is wrong with the sandbox a run asks for: a usage error, before any model call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxError {
+    #[error("unknown sandbox mode {0:?} (expected one of: {values})", values = FLAG_VALUES.join(", "))]
+    UnknownMode(String),
+    #[error("--sandbox-write {}: not an existing directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// `--sandbox require` on a kernel that cannot enforce all of it.
+    #[error(
+        "--sandbox require: {}, so the tool sandbox cannot enforce: {}",
+        kernel(*.landlock_abi),
+        .missing.join("; ")
+    )]
+    Unenforceable {
+        landlock_abi: u32,
+        /// What cannot be enforced, each as a short phrase ([`Sandbox::missing`]).
+        missing: Vec<String>,
+    },
+}
+
+/// The supervisor cannot read the sandbox it was given in [`SUPERVISOR_ENV`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    #[error("not text")]
+    NotText,
+    #[error("bad sandbox mode in {0:?}")]
+    Mode(String),
+    #[error("bad sandbox option {0:?}")]
+    Option(String),
+}
+
+/// Why the rules of a child could not be built: the program is not started.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    #[error(transparent)]
+    Pin(#[from] PinError),
+    #[error("Landlock: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[error("seccomp: {0}")]
+    Seccomp(#[from] seccomp::FilterError),
+}
+
 /// Parses a `--sandbox` value: the mode and whether it is required (`require`).
-pub fn parse_flag(value: &str) -> Result<(Mode, bool), String> {
+pub fn parse_flag(value: &str) -> Result<(Mode, bool), SandboxError> {
     match value {
         "off" => Ok((Mode::Off, false)),
         "read-only" => Ok((Mode::ReadOnly, false)),
         "workspace-write" => Ok((Mode::WorkspaceWrite, false)),
         "require" => Ok((Mode::WorkspaceWrite, true)),
-        other => Err(format!(
-            "unknown sandbox mode {other:?} (expected one of: {})",
-            FLAG_VALUES.join(", ")
-        )),
+        other => Err(SandboxError::UnknownMode(other.to_owned())),
     }
 }
 
@@ -220,16 +259,11 @@ impl Sandbox {
 
     /// `--sandbox-write` directories must exist (Landlock rules hold open directories); the
     /// message names the first that does not.
-    pub fn check_dirs(extra_write: &[PathBuf]) -> Result<(), String> {
-        for dir in extra_write {
-            if !dir.is_dir() {
-                return Err(format!(
-                    "--sandbox-write {}: not an existing directory",
-                    dir.display()
-                ));
-            }
+    pub fn check_dirs(extra_write: &[PathBuf]) -> Result<(), SandboxError> {
+        match extra_write.iter().find(|dir| !dir.is_dir()) {
+            Some(dir) => Err(SandboxError::NotADirectory(dir.clone())),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The restrictions this sandbox asks for.
@@ -303,29 +337,25 @@ impl Sandbox {
 
     /// What the run must do about the kernel's support: `Ok(None)` all is enforced (or the
     /// sandbox is off), `Ok(Some(warning))` print this once on stderr and go on,
-    /// `Err(message)` with `require`: a usage error (exit 2) before any model call.
-    pub fn check(&self, support: Support) -> Result<Option<String>, String> {
+    /// `Err` with `require`: a usage error (exit 2) before any model call.
+    pub fn check(&self, support: Support) -> Result<Option<String>, SandboxError> {
         let missing = self.missing(support);
         if missing.is_empty() {
             return Ok(None);
         }
-        let kernel = match support.landlock_abi {
-            0 => "this kernel has no Landlock".to_owned(),
-            n => format!("this kernel has Landlock ABI {n}"),
-        };
-        let mode = self.mode.name();
         if self.require {
-            Err(format!(
-                "--sandbox require: {kernel}, so the tool sandbox cannot enforce: {}",
-                missing.join("; ")
-            ))
-        } else {
-            Ok(Some(format!(
-                "warning: the tool sandbox ({mode}) is degraded: {kernel}, so it does not \
-                 enforce: {}. Use --sandbox require to make this an error.",
-                missing.join("; ")
-            )))
+            return Err(SandboxError::Unenforceable {
+                landlock_abi: support.landlock_abi,
+                missing,
+            });
         }
+        Ok(Some(format!(
+            "warning: the tool sandbox ({}) is degraded: {}, so it does not enforce: {}. Use \
+             --sandbox require to make this an error.",
+            self.mode.name(),
+            kernel(support.landlock_abi),
+            missing.join("; ")
+        )))
     }
 
     /// The `"sandbox"` field of the transcript's `start` line.
@@ -371,16 +401,16 @@ impl Sandbox {
     }
 
     /// Reads what [`Sandbox::to_env`] wrote.
-    pub(crate) fn from_env(value: &OsStr) -> Result<Sandbox, String> {
-        let value = value.to_str().ok_or("not text")?;
+    pub(crate) fn from_env(value: &OsStr) -> Result<Sandbox, EnvError> {
+        let value = value.to_str().ok_or(EnvError::NotText)?;
         let mut words = value.split(' ');
         let mut sandbox = match words.next() {
             Some("read-only") => Sandbox::new(Mode::ReadOnly),
             Some("workspace-write") => Sandbox::new(Mode::WorkspaceWrite),
-            _ => return Err(format!("bad sandbox mode in {value:?}")),
+            _ => return Err(EnvError::Mode(value.to_owned())),
         };
         for word in words {
-            let bad = || format!("bad sandbox option {word:?}");
+            let bad = || EnvError::Option(word.to_owned());
             match word.split_once('=') {
                 None if word == "require" => sandbox.require = true,
                 None if word == "network" => sandbox.network = true,
@@ -407,20 +437,19 @@ impl Sandbox {
     /// Builds the rules for a child process (in the supervisor, before it spawns); `None` when
     /// the sandbox is off. With `require`, anything the kernel cannot enforce is an error; a
     /// pinned directory that was replaced is one in every mode.
-    pub(crate) fn prepare(&self) -> Result<Option<Confinement>, String> {
+    pub(crate) fn prepare(&self) -> Result<Option<Confinement>, ConfineError> {
         if self.is_off() {
             return Ok(None);
         }
-        let pinned = self.open_pins().map_err(|e| e.to_string())?;
-        let ruleset = landlock_rules(self, pinned).map_err(|e| format!("Landlock: {e}"))?;
+        let pinned = self.open_pins()?;
+        let ruleset = landlock_rules(self, pinned)?;
         // Best effort leaves the filters out where the kernel has no seccomp (the run warned);
         // required, they go in and the command does not start without them.
         let mut filters = Vec::new();
         if self.require || probe().seccomp {
-            let failed = |e| format!("seccomp: {e}");
-            filters.push(seccomp::file_owner_filter().map_err(failed)?);
+            filters.push(seccomp::file_owner_filter()?);
             if !self.network {
-                filters.push(seccomp::socket_filter().map_err(failed)?);
+                filters.push(seccomp::socket_filter()?);
             }
         }
         Ok(Some(Confinement {
@@ -430,7 +459,7 @@ impl Sandbox {
     }
 
     /// The pinned directories that still exist, opened; an error if one was replaced.
-    fn open_pins(&self) -> Result<Vec<std::os::fd::OwnedFd>, super::pin::PinError> {
+    fn open_pins(&self) -> Result<Vec<std::os::fd::OwnedFd>, PinError> {
         if self.mode != Mode::WorkspaceWrite {
             return Ok(Vec::new());
         }
@@ -531,6 +560,14 @@ impl Support {
             landlock_abi: 0,
             seccomp: false,
         }
+    }
+}
+
+/// What the kernel's Landlock is, for messages.
+fn kernel(landlock_abi: u32) -> String {
+    match landlock_abi {
+        0 => "this kernel has no Landlock".to_owned(),
+        n => format!("this kernel has Landlock ABI {n}"),
     }
 }
 

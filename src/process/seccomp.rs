@@ -43,6 +43,15 @@ const ALIASES: &[i64] = &[];
 /// versions (the `libc` crate has no `SYS_fchmodat2` for aarch64).
 const SYS_FCHMODAT2: i64 = 452;
 
+/// Why a filter could not be built: the command does not start without it.
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    #[error("no seccomp support for this architecture")]
+    UnknownArch,
+    #[error("{0}")]
+    Backend(#[from] BackendError),
+}
+
 /// The calls that set a file's mode, with the index of their mode argument.
 fn mode_calls() -> Vec<(i64, u8)> {
     #[allow(unused_mut)]
@@ -77,8 +86,8 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, BackendError> 
 /// `rules` for every number of each call (x32 aliases included), compiled: a call that matches
 /// a rule (or has none: every use matches) gets `errno`, anything else runs. Calls of another
 /// architecture (32-bit x86 code) kill the process: the filter would not understand them.
-fn compile(calls: Vec<(i64, Vec<SeccompRule>)>, errno: i32) -> Result<BpfProgram, String> {
-    let arch = ARCH.ok_or("no seccomp support for this architecture")?;
+fn compile(calls: Vec<(i64, Vec<SeccompRule>)>, errno: i32) -> Result<BpfProgram, FilterError> {
+    let arch = ARCH.ok_or(FilterError::UnknownArch)?;
     let mut rules = BTreeMap::new();
     for (call, refuse) in calls {
         for alias in std::iter::once(0).chain(ALIASES.iter().copied()) {
@@ -90,9 +99,8 @@ fn compile(calls: Vec<(i64, Vec<SeccompRule>)>, errno: i32) -> Result<BpfProgram
         SeccompAction::Allow,
         SeccompAction::Errno(errno as u32),
         arch,
-    )
-    .map_err(|e| e.to_string())?;
-    BpfProgram::try_from(filter).map_err(|e| e.to_string())
+    )?;
+    Ok(BpfProgram::try_from(filter)?)
 }
 
 /// `chmod(2)` and its kin are refused (EPERM) when the mode has `S_ISUID` or `S_ISGID`; every
@@ -101,7 +109,7 @@ fn compile(calls: Vec<(i64, Vec<SeccompRule>)>, errno: i32) -> Result<BpfProgram
 /// Creating a file with a setuid mode (`open(O_CREAT, 04755)`) stays possible, but only as an
 /// empty file: the supervisor drops `CAP_FSETID`, so the first write or truncation clears the
 /// bit again.
-pub fn file_owner_filter() -> Result<BpfProgram, String> {
+pub fn file_owner_filter() -> Result<BpfProgram, FilterError> {
     let build = || -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
         use SeccompCmpOp::MaskedEq;
         let mut calls = Vec::new();
@@ -116,13 +124,13 @@ pub fn file_owner_filter() -> Result<BpfProgram, String> {
         calls.extend(owner_calls().into_iter().map(|call| (call, Vec::new())));
         Ok(calls)
     };
-    compile(build().map_err(|e| e.to_string())?, libc::EPERM)
+    compile(build()?, libc::EPERM)
 }
 
 /// `socket(2)` is refused (EACCES) unless it makes a UNIX socket or a TCP socket (stream,
 /// protocol 0 or TCP: not SCTP or MPTCP, which Landlock's TCP rules may not cover);
 /// `io_uring_setup(2)` is refused, since io_uring can create sockets without `socket(2)`.
-pub fn socket_filter() -> Result<BpfProgram, String> {
+pub fn socket_filter() -> Result<BpfProgram, FilterError> {
     let build = || -> Result<Vec<SeccompRule>, BackendError> {
         use SeccompCmpOp::{Eq, MaskedEq, Ne};
         let unix = libc::AF_UNIX as u64;
@@ -153,7 +161,7 @@ pub fn socket_filter() -> Result<BpfProgram, String> {
         }
         Ok(refuse)
     };
-    let refuse = build().map_err(|e| e.to_string())?;
+    let refuse = build()?;
     compile(
         vec![
             (libc::SYS_socket, refuse),

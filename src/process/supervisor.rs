@@ -34,7 +34,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, wait};
@@ -58,69 +58,23 @@ pub fn main(args: &[OsString]) -> i32 {
     let sandbox = std::env::var_os(sandbox::SUPERVISOR_ENV);
     let (input, sandbox, argv) = match parse(args, sandbox.as_deref()) {
         Ok(parsed) => parsed,
-        Err(msg) => {
-            let _ = writeln!(std::io::stderr(), "rounds supervisor: {msg}");
-            return 2;
-        }
+        Err(e) => return say(2, format_args!("rounds supervisor: {e}")),
     };
-    // If rounds dies without a word (SIGKILL), the kernel tells us; the lifeline says the same
-    // in the modes that have one. rounds spawns supervisors from its only runtime thread, so the
-    // signal is tied to the life of the process, not of some worker thread.
-    let parent = rustix::process::getppid();
-    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::TERM));
-    if rustix::process::getppid() != parent {
+    if !follow_parent() {
         return 128 + SIGTERM;
-    }
-    if rustix::process::set_child_subreaper(Some(getpid())).is_err() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "rounds supervisor: cannot become a subreaper"
-        );
     }
     let mut dropped = memory_reaching();
     if !sandbox.is_off() {
         dropped |= file_attribute_overrides();
     }
     drop_capabilities(dropped);
-    let mut signals = match Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP]) {
+    let signals = match Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP]) {
         Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "rounds supervisor: signals: {e}");
-            return 2;
-        }
+        Err(e) => return say(2, format_args!("rounds supervisor: signals: {e}")),
     };
-
-    let mut command = Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .env_remove(sandbox::SUPERVISOR_ENV)
-        .process_group(0)
-        .stdin(match input {
-            Input::Closed => Stdio::null(),
-            Input::Bytes(_) => Stdio::piped(),
-            Input::Inherit => Stdio::inherit(),
-        });
-    match sandbox.prepare() {
-        Ok(confinement) => before_exec(&mut command, confinement),
-        Err(e) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "rounds supervisor: cannot set up the sandbox, so {} was not run: {e}",
-                argv[0].to_string_lossy()
-            );
-            return CANNOT_CONFINE;
-        }
-    }
-    let mut child = match command.spawn() {
+    let mut child = match start(&argv, input, &sandbox) {
         Ok(child) => child,
-        Err(e) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "cannot run {}: {e}",
-                argv[0].to_string_lossy()
-            );
-            return CANNOT_RUN;
-        }
+        Err(code) => return code,
     };
     let main_pid = child.id() as i32;
     let child_stdin = child.stdin.take();
@@ -131,21 +85,78 @@ pub fn main(args: &[OsString]) -> i32 {
         Input::Bytes(n) => std::thread::spawn(move || feed_and_watch(n, child_stdin)),
         Input::Inherit => std::thread::spawn(|| {}),
     };
-
-    let mut status = None;
-    'wait: for signal in signals.forever() {
-        match signal {
-            SIGCHLD => {
-                reap(main_pid, &mut status);
-                if status.is_some() {
-                    break 'wait;
-                }
-            }
-            _ => break 'wait,
-        }
-    }
+    let mut status = wait_for_exit(signals, main_pid);
     terminate_tree(main_pid, &mut status);
     status.unwrap_or(128 + SIGTERM)
+}
+
+/// Says on stderr why the supervisor ends (no one else can) and returns its exit code.
+fn say(code: i32, line: std::fmt::Arguments<'_>) -> i32 {
+    let _ = writeln!(std::io::stderr(), "{line}");
+    code
+}
+
+/// Ties the supervisor to rounds and the tool's orphans to the supervisor; false when rounds is
+/// already gone. If rounds dies without a word (SIGKILL), the kernel tells us; the lifeline says
+/// the same in the modes that have one. rounds spawns supervisors from its only runtime thread,
+/// so the signal is tied to the life of the process, not of some worker thread.
+fn follow_parent() -> bool {
+    let parent = rustix::process::getppid();
+    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::TERM));
+    if rustix::process::getppid() != parent {
+        return false;
+    }
+    if rustix::process::set_child_subreaper(Some(getpid())).is_err() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "rounds supervisor: cannot become a subreaper"
+        );
+    }
+    true
+}
+
+/// Starts the program in its sandbox; when it cannot, says why and returns the exit code.
+fn start(argv: &[OsString], input: Input, sandbox: &Sandbox) -> Result<Child, i32> {
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .env_remove(sandbox::SUPERVISOR_ENV)
+        .process_group(0)
+        .stdin(match input {
+            Input::Closed => Stdio::null(),
+            Input::Bytes(_) => Stdio::piped(),
+            Input::Inherit => Stdio::inherit(),
+        });
+    let program = argv[0].to_string_lossy();
+    match sandbox.prepare() {
+        Ok(confinement) => before_exec(&mut command, confinement),
+        Err(e) => {
+            return Err(say(
+                CANNOT_CONFINE,
+                format_args!(
+                    "rounds supervisor: cannot set up the sandbox, so {program} was not run: {e}"
+                ),
+            ));
+        }
+    }
+    command
+        .spawn()
+        .map_err(|e| say(CANNOT_RUN, format_args!("cannot run {program}: {e}")))
+}
+
+/// Waits until the program exits (its status) or the supervisor is told to stop (`None`).
+fn wait_for_exit(mut signals: Signals, main_pid: i32) -> Option<i32> {
+    let mut status = None;
+    for signal in signals.forever() {
+        if signal != SIGCHLD {
+            break;
+        }
+        reap(main_pid, &mut status);
+        if status.is_some() {
+            break;
+        }
+    }
+    status
 }
 
 /// What the supervised program reads.
@@ -234,19 +245,31 @@ fn mark_one_by_one() {
     }
 }
 
+/// What is wrong with the supervisor's command line (rounds wrote it: a bug, exit 2).
+#[derive(Debug, PartialEq, thiserror::Error)]
+enum ArgsError {
+    #[error("missing STDIN_BYTES")]
+    NoStdinBytes,
+    #[error("bad STDIN_BYTES {0:?}")]
+    BadStdinBytes(OsString),
+    #[error(transparent)]
+    Sandbox(#[from] sandbox::EnvError),
+    #[error("expected -- PROGRAM ARGS…")]
+    NoProgram,
+}
+
 fn parse(
     args: &[OsString],
     sandbox: Option<&std::ffi::OsStr>,
-) -> Result<(Input, Sandbox, Vec<OsString>), String> {
-    let (len, rest) = args.split_first().ok_or("missing STDIN_BYTES")?;
+) -> Result<(Input, Sandbox, Vec<OsString>), ArgsError> {
+    let (len, rest) = args.split_first().ok_or(ArgsError::NoStdinBytes)?;
     let input = match len.to_str() {
         Some("-") => Input::Closed,
         Some("inherit") => Input::Inherit,
-        Some(n) => Input::Bytes(
-            n.parse::<usize>()
-                .map_err(|_| format!("bad STDIN_BYTES {n:?}"))?,
+        n => Input::Bytes(
+            n.and_then(|n| n.parse::<usize>().ok())
+                .ok_or_else(|| ArgsError::BadStdinBytes(len.clone()))?,
         ),
-        None => return Err("bad STDIN_BYTES".into()),
     };
     let sandbox = match sandbox {
         Some(value) => Sandbox::from_env(value)?,
@@ -254,7 +277,7 @@ fn parse(
     };
     let argv = match rest.split_first() {
         Some((dashes, argv)) if dashes == "--" && !argv.is_empty() => argv.to_vec(),
-        _ => return Err("expected -- PROGRAM ARGS…".into()),
+        _ => return Err(ArgsError::NoProgram),
     };
     Ok((input, sandbox, argv))
 }
@@ -408,10 +431,17 @@ mod tests {
             os(&["--sandbox", "x"]),
             "after --, all is the program's"
         );
-        assert!(parse(&os(&["x", "--", "true"]), None).is_err());
-        assert!(parse(&os(&["1", "true"]), None).is_err());
-        assert!(parse(&os(&["1", "--"]), None).is_err());
-        assert!(parse(&os(&["1", "--", "true"]), Some("bogus".as_ref())).is_err());
+        assert_eq!(
+            parse(&os(&["x", "--", "true"]), None),
+            Err(ArgsError::BadStdinBytes("x".into()))
+        );
+        assert_eq!(parse(&os(&[]), None), Err(ArgsError::NoStdinBytes));
+        assert_eq!(parse(&os(&["1", "true"]), None), Err(ArgsError::NoProgram));
+        assert_eq!(parse(&os(&["1", "--"]), None), Err(ArgsError::NoProgram));
+        assert_eq!(
+            parse(&os(&["1", "--", "true"]), Some("bogus".as_ref())),
+            Err(ArgsError::Sandbox(sandbox::EnvError::Mode("bogus".into())))
+        );
     }
 
     #[test]

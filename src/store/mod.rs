@@ -12,12 +12,15 @@
 //! are therefore stored as the very JSON the transcript holds, and the only transformation on the
 //! way in, the escaping of NUL characters PostgreSQL cannot store (`nul`), is undone on the way out.
 
+mod export;
 mod nul;
 mod postgres;
 pub mod queue;
 mod tls;
 
-pub use postgres::{PgStore, connect, export};
+pub use export::export;
+pub use postgres::{PgStore, connect};
+pub use tls::{PemProblem, TlsError, UrlError};
 
 use crate::outcome::Status;
 
@@ -26,26 +29,59 @@ use crate::outcome::Status;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("invalid store URL: {0}")]
-    Url(String),
-    #[error("cannot connect to the store {database}: {message}")]
-    Connect { database: String, message: String },
-    #[error("cannot set up the store's tables in {database}: {message}")]
-    Migrate { database: String, message: String },
+    Url(#[source] UrlError),
+    #[error("cannot connect to the store {database}: {cause}")]
+    Connect {
+        database: String,
+        #[source]
+        cause: ConnectError,
+    },
+    #[error("cannot set up the store's tables in {database}: {cause}")]
+    Migrate {
+        database: String,
+        #[source]
+        cause: MigrateError,
+    },
     #[error("no run {run_id:?} in the store {database}")]
     UnknownRun { run_id: String, database: String },
-    #[error("{database}: {message}")]
+    #[error("{database}: {}", postgres::describe_error(.source))]
     Database {
         database: String,
-        message: String,
-        /// The connection itself is gone (closed, or the server ended the session): worth one
-        /// reconnect, unlike an error in the statement.
-        lost: bool,
+        #[source]
+        source: tokio_postgres::Error,
     },
-    #[error("run {run_id:?} in the store cannot be read back: {message}")]
-    Corrupt { run_id: String, message: String },
-    /// A line that cannot be stored as it is (out of order, a number too large).
-    #[error("{0}")]
-    Internal(String),
+    #[error("run {run_id:?} in the store cannot be read back: {problem}")]
+    Corrupt {
+        run_id: String,
+        #[source]
+        problem: RowError,
+    },
+    #[error("a batch {batch_id:?} is already queued in {database}")]
+    BatchTaken { batch_id: String, database: String },
+    #[error("batch {batch_id:?}: its run flags: {source}")]
+    BatchFlags {
+        batch_id: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A line or batch that cannot be stored as it is.
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{what} does not fit {column_type}")]
+    TooLarge {
+        what: String,
+        column_type: &'static str,
+    },
+    #[error("too many jobs for one batch")]
+    TooManyJobs(usize),
+    #[error("a round or end line came before the start")]
+    NoStart,
+    #[error("run {run_id:?} disappeared from the store before its end")]
+    Vanished { run_id: String },
 }
 
 impl StoreError {
@@ -57,9 +93,82 @@ impl StoreError {
             | StoreError::Connect { .. }
             | StoreError::Migrate { .. }
             | StoreError::UnknownRun { .. } => Status::Usage,
-            StoreError::Database { .. } | StoreError::Corrupt { .. } | StoreError::Internal(_) => {
-                Status::Error
-            }
+            StoreError::Database { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::BatchTaken { .. }
+            | StoreError::BatchFlags { .. }
+            | StoreError::Encode { .. }
+            | StoreError::TooLarge { .. }
+            | StoreError::TooManyJobs(_)
+            | StoreError::NoStart
+            | StoreError::Vanished { .. } => Status::Error,
         }
     }
+
+    /// Whether the session ended rather than a statement failing: worth one reconnect.
+    pub fn is_connection_lost(&self) -> bool {
+        matches!(self, StoreError::Database { source, .. } if postgres::connection_lost(source))
+    }
+}
+
+/// Why a connection could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(transparent)]
+    Tls(Box<TlsError>),
+    #[error("{}", postgres::describe_error(.0))]
+    Postgres(#[source] tokio_postgres::Error),
+}
+
+/// Why the schema could not be brought up to date.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    #[error("{}", postgres::describe_error(.0))]
+    Database(#[from] tokio_postgres::Error),
+    #[error(
+        "the schema is at version {found}, newer than this rounds knows ({known}): use a newer \
+         rounds"
+    )]
+    Newer { found: i32, known: i32 },
+    #[error("migration {version}: {}", postgres::describe_error(.source))]
+    Step {
+        version: i32,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+}
+
+/// What in a stored run's rows does not make a transcript.
+#[derive(Debug, thiserror::Error)]
+pub enum RowError {
+    #[error("{column}: {source}")]
+    Column {
+        column: &'static str,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("{column}: {source}")]
+    Decode {
+        column: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    #[error("{0} is out of range")]
+    OutOfRange(&'static str),
+    #[error("duration_ms is missing or negative")]
+    Duration,
+    #[error("unknown status {0:?}")]
+    UnknownStatus(String),
+    #[error("round {0}: its meta is not an object")]
+    MetaNotObject(i32),
+    #[error("round {round}: {source}")]
+    Round {
+        round: i32,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("blocks of round {0}, which has no round row")]
+    Orphans(i32),
 }

@@ -1,25 +1,21 @@
-//! The PostgreSQL side of the store: connecting (protected as `tls` says), the versioned schema,
-//! the writes as transcript lines arrive, and the reads that rebuild a transcript.
+//! The PostgreSQL side of the store: connecting (protected as `tls` says), the versioned schema
+//! and the writes as transcript lines arrive (the reads that rebuild a transcript are `export`).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_postgres::config::Host;
-use tokio_postgres::types::FromSql;
-use tokio_postgres::{Client, Config, IsolationLevel, NoTls, Row};
+use tokio_postgres::{Client, Config, NoTls};
 
-use super::StoreError;
-use super::nul::{escape, escape_value, unescape, unescape_value};
+use super::nul::{escape, escape_value, unescape};
 use super::tls::{self, Protection};
+use super::{ConnectError, MigrateError, StoreError, UrlError};
 use crate::conversation::Block;
-use crate::outcome::Status;
 use crate::records::Store;
-use crate::transcript::{End, Line, Record, Round, Start, VERSION};
+use crate::transcript::{End, Line, Round, Start};
 
 /// Schema versions in order. Each is applied once, in the transaction that records it in
 /// `rounds_schema_migrations`; a released one is never edited, only followed by a new one.
@@ -38,7 +34,7 @@ const MIGRATION_LOCK: i64 = 0x726f_756e_6473;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The `block_type` of tool results; the others come from the blocks themselves.
-const TOOL_RESULT: &str = "tool_result";
+pub(super) const TOOL_RESULT: &str = "tool_result";
 
 /// One run's connection to the store. Written to only through `Store::write`.
 pub struct PgStore {
@@ -58,9 +54,9 @@ pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
     let (mut client, database) = open(url).await?;
     migrate(&mut client)
         .await
-        .map_err(|message| StoreError::Migrate {
+        .map_err(|cause| StoreError::Migrate {
             database: database.clone(),
-            message,
+            cause,
         })?;
     Ok(PgStore {
         client,
@@ -87,10 +83,7 @@ impl PgStore {
             self.reconnect().await?;
         }
         match self.apply(line).await {
-            Err(e)
-                if self.client.is_closed()
-                    || matches!(e, StoreError::Database { lost: true, .. }) =>
-            {
+            Err(e) if self.client.is_closed() || e.is_connection_lost() => {
                 self.reconnect().await?;
                 self.apply(line).await
             }
@@ -205,8 +198,10 @@ impl PgStore {
     async fn end(&mut self, end: &End) -> Result<(), StoreError> {
         let run_id = self.current_run()?;
         let fail = database_error(&self.database);
-        let duration_ms = i64::try_from(end.duration_ms)
-            .map_err(|_| StoreError::Internal("duration_ms does not fit a bigint".into()))?;
+        let duration_ms = i64::try_from(end.duration_ms).map_err(|_| StoreError::TooLarge {
+            what: "duration_ms".into(),
+            column_type: "a bigint",
+        })?;
         let updated = self
             .client
             .execute(
@@ -230,191 +225,22 @@ impl PgStore {
             .await
             .map_err(&fail)?;
         if updated != 1 {
-            return Err(StoreError::Internal(format!(
-                "run {:?} disappeared from the store before its end",
-                unescape(&run_id)
-            )));
+            return Err(StoreError::Vanished {
+                run_id: unescape(&run_id).into_owned(),
+            });
         }
         Ok(())
     }
 
     fn current_run(&self) -> Result<String, StoreError> {
-        self.run_id
-            .clone()
-            .ok_or_else(|| StoreError::Internal("a round or end line came before the start".into()))
+        self.run_id.clone().ok_or(StoreError::NoStart)
     }
-}
-
-/// The transcript of a stored run as JSONL: its start line, every round it finished and, if it
-/// ended, its end line, reading back equal to what its transcript file holds.
-pub async fn export(url: &str, run_id: &str) -> Result<String, StoreError> {
-    let (mut client, database) = open(url).await?;
-    let fail = database_error(&database);
-    let unknown = || StoreError::UnknownRun {
-        run_id: run_id.to_owned(),
-        database: database.clone(),
-    };
-    // One snapshot for all three reads, so a run being written meanwhile exports consistently.
-    let tx = client
-        .build_transaction()
-        .read_only(true)
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .start()
-        .await
-        .map_err(&fail)?;
-    // A database no run was ever kept in has no tables: the run is unknown, nothing failed.
-    let has_tables: bool = tx
-        .query_one(
-            "SELECT to_regclass('rounds_schema_migrations') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(&fail)?
-        .try_get(0)
-        .map_err(&fail)?;
-    if !has_tables {
-        return Err(unknown());
-    }
-    let key = escape(run_id);
-    let Some(run) = tx
-        .query_opt(
-            // `sandbox` came with schema version 2 and `redaction` with 4; export does not
-            // migrate (it only reads), so an older database is read through to_jsonb, where
-            // they are simply absent.
-            "SELECT start_time, provider, model, workspace, prompt, system, tools, limits, \
-             resumed_from, status, exit_code, rounds, final_text, usage, duration_ms, error, \
-             tool_calls, tool_errors, to_jsonb(r) -> 'sandbox' AS sandbox, \
-             to_jsonb(r) -> 'redaction' AS redaction, \
-             to_jsonb(r) -> 'cost_usd' AS cost_usd \
-             FROM runs r WHERE run_id = $1",
-            &[&key],
-        )
-        .await
-        .map_err(&fail)?
-    else {
-        return Err(unknown());
-    };
-    let rounds = tx
-        .query(
-            "SELECT round, meta FROM turn_rounds WHERE run_id = $1 ORDER BY round",
-            &[&key],
-        )
-        .await
-        .map_err(&fail)?;
-    let blocks = tx
-        .query(
-            "SELECT round, block_type, content FROM turn_blocks \
-             WHERE run_id = $1 AND round > 0 ORDER BY round, sequence",
-            &[&key],
-        )
-        .await
-        .map_err(&fail)?;
-    tx.commit().await.map_err(&fail)?;
-    let corrupt = |message: String| StoreError::Corrupt {
-        run_id: run_id.to_owned(),
-        message,
-    };
-    let lines = rebuild(run_id, &run, &rounds, &blocks).map_err(corrupt)?;
-    let mut jsonl = String::new();
-    for line in lines {
-        let text = serde_json::to_string(&Record { v: VERSION, line })
-            .map_err(|e| StoreError::Internal(format!("cannot serialize a line: {e}")))?;
-        jsonl.push_str(&text);
-        jsonl.push('\n');
-    }
-    Ok(jsonl)
-}
-
-/// The transcript lines of one run from its rows.
-fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Vec<Line>, String> {
-    let mut lines = vec![Line::Start(Start {
-        run_id: run_id.to_owned(),
-        time: text(run, "start_time")?,
-        provider: text(run, "provider")?,
-        model: text(run, "model")?,
-        workspace: text(run, "workspace")?,
-        prompt: text(run, "prompt")?,
-        system: text(run, "system")?,
-        tools: decode(run, "tools")?,
-        limits: decode(run, "limits")?,
-        resumed_from: get::<Option<String>>(run, "resumed_from")?
-            .map(|s| unescape(&s).into_owned()),
-        sandbox: match get::<Option<Value>>(run, "sandbox")? {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                serde_json::from_value(unescape_value(v)).map_err(|e| format!("sandbox: {e}"))?,
-            ),
-        },
-        redaction: match get::<Option<Value>>(run, "redaction")? {
-            None | Some(Value::Null) => Vec::new(),
-            Some(v) => {
-                serde_json::from_value(unescape_value(v)).map_err(|e| format!("redaction: {e}"))?
-            }
-        },
-    })];
-
-    // Each round's blocks, then its results, in the order they were written.
-    let mut contents: BTreeMap<i32, (Vec<Value>, Vec<Value>)> = BTreeMap::new();
-    for row in blocks {
-        let entry = contents.entry(get(row, "round")?).or_default();
-        let content: Value = get(row, "content")?;
-        if get::<String>(row, "block_type")? == TOOL_RESULT {
-            entry.1.push(content);
-        } else {
-            entry.0.push(content);
-        }
-    }
-    for row in rounds {
-        let number: i32 = get(row, "round")?;
-        let mut meta: Value = get(row, "meta")?;
-        let (blocks, results) = contents.remove(&number).unwrap_or_default();
-        let Value::Object(fields) = &mut meta else {
-            return Err(format!("round {number}: its meta is not an object"));
-        };
-        fields.insert("blocks".into(), Value::Array(blocks));
-        fields.insert("results".into(), Value::Array(results));
-        let round: Round = serde_json::from_value(unescape_value(meta))
-            .map_err(|e| format!("round {number}: {e}"))?;
-        lines.push(Line::Round(round));
-    }
-    if let Some(number) = contents.keys().next() {
-        return Err(format!("blocks of round {number}, which has no round row"));
-    }
-
-    if let Some(status) = get::<Option<String>>(run, "status")? {
-        let int = |column: &str| -> Result<i32, String> {
-            get::<Option<i32>>(run, column)?.ok_or_else(|| format!("{column} is missing"))
-        };
-        let count = |column: &str| -> Result<u32, String> {
-            u32::try_from(int(column)?).map_err(|_| format!("{column} is out of range"))
-        };
-        let duration_ms = get::<Option<i64>>(run, "duration_ms")?
-            .and_then(|n| u64::try_from(n).ok())
-            .ok_or_else(|| "duration_ms is missing or negative".to_owned())?;
-        let exit_code =
-            u8::try_from(int("exit_code")?).map_err(|_| "exit_code is out of range".to_owned())?;
-        let status = unescape(&status);
-        lines.push(Line::End(End {
-            status: Status::from_record(&status, exit_code)
-                .ok_or_else(|| format!("unknown status {status:?}"))?,
-            exit_code,
-            rounds: count("rounds")?,
-            final_text: text(run, "final_text")?,
-            usage: decode(run, "usage")?,
-            cost_usd: get::<Option<Value>>(run, "cost_usd")?.and_then(|v| v.as_f64()),
-            duration_ms,
-            error: get::<Option<String>>(run, "error")?.map(|s| unescape(&s).into_owned()),
-            tool_calls: count("tool_calls")?,
-            tool_errors: decode(run, "tool_errors")?,
-        }));
-    }
-    Ok(lines)
 }
 
 /// Opens a connection and returns it with the database's name for messages.
 pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
     if url.trim().is_empty() {
-        return Err(StoreError::Url("it is empty".into()));
+        return Err(StoreError::Url(UrlError::Empty));
     }
     let (mut config, tls) = tls::parse(url).map_err(StoreError::Url)?;
     let database = describe_database(&config);
@@ -424,22 +250,23 @@ pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
     if config.get_application_name().is_none() {
         config.application_name("rounds");
     }
-    let failed = |message: String| StoreError::Connect {
+    let failed = |cause| StoreError::Connect {
         database: database.clone(),
-        message,
+        cause,
     };
     let client = if tls.protection == Protection::Plain {
         let (client, connection) = config
             .connect(NoTls)
             .await
-            .map_err(|e| failed(describe_error(&e)))?;
+            .map_err(|e| failed(ConnectError::Postgres(e)))?;
         drive(connection);
         client
     } else {
+        let connector = tls::connector(&tls).map_err(|e| failed(ConnectError::Tls(Box::new(e))))?;
         let (client, connection) = config
-            .connect(tls::connector(&tls).map_err(&failed)?)
+            .connect(connector)
             .await
-            .map_err(|e| failed(describe_error(&e)))?;
+            .map_err(|e| failed(ConnectError::Postgres(e)))?;
         drive(connection);
         client
     };
@@ -507,10 +334,9 @@ pub(super) fn describe_error(e: &tokio_postgres::Error) -> String {
 }
 
 pub(super) fn database_error(database: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
-    move |e| StoreError::Database {
+    move |source| StoreError::Database {
         database: database.to_owned(),
-        message: describe_error(&e),
-        lost: connection_lost(&e),
+        source,
     }
 }
 
@@ -518,7 +344,7 @@ pub(super) fn database_error(database: &str) -> impl Fn(tokio_postgres::Error) -
 /// connection close, or the server said it is ending it (SQLSTATE class 08, connection
 /// exception, or 57P, operator intervention such as pg_terminate_backend or a shutdown). The
 /// client can report such an error before its connection task has marked it closed.
-fn connection_lost(e: &tokio_postgres::Error) -> bool {
+pub(super) fn connection_lost(e: &tokio_postgres::Error) -> bool {
     let class = e.code().map(|c| c.code()).unwrap_or_default();
     e.is_closed() || class.starts_with("08") || class.starts_with("57P")
 }
@@ -526,32 +352,25 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
 /// Creates or updates the schema. Taken under a transaction-scoped advisory lock, so runs that
 /// start together against a new database wait for one another instead of racing to create the
 /// same tables; a database already at the latest version costs one short transaction.
-pub(super) async fn migrate(client: &mut Client) -> Result<(), String> {
-    let fail = |e: tokio_postgres::Error| describe_error(&e);
-    let tx = client.transaction().await.map_err(fail)?;
+pub(super) async fn migrate(client: &mut Client) -> Result<(), MigrateError> {
+    let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await
-        .map_err(fail)?;
+        .await?;
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS rounds_schema_migrations (\
          version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
     )
-    .await
-    .map_err(fail)?;
+    .await?;
     let mut applied = Vec::new();
     for row in tx
         .query("SELECT version FROM rounds_schema_migrations", &[])
-        .await
-        .map_err(fail)?
+        .await?
     {
-        applied.push(row.try_get::<_, i32>(0).map_err(fail)?);
+        applied.push(row.try_get::<_, i32>(0)?);
     }
     let known = MIGRATIONS.last().map_or(0, |(v, _)| *v);
-    if let Some(newer) = applied.iter().copied().filter(|v| *v > known).max() {
-        return Err(format!(
-            "the schema is at version {newer}, newer than this rounds knows ({known}): \
-             use a newer rounds"
-        ));
+    if let Some(found) = applied.iter().copied().filter(|v| *v > known).max() {
+        return Err(MigrateError::Newer { found, known });
     }
     for (version, sql) in MIGRATIONS {
         if applied.contains(version) {
@@ -559,15 +378,17 @@ pub(super) async fn migrate(client: &mut Client) -> Result<(), String> {
         }
         tx.batch_execute(sql)
             .await
-            .map_err(|e| format!("migration {version}: {}", describe_error(&e)))?;
+            .map_err(|source| MigrateError::Step {
+                version: *version,
+                source,
+            })?;
         tx.execute(
             "INSERT INTO rounds_schema_migrations (version, applied_at) VALUES ($1, now())",
             &[version],
         )
-        .await
-        .map_err(fail)?;
+        .await?;
     }
-    tx.commit().await.map_err(fail)
+    Ok(tx.commit().await?)
 }
 
 fn block_type(block: &Block) -> &'static str {
@@ -581,24 +402,22 @@ fn block_type(block: &Block) -> &'static str {
     }
 }
 
+pub(super) fn encode(source: serde_json::Error) -> StoreError {
+    StoreError::Encode {
+        what: "a line",
+        source,
+    }
+}
+
 fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, StoreError> {
-    serde_json::to_value(value).map_err(|e| StoreError::Internal(format!("cannot encode: {e}")))
+    serde_json::to_value(value).map_err(encode)
 }
 
 fn to_int(n: u32, what: &str) -> Result<i32, StoreError> {
-    i32::try_from(n).map_err(|_| StoreError::Internal(format!("{what} {n} does not fit an int")))
-}
-
-fn get<'a, T: FromSql<'a>>(row: &'a Row, column: &str) -> Result<T, String> {
-    row.try_get(column).map_err(|e| format!("{column}: {e}"))
-}
-
-fn text(row: &Row, column: &str) -> Result<String, String> {
-    Ok(unescape(&get::<String>(row, column)?).into_owned())
-}
-
-fn decode<T: DeserializeOwned>(row: &Row, column: &str) -> Result<T, String> {
-    serde_json::from_value(unescape_value(get(row, column)?)).map_err(|e| format!("{column}: {e}"))
+    i32::try_from(n).map_err(|_| StoreError::TooLarge {
+        what: format!("{what} {n}"),
+        column_type: "an int",
+    })
 }
 
 #[cfg(test)]

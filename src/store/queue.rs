@@ -65,9 +65,9 @@ impl Queue {
         let (mut client, database) = open(url).await?;
         migrate(&mut client)
             .await
-            .map_err(|message| StoreError::Migrate {
+            .map_err(|cause| StoreError::Migrate {
                 database: database.clone(),
-                message,
+                cause,
             })?;
         Ok(Queue { client, database })
     }
@@ -80,10 +80,11 @@ impl Queue {
         jobs: &[(String, i32, Value)],
     ) -> Result<(), StoreError> {
         let fail = database_error(&self.database);
-        let flags = serde_json::to_value(run_flags)
-            .map_err(|e| StoreError::Internal(format!("cannot encode the run flags: {e}")))?;
-        let count = i32::try_from(jobs.len())
-            .map_err(|_| StoreError::Internal("too many jobs for one batch".into()))?;
+        let flags = serde_json::to_value(run_flags).map_err(|source| StoreError::Encode {
+            what: "the run flags",
+            source,
+        })?;
+        let count = i32::try_from(jobs.len()).map_err(|_| StoreError::TooManyJobs(jobs.len()))?;
         let ids: Vec<&str> = jobs.iter().map(|j| j.0.as_str()).collect();
         let lines: Vec<i32> = jobs.iter().map(|j| j.1).collect();
         let specs: Vec<&Value> = jobs.iter().map(|j| &j.2).collect();
@@ -97,10 +98,10 @@ impl Queue {
             .await
             .map_err(&fail)?;
         if inserted == 0 {
-            return Err(StoreError::Internal(format!(
-                "a batch {batch_id:?} is already queued in {}",
-                self.database
-            )));
+            return Err(StoreError::BatchTaken {
+                batch_id: batch_id.to_owned(),
+                database: self.database.clone(),
+            });
         }
         tx.execute(
             "INSERT INTO batch_jobs (batch_id, job_id, line, spec) \
@@ -128,7 +129,10 @@ impl Queue {
         let flags: Value = row.try_get(0).map_err(&fail)?;
         serde_json::from_value(flags)
             .map(Some)
-            .map_err(|e| StoreError::Internal(format!("batch {batch_id:?}: its run flags: {e}")))
+            .map_err(|source| StoreError::BatchFlags {
+                batch_id: batch_id.to_owned(),
+                source,
+            })
     }
 
     /// Takes the next job for `owner`, under a lease of `lease`: a queued one, or one whose

@@ -18,7 +18,7 @@
 //!   no default under `~/.postgresql/`: a certificate is only sent when the URL names one.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::WebPkiServerVerifier;
@@ -70,9 +70,72 @@ struct TlsParams {
     key: Option<String>,
 }
 
+/// What is wrong with a store URL; nothing was tried yet.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error("it is empty")]
+    Empty,
+    #[error("sslcert and sslkey go together: give both or neither")]
+    HalfIdentity,
+    #[error(
+        "unknown sslmode {0:?} (known: disable, allow, prefer, require, verify-ca, verify-full)"
+    )]
+    UnknownSslMode(String),
+    /// tokio-postgres could not read the rest of it.
+    #[error("{}", super::postgres::describe_error(.0))]
+    Unreadable(#[source] tokio_postgres::Error),
+}
+
+/// Why TLS could not be set up for a connection, naming the file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot set up TLS: {0}")]
+    Setup(#[source] rustls::Error),
+    #[error("cannot load the platform's root certificates: {0}")]
+    PlatformRoots(#[source] rustls::Error),
+    #[error("sslrootcert {}: {problem}", path.display())]
+    RootCert {
+        path: PathBuf,
+        #[source]
+        problem: PemProblem,
+    },
+    #[error("sslcert {}: {problem}", path.display())]
+    ClientCert {
+        path: PathBuf,
+        #[source]
+        problem: PemProblem,
+    },
+    #[error("sslkey {}: {problem}", path.display())]
+    ClientKey {
+        path: PathBuf,
+        #[source]
+        problem: PemProblem,
+    },
+    #[error("sslcert {} with sslkey {}: {source}", cert.display(), key.display())]
+    ClientIdentity {
+        cert: PathBuf,
+        key: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+}
+
+/// What is wrong with one PEM file.
+#[derive(Debug, thiserror::Error)]
+pub enum PemProblem {
+    #[error("{0}")]
+    Unreadable(#[from] rustls::pki_types::pem::Error),
+    #[error("{0}")]
+    Rejected(#[from] rustls::Error),
+    #[error("{0}")]
+    NoVerifier(#[from] rustls::client::VerifierBuilderError),
+    #[error("no certificates in it")]
+    NoCertificates,
+}
+
 /// Parses a store URL (or key-value connection string) into the tokio-postgres configuration and
 /// the protection its sslmode asks for.
-pub fn parse(url: &str) -> Result<(Config, Tls), String> {
+pub fn parse(url: &str) -> Result<(Config, Tls), UrlError> {
     let (rest, params) = take_tls_params(url);
     let TlsParams {
         sslmode,
@@ -86,11 +149,9 @@ pub fn parse(url: &str) -> Result<(Config, Tls), String> {
             key: key.into(),
         }),
         (None, None) => None,
-        _ => return Err("sslcert and sslkey go together: give both or neither".into()),
+        _ => return Err(UrlError::HalfIdentity),
     };
-    let mut config: Config = rest
-        .parse()
-        .map_err(|e: tokio_postgres::Error| super::postgres::describe_error(&e))?;
+    let mut config: Config = rest.parse().map_err(UrlError::Unreadable)?;
     let mode = sslmode.unwrap_or(match config.get_ssl_mode() {
         SslMode::Disable => "disable".into(),
         SslMode::Require => "require".into(),
@@ -110,12 +171,7 @@ pub fn parse(url: &str) -> Result<(Config, Tls), String> {
         ("verify-ca" | "verify-full", None) => {
             (SslMode::Require, Protection::Verified(Roots::System))
         }
-        (other, _) => {
-            return Err(format!(
-                "unknown sslmode {other:?} (known: disable, allow, prefer, require, verify-ca, \
-                 verify-full)"
-            ));
-        }
+        (other, _) => return Err(UrlError::UnknownSslMode(other.to_owned())),
     };
     config.ssl_mode(ssl_mode);
     Ok((
@@ -162,34 +218,24 @@ fn take_tls_params(url: &str) -> (Cow<'_, str>, TlsParams) {
 }
 
 /// The TLS connector for a protection other than `Plain`, presenting `identity` if there is one.
-pub fn connector(tls: &Tls) -> Result<MakeRustlsConnect, String> {
+pub fn connector(tls: &Tls) -> Result<MakeRustlsConnect, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("cannot set up TLS: {e}"))?;
+        .map_err(TlsError::Setup)?;
     let verified = match &tls.protection {
         Protection::Verified(Roots::System) => {
             use rustls_platform_verifier::BuilderVerifierExt;
             builder
                 .with_platform_verifier()
-                .map_err(|e| format!("cannot load the platform's root certificates: {e}"))?
+                .map_err(TlsError::PlatformRoots)?
         }
         Protection::Verified(Roots::File(path)) => {
-            let unreadable =
-                |e: &dyn std::fmt::Display| format!("sslrootcert {}: {e}", path.display());
-            let mut roots = RootCertStore::empty();
-            for cert in CertificateDer::pem_file_iter(path).map_err(|e| unreadable(&e))? {
-                roots
-                    .add(cert.map_err(|e| unreadable(&e))?)
-                    .map_err(|e| unreadable(&e))?;
-            }
-            if roots.is_empty() {
-                return Err(unreadable(&"no certificates in it"));
-            }
             let verifier =
-                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-                    .build()
-                    .map_err(|e| unreadable(&e))?;
+                roots_verifier(path, provider).map_err(|problem| TlsError::RootCert {
+                    path: path.clone(),
+                    problem,
+                })?;
             builder.with_webpki_verifier(verifier)
         }
         Protection::Encrypted | Protection::Plain => builder
@@ -201,24 +247,45 @@ pub fn connector(tls: &Tls) -> Result<MakeRustlsConnect, String> {
         Some(Identity { cert, key }) => {
             let chain = CertificateDer::pem_file_iter(cert)
                 .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("sslcert {}: {e}", cert.display()))?;
+                .map_err(|e| TlsError::ClientCert {
+                    path: cert.clone(),
+                    problem: e.into(),
+                })?;
             if chain.is_empty() {
-                return Err(format!("sslcert {}: no certificates in it", cert.display()));
+                return Err(TlsError::ClientCert {
+                    path: cert.clone(),
+                    problem: PemProblem::NoCertificates,
+                });
             }
-            let key_der = PrivateKeyDer::from_pem_file(key)
-                .map_err(|e| format!("sslkey {}: {e}", key.display()))?;
+            let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| TlsError::ClientKey {
+                path: key.clone(),
+                problem: e.into(),
+            })?;
             verified
                 .with_client_auth_cert(chain, key_der)
-                .map_err(|e| {
-                    format!(
-                        "sslcert {} with sslkey {}: {e}",
-                        cert.display(),
-                        key.display()
-                    )
+                .map_err(|source| TlsError::ClientIdentity {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    source,
                 })?
         }
     };
     Ok(MakeRustlsConnect::new(config))
+}
+
+/// A verifier that accepts only certificates chaining to the roots in the PEM file at `path`.
+fn roots_verifier(
+    path: &Path,
+    provider: Arc<CryptoProvider>,
+) -> Result<Arc<WebPkiServerVerifier>, PemProblem> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path)? {
+        roots.add(cert?)?;
+    }
+    if roots.is_empty() {
+        return Err(PemProblem::NoCertificates);
+    }
+    Ok(WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build()?)
 }
 
 /// Accepts any certificate (libpq's prefer and require) but still checks that the server holds
@@ -277,7 +344,9 @@ mod tests {
     use std::path::Path;
 
     fn protection(url: &str) -> Result<(SslMode, Protection), String> {
-        parse(url).map(|(config, tls)| (config.get_ssl_mode(), tls.protection))
+        parse(url)
+            .map(|(config, tls)| (config.get_ssl_mode(), tls.protection))
+            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -341,10 +410,7 @@ mod tests {
             "postgres://h/db?sslkey=/k.pem",
         ] {
             let err = parse(half).unwrap_err();
-            assert!(
-                err.contains("sslcert and sslkey go together"),
-                "{half}: {err}"
-            );
+            assert!(matches!(err, UrlError::HalfIdentity), "{half}: {err}");
         }
     }
 
@@ -361,7 +427,7 @@ mod tests {
                 key: key.into(),
             }),
         };
-        let err = |tls: Tls| connector(&tls).err().unwrap();
+        let err = |tls: Tls| connector(&tls).err().unwrap().to_string();
         assert!(err(with(&missing, &junk)).starts_with(&format!("sslcert {}", missing.display())));
         assert_eq!(
             err(with(&junk, &junk)),
@@ -384,7 +450,12 @@ mod tests {
                 panic!("{} was accepted", path.display())
             };
             assert!(
-                e.starts_with(&format!("sslrootcert {}", path.display())),
+                matches!(&e, TlsError::RootCert { path: p, .. } if *p == path),
+                "{e}"
+            );
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("sslrootcert {}", path.display())),
                 "{e}"
             );
         }

@@ -107,7 +107,7 @@ impl Hooks {
                         replaced = true;
                     }
                     Ok(None) => {}
-                    Err(why) => return failed(why),
+                    Err(why) => return failed(why.to_string()),
                 },
                 Outcome::Veto(message) => return Verdict::Veto(message),
                 Outcome::Failed(why) => return failed(why),
@@ -170,15 +170,26 @@ enum Outcome {
     Cancelled,
 }
 
+/// Why what a pre hook printed is not a reply (completing "the pre-tool hook … ").
+#[derive(Debug, thiserror::Error)]
+enum BadReply {
+    #[error(
+        "printed {0} bytes on stdout, more than the {max} MiB a reply may have",
+        max = MAX_REPLY >> 20
+    )]
+    TooLong(u64),
+    /// The JSON kind it printed instead of an object.
+    #[error("printed {0} on stdout where a JSON object (or nothing) was expected")]
+    NotAnObject(&'static str),
+    #[error("printed something on stdout that is not a complete JSON object ({0})")]
+    NotJson(#[source] serde_json::Error),
+}
+
 /// What a pre hook that exited 0 printed: nothing (go on as is), or one JSON object whose
 /// `input`, if it has one, replaces the call's input. Anything else is not a reply.
-fn reply(stdout: &Captured) -> Result<Option<Value>, String> {
+fn reply(stdout: &Captured) -> Result<Option<Value>, BadReply> {
     if stdout.overflowed {
-        return Err(format!(
-            "printed {} bytes on stdout, more than the {} MiB a reply may have",
-            stdout.total,
-            MAX_REPLY >> 20
-        ));
+        return Err(BadReply::TooLong(stdout.total));
     }
     let text = stdout.head.trim_ascii();
     if text.is_empty() {
@@ -186,13 +197,8 @@ fn reply(stdout: &Captured) -> Result<Option<Value>, String> {
     }
     match serde_json::from_slice::<Value>(text) {
         Ok(Value::Object(mut reply)) => Ok(reply.remove("input")),
-        Ok(other) => Err(format!(
-            "printed {} on stdout where a JSON object (or nothing) was expected",
-            json_kind(&other)
-        )),
-        Err(e) => Err(format!(
-            "printed something on stdout that is not a complete JSON object ({e})"
-        )),
+        Ok(other) => Err(BadReply::NotAnObject(json_kind(&other))),
+        Err(e) => Err(BadReply::NotJson(e)),
     }
 }
 

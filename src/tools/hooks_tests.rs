@@ -12,15 +12,20 @@ fn printed(bytes: &[u8]) -> Captured {
     capture.finish()
 }
 
+/// The reply to `bytes` on stdout, or the message saying why they are none.
+fn read(bytes: &[u8]) -> Result<Option<Value>, String> {
+    reply(&printed(bytes)).map_err(|e| e.to_string())
+}
+
 #[test]
 fn only_nothing_or_a_whole_json_object_is_a_reply() {
     // The controls: what a hook that means to go on prints.
-    assert_eq!(reply(&printed(b"")), Ok(None));
-    assert_eq!(reply(&printed(b" \n\t\n")), Ok(None));
-    assert_eq!(reply(&printed(b"{}\n")), Ok(None));
-    assert_eq!(reply(&printed(b"{\"note\": 1}")), Ok(None));
+    assert_eq!(read(b""), Ok(None));
+    assert_eq!(read(b" \n\t\n"), Ok(None));
+    assert_eq!(read(b"{}\n"), Ok(None));
+    assert_eq!(read(b"{\"note\": 1}"), Ok(None));
     assert_eq!(
-        reply(&printed(b"\n{\"input\": {\"path\": \"b.txt\"}}\n")),
+        read(b"\n{\"input\": {\"path\": \"b.txt\"}}\n"),
         Ok(Some(json!({"path": "b.txt"})))
     );
     // What a broken or hostile hook prints: each is refused, saying why.
@@ -44,7 +49,7 @@ fn only_nothing_or_a_whole_json_object_is_a_reply() {
         (b"null", "printed null on stdout"),
     ];
     for (stdout, why) in refused {
-        let got = reply(&printed(stdout));
+        let got = read(stdout);
         assert!(
             got.as_ref().is_err_and(|e| e.contains(why)),
             "{:?}: {got:?}",
@@ -58,13 +63,10 @@ fn a_reply_is_read_whole_up_to_the_limit_and_refused_beyond_it() {
     // A rewrite far past the old 64 KiB + 4 KiB window still parses.
     let big = "x".repeat(5 * 1024 * 1024);
     let text = json!({"input": {"content": big}}).to_string();
-    assert_eq!(
-        reply(&printed(text.as_bytes())),
-        Ok(Some(json!({"content": big})))
-    );
+    assert_eq!(read(text.as_bytes()), Ok(Some(json!({"content": big}))));
     let mut over = text.into_bytes();
     over.resize(MAX_REPLY + 1, b' ');
-    let got = reply(&printed(&over));
+    let got = read(&over);
     assert!(
         got.as_ref()
             .is_err_and(|e| e.contains("more than the 16 MiB a reply may have")),

@@ -310,7 +310,7 @@ pub struct Entry {
     pub tool: Arc<dyn Tool>,
     /// Compiled on first use: compiling every schema at startup costs more memory and time
     /// than most runs' calls ever need (see the README's benchmark notes).
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
 }
 
 impl Entry {
@@ -324,12 +324,12 @@ impl Entry {
     /// The tool's compiled input schema, or why it does not compile.
     pub fn validator(&self) -> Result<&jsonschema::Validator, SchemaError> {
         let compiled = self.validator.get_or_init(|| {
-            jsonschema::validator_for(&self.tool.spec().input_schema).map_err(|e| e.to_string())
+            jsonschema::validator_for(&self.tool.spec().input_schema).map_err(|e| SchemaError {
+                name: self.tool.spec().name.clone(),
+                source: Arc::new(e),
+            })
         });
-        compiled.as_ref().map_err(|message| SchemaError {
-            name: self.tool.spec().name.clone(),
-            message: message.clone(),
-        })
+        compiled.as_ref().map_err(SchemaError::clone)
     }
 }
 
@@ -341,11 +341,13 @@ pub struct Registry {
 }
 
 /// A tool whose schema does not compile is a bug in the tool, reported at startup.
-#[derive(Debug, thiserror::Error)]
-#[error("tool {name}: invalid input schema: {message}")]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("tool {name}: invalid input schema: {source}")]
 pub struct SchemaError {
     pub name: String,
-    pub message: String,
+    /// Shared: the entry keeps it for every later call.
+    #[source]
+    pub source: Arc<jsonschema::ValidationError<'static>>,
 }
 
 impl Registry {

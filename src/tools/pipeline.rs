@@ -184,51 +184,17 @@ impl Toolbox {
 
     /// Everything that can be decided without running anything.
     fn checked(&self, call: &ToolUse, input: &Value) -> Result<&Entry, Box<ToolResult>> {
-        let fail = |kind, msg: String| Err(Box::new(ToolResult::error(call, kind, msg)));
-        match &call.defect {
-            Some(CallDefect::InvalidJson(e)) => {
-                return fail(
-                    ErrorKind::InvalidJson,
-                    format!(
-                        "the arguments of {} are not valid JSON ({e}); nothing was run",
-                        call.name
-                    ),
-                );
-            }
-            Some(CallDefect::Truncated) => {
-                return fail(
-                    ErrorKind::InvalidJson,
-                    format!(
-                        "the call to {} was cut off by the output token limit before its \
-                         arguments were complete; nothing was run",
-                        call.name
-                    ),
-                );
-            }
-            None => {}
+        let fail = |kind, msg: String| Box::new(ToolResult::error(call, kind, msg));
+        if let Some(why) = defect(call) {
+            return Err(fail(ErrorKind::InvalidJson, why));
         }
         let entry = match self.registry.get(&call.name) {
             Some(entry) if self.policy.offers(&call.name) => entry,
-            _ => {
-                let names: Vec<&str> = self.offered().iter().map(|s| s.name.as_str()).collect();
-                return fail(
-                    ErrorKind::UnknownTool,
-                    format!(
-                        "unknown tool {:?}; the available tools are: {}",
-                        call.name,
-                        if names.is_empty() {
-                            "(none)".to_owned()
-                        } else {
-                            names.join(", ")
-                        }
-                    ),
-                );
-            }
+            _ => return Err(fail(ErrorKind::UnknownTool, self.unknown(&call.name))),
         };
-        let validator = match entry.validator() {
-            Ok(v) => v,
-            Err(e) => return fail(ErrorKind::Failed, e.to_string()),
-        };
+        let validator = entry
+            .validator()
+            .map_err(|e| fail(ErrorKind::Failed, e.to_string()))?;
         let errors: Vec<String> = validator
             .iter_errors(input)
             .map(|e| {
@@ -241,7 +207,7 @@ impl Toolbox {
             })
             .collect();
         if !errors.is_empty() {
-            return fail(
+            return Err(fail(
                 ErrorKind::Schema,
                 format!(
                     "invalid arguments for {}:\n{}\nexpected input schema: {}",
@@ -249,7 +215,7 @@ impl Toolbox {
                     errors.join("\n"),
                     entry.tool.spec().input_schema
                 ),
-            );
+            ));
         }
         // A path is judged where it leads as well as where it is written: the policy has no
         // workspace to follow symlinks in, so the path is located here.
@@ -261,9 +227,22 @@ impl Toolbox {
             other => other,
         };
         if let Decision::Denied(why) = self.policy.permits(&call.name, subject.as_ref()) {
-            return fail(ErrorKind::Denied, why);
+            return Err(fail(ErrorKind::Denied, why));
         }
         Ok(entry)
+    }
+
+    /// What the model reads when it calls a tool it was not offered: the ones it was.
+    fn unknown(&self, name: &str) -> String {
+        let names: Vec<&str> = self.offered().iter().map(|s| s.name.as_str()).collect();
+        format!(
+            "unknown tool {name:?}; the available tools are: {}",
+            if names.is_empty() {
+                "(none)".to_owned()
+            } else {
+                names.join(", ")
+            }
+        )
     }
 
     async fn run(
@@ -362,6 +341,22 @@ impl Toolbox {
         result.content = captured.render();
         result.truncated = true;
         result
+    }
+}
+
+/// Why a call whose arguments did not arrive whole cannot run.
+fn defect(call: &ToolUse) -> Option<String> {
+    match &call.defect {
+        Some(CallDefect::InvalidJson(e)) => Some(format!(
+            "the arguments of {} are not valid JSON ({e}); nothing was run",
+            call.name
+        )),
+        Some(CallDefect::Truncated) => Some(format!(
+            "the call to {} was cut off by the output token limit before its arguments were \
+             complete; nothing was run",
+            call.name
+        )),
+        None => None,
     }
 }
 

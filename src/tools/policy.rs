@@ -28,6 +28,7 @@ use super::shell::{self, Script, Target};
 mod url;
 
 use url::UrlPattern;
+pub use url::UrlPatternError;
 
 /// The tools allowed when the user says nothing.
 pub const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "grep"];
@@ -108,11 +109,12 @@ impl CommandLine {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PolicyError {
-    #[error("bad rule {rule:?} in {flag}: {message}")]
+    #[error("bad rule {rule:?} in {flag}: {problem}")]
     Syntax {
         flag: &'static str,
         rule: String,
-        message: String,
+        #[source]
+        problem: RuleProblem,
     },
     #[error("unknown tool {name:?} in {flag}; known tools: {known}")]
     UnknownTool {
@@ -120,6 +122,23 @@ pub enum PolicyError {
         name: String,
         known: String,
     },
+}
+
+/// What is wrong with how a rule is written.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RuleProblem {
+    #[error("unbalanced ')'")]
+    UnbalancedClose,
+    #[error("unbalanced '('")]
+    UnbalancedOpen,
+    #[error("expected TOOL(PATTERN) with ')' at the end")]
+    NoClosingParen,
+    #[error("missing tool name")]
+    NoTool,
+    #[error("{}", .0.kind())]
+    Glob(#[from] globset::Error),
+    #[error(transparent)]
+    Url(#[from] UrlPatternError),
 }
 
 #[derive(Debug, Clone)]
@@ -358,18 +377,8 @@ impl Policy {
     /// understands, whose every command the pattern matches, and whose every redirection opens
     /// a file the file tools' own rules allow.
     fn permits_command(&self, tool: &str, line: &CommandLine) -> Decision {
-        let deny: Vec<&Rule> = self.deny.iter().filter(|r| r.matches_tool(tool)).collect();
-        let mut texts = vec![line.text.clone()];
-        if !deny.is_empty() {
-            texts.extend(shell::command_texts(&line.text));
-        }
-        for rule in deny {
-            if let Some(text) = texts.iter().find(|t| rule.matches_text(tool, t)) {
-                return Decision::Denied(format!(
-                    "{text:?} is denied by the rule --deny {}",
-                    rule.text
-                ));
-            }
+        if let Some(denied) = self.denies_command(tool, line) {
+            return denied;
         }
         if self
             .allow
@@ -408,8 +417,34 @@ impl Policy {
                 ));
             }
         }
-        // A redirection is the shell itself reading or writing a file: the rule for the file
-        // tool that does the same decides, as it would for the model calling that tool.
+        match self.uncovered_redirect(line, script) {
+            Some(what) => not_covered(&what),
+            None => Decision::Allowed,
+        }
+    }
+
+    /// The denial of the first deny rule that matches the command line's text or the text of a
+    /// command in it.
+    fn denies_command(&self, tool: &str, line: &CommandLine) -> Option<Decision> {
+        let deny: Vec<&Rule> = self.deny.iter().filter(|r| r.matches_tool(tool)).collect();
+        let mut texts = vec![line.text.clone()];
+        if !deny.is_empty() {
+            texts.extend(shell::command_texts(&line.text));
+        }
+        deny.into_iter().find_map(|rule| {
+            let text = texts.iter().find(|t| rule.matches_text(tool, t))?;
+            Some(Decision::Denied(format!(
+                "{text:?} is denied by the rule --deny {}",
+                rule.text
+            )))
+        })
+    }
+
+    /// The first redirection that opens a file the file tools' own rules would not let them
+    /// open, described for the denial. A redirection is the shell itself reading or writing a
+    /// file: the rule for the file tool that does the same decides, as it would for the model
+    /// calling that tool.
+    fn uncovered_redirect(&self, line: &CommandLine, script: &Script) -> Option<String> {
         for redirect in &script.redirects {
             let (file_tool, path, verb) = match &redirect.target {
                 Target::Stream => continue,
@@ -418,7 +453,7 @@ impl Policy {
             };
             let what = format!("the redirection `{}`", redirect.shown);
             let Some((rel, real)) = line.place(path) else {
-                return not_covered(&format!("{what}: it {verb} outside the workspace"));
+                return Some(format!("{what}: it {verb} outside the workspace"));
             };
             // As the file tool would be judged: the path as written and where it leads.
             for view in [rel, real] {
@@ -428,7 +463,7 @@ impl Policy {
                     .iter()
                     .find(|r| r.denies(file_tool, Some(&subject)))
                 {
-                    return not_covered(&format!(
+                    return Some(format!(
                         "{what}: it {verb} {view:?}, which the rule --deny {} denies",
                         deny.text
                     ));
@@ -438,13 +473,13 @@ impl Policy {
                     .iter()
                     .any(|r| r.matches(file_tool, Some(&subject)))
                 {
-                    return not_covered(&format!(
+                    return Some(format!(
                         "{what}: it {verb} {view:?}, and no {file_tool} rule allows that"
                     ));
                 }
             }
         }
-        Decision::Allowed
+        None
     }
 
     /// The rules in effect, for the transcript.
@@ -510,7 +545,7 @@ fn split_rules(value: &str, flag: &'static str) -> Result<Vec<String>, PolicyErr
                 depth = depth.checked_sub(1).ok_or_else(|| PolicyError::Syntax {
                     flag,
                     rule: value.to_owned(),
-                    message: "unbalanced ')'".into(),
+                    problem: RuleProblem::UnbalancedClose,
                 })?;
             }
             ',' if depth == 0 => {
@@ -525,7 +560,7 @@ fn split_rules(value: &str, flag: &'static str) -> Result<Vec<String>, PolicyErr
         return Err(PolicyError::Syntax {
             flag,
             rule: value.to_owned(),
-            message: "unbalanced '('".into(),
+            problem: RuleProblem::UnbalancedOpen,
         });
     }
     rules.push(current);
@@ -537,23 +572,23 @@ fn split_rules(value: &str, flag: &'static str) -> Result<Vec<String>, PolicyErr
 }
 
 fn compile(rule: &str, flag: &'static str, known: &[&str]) -> Result<Rule, PolicyError> {
-    let syntax = |message: String| PolicyError::Syntax {
+    let syntax = |problem: RuleProblem| PolicyError::Syntax {
         flag,
         rule: rule.to_owned(),
-        message,
+        problem,
     };
     let (tool, pattern) = match rule.find('(') {
         Some(open) => {
             let inner = rule[open + 1..]
                 .strip_suffix(')')
-                .ok_or_else(|| syntax("expected TOOL(PATTERN) with ')' at the end".into()))?;
+                .ok_or_else(|| syntax(RuleProblem::NoClosingParen))?;
             (rule[..open].trim(), Some(inner))
         }
         None => (rule, None),
     };
     let tool = if tool == "all" { "*" } else { tool };
     if tool.is_empty() {
-        return Err(syntax("missing tool name".into()));
+        return Err(syntax(RuleProblem::NoTool));
     }
     let is_glob = tool.contains(['*', '?', '[']);
     if !is_glob && !known.contains(&tool) {
@@ -568,14 +603,14 @@ fn compile(rule: &str, flag: &'static str, known: &[&str]) -> Result<Rule, Polic
             .literal_separator(literal_separator)
             .build()
             .map(|g| g.compile_matcher())
-            .map_err(|e| syntax(e.kind().to_string()))
+            .map_err(|e| syntax(e.into()))
     };
     let pattern = match pattern {
         None => None,
         Some(p) => Some(Pattern {
             path: glob(p, true)?,
             text: glob(p, false)?,
-            url: UrlPattern::parse(p).map_err(syntax)?,
+            url: UrlPattern::parse(p).map_err(|e| syntax(e.into()))?,
         }),
     };
     Ok(Rule {

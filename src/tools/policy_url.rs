@@ -19,6 +19,21 @@
 use globset::{GlobBuilder, GlobMatcher};
 use reqwest::Url;
 
+/// Why a pattern written as a URL cannot be matched reliably.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UrlPatternError {
+    #[error("a URL pattern needs a host (`*` for any host)")]
+    NoHost,
+    #[error("cannot read the host and port {0:?}")]
+    HostPort(String),
+    #[error("unclosed '[' in the host {0:?}")]
+    UnclosedBracket(String),
+    #[error("an empty port in {0:?}")]
+    EmptyPort(String),
+    #[error("{}", .0.kind())]
+    Glob(#[from] globset::Error),
+}
+
 #[derive(Debug, Clone)]
 pub(super) struct UrlPattern {
     scheme: GlobMatcher,
@@ -33,7 +48,7 @@ pub(super) struct UrlPattern {
 impl UrlPattern {
     /// The pattern as a URL pattern; `Ok(None)` when it is not written as one (nothing that
     /// looks like a scheme before `://`), an error when it is but cannot be matched reliably.
-    pub(super) fn parse(pattern: &str) -> Result<Option<UrlPattern>, String> {
+    pub(super) fn parse(pattern: &str) -> Result<Option<UrlPattern>, UrlPatternError> {
         let Some((scheme, rest)) = pattern.split_once("://") else {
             return Ok(None);
         };
@@ -51,7 +66,7 @@ impl UrlPattern {
         };
         let (host, port) = split_port(authority)?;
         if host.is_empty() {
-            return Err("a URL pattern needs a host (`*` for any host)".into());
+            return Err(UrlPatternError::NoHost);
         }
         let host = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
             // An IPv6 literal: its brackets are part of the host, not a glob class.
@@ -94,7 +109,7 @@ impl UrlPattern {
 }
 
 /// `host:port`, `[v6]:port`, or a host alone.
-fn split_port(authority: &str) -> Result<(&str, Option<&str>), String> {
+fn split_port(authority: &str) -> Result<(&str, Option<&str>), UrlPatternError> {
     let (host, port) = if authority.starts_with('[') {
         match authority.find(']') {
             Some(end) => {
@@ -102,10 +117,10 @@ fn split_port(authority: &str) -> Result<(&str, Option<&str>), String> {
                 match rest.strip_prefix(':') {
                     Some(port) => (host, Some(port)),
                     None if rest.is_empty() => (host, None),
-                    None => return Err(format!("cannot read the host and port {authority:?}")),
+                    None => return Err(UrlPatternError::HostPort(authority.to_owned())),
                 }
             }
-            None => return Err(format!("unclosed '[' in the host {authority:?}")),
+            None => return Err(UrlPatternError::UnclosedBracket(authority.to_owned())),
         }
     } else {
         match authority.rsplit_once(':') {
@@ -114,17 +129,16 @@ fn split_port(authority: &str) -> Result<(&str, Option<&str>), String> {
         }
     };
     if port.is_some_and(str::is_empty) {
-        return Err(format!("an empty port in {authority:?}"));
+        return Err(UrlPatternError::EmptyPort(authority.to_owned()));
     }
     Ok((host, port))
 }
 
 /// `literal_separator`: whether `*` stops at `/` (it never meets one in a scheme, host or port).
-fn glob(text: &str, literal_separator: bool) -> Result<GlobMatcher, String> {
-    GlobBuilder::new(text)
+fn glob(text: &str, literal_separator: bool) -> Result<GlobMatcher, UrlPatternError> {
+    Ok(GlobBuilder::new(text)
         .literal_separator(literal_separator)
         .backslash_escape(true)
-        .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|e| e.kind().to_string())
+        .build()?
+        .compile_matcher())
 }

@@ -318,7 +318,9 @@ mod tests {
     use crate::tools::workspace::testing::{self, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&EditFile::new(), ws, input).await
+        testing::call(&EditFile::new(), ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     async fn replace(ws: &Workspace, path: &str, old: &str, new: &str) -> Result<String, String> {

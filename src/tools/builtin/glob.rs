@@ -158,7 +158,9 @@ mod tests {
     use std::path::Path;
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&Glob::new(), ws, input).await
+        testing::call(&Glob::new(), ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     fn tree(root: &Path) {

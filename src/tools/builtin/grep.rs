@@ -375,7 +375,9 @@ mod tests {
     use crate::tools::workspace::testing::{self, context, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&Grep::new(), ws, input).await
+        testing::call(&Grep::new(), ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     fn tree(root: &Path) {

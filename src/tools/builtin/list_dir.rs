@@ -224,7 +224,9 @@ mod tests {
     use crate::tools::workspace::testing::{self, mkfifo, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&ListDir::new(), ws, input).await
+        testing::call(&ListDir::new(), ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     fn tree(root: &Path) {

@@ -131,83 +131,119 @@ fn read(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolE
     }
 
     let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
-    let mut out = String::new();
+    let mut shown = show(&mut reader, start, args.end_line).map_err(io_err)?;
+    if shown.count == 0 {
+        return Err(past_end(path, start, shown.seen));
+    }
+    if let Some(footer) = shown.footer(start, size) {
+        shown.text.push_str(&footer);
+    }
+    Ok(shown.text)
+}
+
+/// What one pass over the file showed of the range asked for.
+struct Shown {
+    /// The numbered lines.
+    text: String,
+    /// How many lines `text` holds.
+    count: usize,
+    /// Lines read: all of the file's unless `counted_all` is false.
+    seen: usize,
+    /// Counting the lines after the shown ones stopped at `COUNT_LIMIT`.
+    counted_all: bool,
+    cut: Option<Cut>,
+}
+
+/// Shows the lines from `start` to `end` (or the end of the file) within the caps, then counts
+/// the rest of the file's lines when a cap cut the range.
+fn show(reader: &mut impl BufRead, start: usize, end: Option<usize>) -> io::Result<Shown> {
+    let mut shown = Shown {
+        text: String::new(),
+        count: 0,
+        seen: 0,
+        counted_all: true,
+        cut: None,
+    };
+    let (mut shown_bytes, mut scanned) = (0usize, 0u64);
     let mut line = Vec::new();
-    let (mut seen, mut shown, mut shown_bytes, mut scanned) = (0usize, 0usize, 0usize, 0u64);
-    let mut cut = None;
-    let mut counted_all = true;
     loop {
         // Keep one byte more than the cap so an over-long line is recognisable, never the whole
         // of a multi-gigabyte line.
-        let keep = if cut.is_none() { MAX_BYTES + 2 } else { 0 };
-        let consumed = next_line(&mut reader, keep, &mut line).map_err(io_err)?;
+        let keep = if shown.cut.is_none() {
+            MAX_BYTES + 2
+        } else {
+            0
+        };
+        let consumed = next_line(reader, keep, &mut line)?;
         if consumed == 0 {
-            break;
+            return Ok(shown);
         }
-        seen += 1;
+        shown.seen += 1;
         scanned += consumed as u64;
-        if cut.is_some() {
+        if shown.cut.is_some() {
             if scanned > COUNT_LIMIT {
-                counted_all = false;
-                break;
+                shown.counted_all = false;
+                return Ok(shown);
             }
             continue;
         }
-        if seen < start {
+        if shown.seen < start {
             continue;
         }
         let text = trim_eol(&line);
-        if shown == MAX_LINES {
-            cut = Some(Cut::Lines);
-        } else if shown == 0 && text.len() > MAX_BYTES {
-            push_line(&mut out, seen, utf8_prefix(&text[..MAX_BYTES]));
-            shown = 1;
-            cut = Some(Cut::LongLine);
-        } else if shown > 0 && shown_bytes + line.len() > MAX_BYTES {
-            cut = Some(Cut::Bytes);
+        if shown.count == MAX_LINES {
+            shown.cut = Some(Cut::Lines);
+        } else if shown.count == 0 && text.len() > MAX_BYTES {
+            push_line(&mut shown.text, shown.seen, utf8_prefix(&text[..MAX_BYTES]));
+            shown.count = 1;
+            shown.cut = Some(Cut::LongLine);
+        } else if shown.count > 0 && shown_bytes + line.len() > MAX_BYTES {
+            shown.cut = Some(Cut::Bytes);
         } else {
-            push_line(&mut out, seen, text);
-            shown += 1;
+            push_line(&mut shown.text, shown.seen, text);
+            shown.count += 1;
             shown_bytes += line.len();
         }
-        if cut.is_none() && args.end_line.is_some_and(|end| seen >= end) {
-            break;
+        if shown.cut.is_none() && end.is_some_and(|end| shown.seen >= end) {
+            return Ok(shown);
         }
     }
-    if shown == 0 {
-        return Err(past_end(path, start, seen));
-    }
+}
 
-    let last = start + shown - 1;
-    let total = if counted_all {
-        seen.to_string()
-    } else {
-        format!("more than {seen}")
-    };
-    let footer = match cut {
-        None => return Ok(out),
-        Some(Cut::Lines) => format!(
-            "[showing lines {start}-{last} of {total}; call again with start_line={} to read more]",
-            last + 1
-        ),
-        Some(Cut::Bytes) => format!(
-            "[showing lines {start}-{last} of {total}: output is capped at {MAX_BYTES} bytes per \
-             call and the file is {size} bytes; call again with start_line={} to read more]",
-            last + 1
-        ),
-        Some(Cut::LongLine) if seen > start => format!(
-            "[line {start} is longer than {MAX_BYTES} bytes; only its start is shown and the rest \
-             of it cannot be read with this tool; the file has {total} lines; call again with \
-             start_line={} to read on]",
-            start + 1
-        ),
-        Some(Cut::LongLine) => format!(
-            "[line {start} is longer than {MAX_BYTES} bytes; only its start is shown and the rest \
-             of it cannot be read with this tool]"
-        ),
-    };
-    out.push_str(&footer);
-    Ok(out)
+impl Shown {
+    /// The last line when a cap cut the output: what was shown of how much, and how to read on.
+    /// `size` is the file's in bytes.
+    fn footer(&self, start: usize, size: u64) -> Option<String> {
+        let last = start + self.count - 1;
+        let total = if self.counted_all {
+            self.seen.to_string()
+        } else {
+            format!("more than {}", self.seen)
+        };
+        Some(match self.cut.as_ref()? {
+            Cut::Lines => format!(
+                "[showing lines {start}-{last} of {total}; call again with start_line={} to read \
+                 more]",
+                last + 1
+            ),
+            Cut::Bytes => format!(
+                "[showing lines {start}-{last} of {total}: output is capped at {MAX_BYTES} bytes \
+                 per call and the file is {size} bytes; call again with start_line={} to read \
+                 more]",
+                last + 1
+            ),
+            Cut::LongLine if self.seen > start => format!(
+                "[line {start} is longer than {MAX_BYTES} bytes; only its start is shown and the \
+                 rest of it cannot be read with this tool; the file has {total} lines; call again \
+                 with start_line={} to read on]",
+                start + 1
+            ),
+            Cut::LongLine => format!(
+                "[line {start} is longer than {MAX_BYTES} bytes; only its start is shown and the \
+                 rest of it cannot be read with this tool]"
+            ),
+        })
+    }
 }
 
 fn past_end(path: &str, start: usize, lines: usize) -> ToolError {
@@ -285,7 +321,9 @@ mod tests {
     use crate::tools::workspace::testing::{self, mkfifo, workspace, write};
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&ReadFile::new(), ws, input).await
+        testing::call(&ReadFile::new(), ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     fn numbered(range: std::ops::RangeInclusive<usize>, text: impl Fn(usize) -> String) -> String {

@@ -21,17 +21,18 @@ use tokio_util::sync::CancellationToken;
 use super::web_addr;
 use crate::net::{clip, describe};
 use crate::tools::ToolError;
+use crate::tools::policy::Decision;
 
 #[path = "web_proxy.rs"]
 mod proxy;
 
-/// The caller's say on each URL a request goes to (the first and every redirect hop): `Err`
+/// The caller's say on each URL a request goes to (the first and every redirect hop): `Denied`
 /// with the reason stops the request before it is sent.
-pub type Permit<'a> = &'a (dyn Fn(&Url) -> Result<(), String> + Sync);
+pub type Permit<'a> = &'a (dyn Fn(&Url) -> Decision + Sync);
 
 /// A [`Permit`] for callers without a say (`web_search`, whose endpoint is the user's).
-pub fn any_url(_: &Url) -> Result<(), String> {
-    Ok(())
+pub fn any_url(_: &Url) -> Decision {
+    Decision::Allowed
 }
 
 /// Redirect hops followed before giving up.
@@ -201,7 +202,20 @@ pub fn http_url(text: &str) -> Result<Url, ToolError> {
     }
 }
 
-type Built = OnceLock<Result<reqwest::Client, String>>;
+/// Why a route has no client. Kept with the route, so every later request reports it too.
+#[derive(Debug, Clone, thiserror::Error)]
+enum ClientError {
+    #[error("cannot use the proxy {proxy}: {}", describe(.source.as_ref()))]
+    Proxy {
+        proxy: Url,
+        #[source]
+        source: Arc<reqwest::Error>,
+    },
+    #[error("cannot set up the HTTP client: {}", describe(.0.as_ref()))]
+    Setup(#[source] Arc<reqwest::Error>),
+}
+
+type Built = OnceLock<Result<reqwest::Client, ClientError>>;
 
 /// The clients of the process, one per route: connection pooling across calls, rustls set up
 /// once per client.
@@ -255,8 +269,10 @@ fn client_for(url: &Url, allow_private: bool) -> Result<&'static reqwest::Client
         return Err(ToolError::failed(format!("no client for the proxy {via}")));
     };
     built(cell, || {
-        let proxy = reqwest::Proxy::all(via.clone())
-            .map_err(|e| format!("cannot use the proxy {via}: {}", describe(&e)))?;
+        let proxy = reqwest::Proxy::all(via.clone()).map_err(|e| ClientError::Proxy {
+            proxy: via.clone(),
+            source: Arc::new(e),
+        })?;
         let resolver = web_addr::PublicOnly {
             trusted: via.host_str().map(str::to_owned).into_iter().collect(),
         };
@@ -267,14 +283,12 @@ fn client_for(url: &Url, allow_private: bool) -> Result<&'static reqwest::Client
 /// The client in `cell`, built by `make` the first time.
 fn built(
     cell: &'static Built,
-    make: impl FnOnce() -> Result<reqwest::ClientBuilder, String>,
+    make: impl FnOnce() -> Result<reqwest::ClientBuilder, ClientError>,
 ) -> Result<&'static reqwest::Client, ToolError> {
-    let client = cell.get_or_init(|| {
-        make()?
-            .build()
-            .map_err(|e| format!("cannot set up the HTTP client: {}", describe(&e)))
-    });
-    client.as_ref().map_err(|e| ToolError::failed(e.clone()))
+    let client = cell.get_or_init(|| make()?.build().map_err(|e| ClientError::Setup(Arc::new(e))));
+    client
+        .as_ref()
+        .map_err(|e| ToolError::failed(e.to_string()))
 }
 
 /// GETs `url`, following up to [`MAX_REDIRECTS`] redirects, within `limits`; `ctx.cancel`
@@ -308,22 +322,23 @@ async fn fetch(
     user_agent: Option<&str>,
     permit: Permit<'_>,
 ) -> Result<Page, ToolError> {
+    let (url, response) = follow_redirects(start, limits, user_agent, permit).await?;
+    read_page(url, response, limits.max_bytes).await
+}
+
+/// Requests `start` and each URL it redirects to, every one judged before it is requested:
+/// the last URL and its response.
+async fn follow_redirects(
+    start: Url,
+    limits: Limits,
+    user_agent: Option<&str>,
+    permit: Permit<'_>,
+) -> Result<(Url, reqwest::Response), ToolError> {
     let mut url = start.clone();
     let mut from: Option<Url> = None;
     let mut hops = 0;
-    let mut response = loop {
-        if let Err(why) = permit(&url) {
-            return Err(ToolError::failed(match &from {
-                Some(from) => format!("refused the redirect from {from} to {url}: {why}"),
-                None => format!("refused {url}: {why}"),
-            }));
-        }
-        if let Some(refused) = (!limits.allow_private)
-            .then(|| web_addr::refusal(&url))
-            .flatten()
-        {
-            return Err(ToolError::failed(refused));
-        }
+    loop {
+        judge(&url, from.as_ref(), limits.allow_private, permit)?;
         let client = client_for(&url, limits.allow_private)?;
         let mut request = client.get(url.clone());
         if let Some(agent) = user_agent {
@@ -333,26 +348,9 @@ async fn fetch(
             .send()
             .await
             .map_err(|e| ToolError::failed(format!("cannot fetch {url}: {}", describe(&e))))?;
-        let status = response.status().as_u16();
-        let location = response.headers().get(LOCATION);
-        let (true, Some(location)) = (matches!(status, 301 | 302 | 303 | 307 | 308), location)
-        else {
-            break response;
+        let Some(next) = redirect(&url, &response)? else {
+            return Ok((url, response));
         };
-        let next = location
-            .to_str()
-            .ok()
-            .and_then(|l| url.join(l.trim()).ok())
-            .ok_or_else(|| {
-                ToolError::failed(format!(
-                    "{url} redirected to an invalid location {location:?}"
-                ))
-            })?;
-        if !matches!(next.scheme(), "http" | "https") {
-            return Err(ToolError::failed(format!(
-                "refused the redirect from {url} to {next}: only http and https URLs can be fetched"
-            )));
-        }
         hops += 1;
         if hops > MAX_REDIRECTS {
             return Err(ToolError::failed(format!(
@@ -361,8 +359,60 @@ async fn fetch(
             )));
         }
         from = Some(std::mem::replace(&mut url, next));
-    };
+    }
+}
 
+/// Whether `url` (reached by a redirect `from`, if so) may be requested: the caller's say, then,
+/// unless private destinations are allowed, the address check.
+fn judge(
+    url: &Url,
+    from: Option<&Url>,
+    allow_private: bool,
+    permit: Permit<'_>,
+) -> Result<(), ToolError> {
+    if let Decision::Denied(why) = permit(url) {
+        return Err(ToolError::failed(match from {
+            Some(from) => format!("refused the redirect from {from} to {url}: {why}"),
+            None => format!("refused {url}: {why}"),
+        }));
+    }
+    match (!allow_private).then(|| web_addr::refusal(url)).flatten() {
+        Some(refused) => Err(ToolError::failed(refused)),
+        None => Ok(()),
+    }
+}
+
+/// Where a redirect response leads; `None` for any other response.
+fn redirect(url: &Url, response: &reqwest::Response) -> Result<Option<Url>, ToolError> {
+    let status = response.status().as_u16();
+    let location = response.headers().get(LOCATION);
+    let (true, Some(location)) = (matches!(status, 301 | 302 | 303 | 307 | 308), location) else {
+        return Ok(None);
+    };
+    let next = location
+        .to_str()
+        .ok()
+        .and_then(|l| url.join(l.trim()).ok())
+        .ok_or_else(|| {
+            ToolError::failed(format!(
+                "{url} redirected to an invalid location {location:?}"
+            ))
+        })?;
+    if !matches!(next.scheme(), "http" | "https") {
+        return Err(ToolError::failed(format!(
+            "refused the redirect from {url} to {next}: only http and https URLs can be fetched"
+        )));
+    }
+    Ok(Some(next))
+}
+
+/// Reads the body up to `max_bytes`; one byte past the cap tells "exactly the cap" from "more to
+/// come" without waiting for the rest.
+async fn read_page(
+    url: Url,
+    mut response: reqwest::Response,
+    max_bytes: usize,
+) -> Result<Page, ToolError> {
     let status = response.status();
     let content_type = response
         .headers()
@@ -373,18 +423,16 @@ async fn fetch(
     let length = response.content_length();
     let mut body = Vec::new();
     let mut cut = false;
-    // One byte past the cap tells "exactly the cap" from "more to come" without waiting for
-    // the rest.
     while let Some(chunk) = response.chunk().await.map_err(|e| {
         ToolError::failed(format!(
             "reading the body of {url} failed: {}",
             describe(&e)
         ))
     })? {
-        let room = limits.max_bytes + 1 - body.len();
+        let room = max_bytes + 1 - body.len();
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() > limits.max_bytes {
-            body.truncate(limits.max_bytes);
+        if body.len() > max_bytes {
+            body.truncate(max_bytes);
             cut = true;
             break;
         }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::web::{self, Body, Limits, Page};
-use crate::tools::policy::{Decision, Subject};
+use crate::tools::policy::Subject;
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Characters of text shown per call, after conversion.
@@ -111,10 +111,7 @@ impl Tool for WebFetch {
         let deadline = Instant::now() + limits.timeout;
         // The allowlist judged the URL the model gave; every URL a redirect leads to must pass
         // the same rule.
-        let permit = |hop: &Url| match ctx.gate.permits(&Subject::Url(hop.to_string())) {
-            Decision::Allowed => Ok(()),
-            Decision::Denied(why) => Err(why),
-        };
+        let permit = |hop: &Url| ctx.gate.permits(&Subject::Url(hop.to_string()));
         let page = web::get(url, limits, None, &permit, &ctx.cancel).await?;
         if !page.status.is_success() {
             return Err(page.status_error());
@@ -212,7 +209,9 @@ mod tests {
 
     async fn fetch(tool: &WebFetch, input: Value) -> Result<String, String> {
         let (_dir, _root, ws) = workspace();
-        testing::call(tool, &ws, input).await
+        testing::call(tool, &ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// The test servers listen on 127.0.0.1, which only `--web-allow-private` reaches.

@@ -383,7 +383,9 @@ mod tests {
 
     async fn search(tool: &WebSearch, input: Value) -> Result<String, String> {
         let (_dir, _root, ws) = workspace();
-        testing::call(tool, &ws, input).await
+        testing::call(tool, &ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     #[tokio::test]

@@ -92,7 +92,9 @@ mod tests {
 
     async fn call(ws: &Workspace, path: &str, content: &str) -> Result<String, String> {
         let input = json!({"path": path, "content": content});
-        testing::call(&WriteFile::new(), ws, input).await
+        testing::call(&WriteFile::new(), ws, input)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Every entry under `dir`, recursively, as sorted relative paths: shows stray temp files.

@@ -27,9 +27,17 @@ mod tool;
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
     #[error("--mcp {value:?}: {reason}")]
-    Flag { value: String, reason: String },
+    Flag {
+        value: String,
+        #[source]
+        reason: spec::FlagError,
+    },
     #[error("--mcp-config {path}: {reason}")]
-    Config { path: String, reason: String },
+    Config {
+        path: String,
+        #[source]
+        reason: spec::ConfigError,
+    },
     #[error("MCP server {0} is defined more than once")]
     Duplicate(String),
     #[error("MCP server {name}: {what}")]

@@ -175,6 +175,17 @@ pub fn spawn(spec: ServerSpec, processes: &ProcessContext<'_>) -> Result<Spawned
     })
 }
 
+/// Why the handshake with a server failed.
+#[derive(Debug, thiserror::Error)]
+enum Handshake {
+    #[error("initialize failed: {0}")]
+    Initialize(#[source] Box<rmcp::service::ClientInitializeError>),
+    #[error("tools/list failed: {0}")]
+    ListTools(#[source] rmcp::ServiceError),
+}
+
+type Service = RunningService<RoleClient, ClientInfo>;
+
 /// Initializes the connection and lists the server's tools within `limit`; on any failure the
 /// server's tree is ended and the error says what happened.
 pub async fn connect(
@@ -190,32 +201,8 @@ pub async fn connect(
         diag,
         stderr,
     } = spawned;
-    let info = ClientInfo::new(
-        ClientCapabilities::default(),
-        Implementation::new("rounds", env!("CARGO_PKG_VERSION")),
-    );
     let transport = (Watch::new(stdout, diag.clone(), max_line), stdin);
     let initialized = AtomicBool::new(false);
-    let handshake = async {
-        let service = info
-            .serve(transport)
-            .await
-            .map_err(|e| format!("initialize failed: {e}"))?;
-        initialized.store(true, Ordering::Relaxed);
-        // A server without the tools capability has none to list (and may refuse the request).
-        let has_tools = service
-            .peer_info()
-            .is_some_and(|i| i.capabilities.tools.is_some());
-        let tools = if has_tools {
-            list_tools(service.peer())
-                .await
-                .map(|(tools, more)| limits::vet(&spec.name, tools, more))
-                .map_err(|e| format!("tools/list failed: {e}"))?
-        } else {
-            Vec::new()
-        };
-        Ok::<_, String>((service, tools))
-    };
     let stage = || {
         if initialized.load(Ordering::Relaxed) {
             "did not finish tools/list"
@@ -224,7 +211,7 @@ pub async fn connect(
         }
     };
     let (what, wait_for_exit) = tokio::select! {
-        r = tokio::time::timeout(limit, handshake) => match r {
+        r = tokio::time::timeout(limit, handshake(transport, &spec.name, &initialized)) => match r {
             Ok(Ok((service, tools))) => {
                 let link = Arc::new(Link {
                     name: spec.name,
@@ -234,7 +221,7 @@ pub async fn connect(
                 });
                 return Ok((Running { link, service }, tools));
             }
-            Ok(Err(e)) => (e, Duration::from_millis(500)),
+            Ok(Err(e)) => (e.to_string(), Duration::from_millis(500)),
             Err(_) => (format!("{} within {}s", stage(), limit.as_secs_f64()), Duration::ZERO),
         },
         status = child.wait() => match status {
@@ -260,6 +247,36 @@ pub async fn connect(
         name: spec.name,
         what: format!("{what}{}", diag.context()),
     })
+}
+
+/// `initialize`, then (if the server has tools) `tools/list`; `initialized` says how far it got.
+async fn handshake(
+    transport: (Watch<ChildStdout>, ChildStdin),
+    name: &str,
+    initialized: &AtomicBool,
+) -> Result<(Service, Vec<rmcp::model::Tool>), Handshake> {
+    let info = ClientInfo::new(
+        ClientCapabilities::default(),
+        Implementation::new("rounds", env!("CARGO_PKG_VERSION")),
+    );
+    let service = info
+        .serve(transport)
+        .await
+        .map_err(|e| Handshake::Initialize(Box::new(e)))?;
+    initialized.store(true, Ordering::Relaxed);
+    // A server without the tools capability has none to list (and may refuse the request).
+    let has_tools = service
+        .peer_info()
+        .is_some_and(|i| i.capabilities.tools.is_some());
+    let tools = if has_tools {
+        list_tools(service.peer())
+            .await
+            .map(|(tools, more)| limits::vet(name, tools, more))
+            .map_err(Handshake::ListTools)?
+    } else {
+        Vec::new()
+    };
+    Ok((service, tools))
 }
 
 /// The server's tools, page by page, up to a page past `MAX_TOOLS`; `true` when it had more.

@@ -15,6 +15,60 @@ use super::McpError;
 /// Longest tool name the provider APIs accept.
 pub const MAX_TOOL_NAME: usize = 64;
 
+/// What is wrong with a server's name.
+#[derive(Debug, thiserror::Error)]
+pub enum NameError {
+    #[error("the server name is empty")]
+    Empty,
+    #[error("the server name {name:?} has {bad:?}; use only letters, digits, '_' and '-'")]
+    Character { name: String, bad: char },
+}
+
+/// What is wrong with an `--mcp` value.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error("expected NAME=COMMAND ARGS…")]
+    NoName,
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error("cannot split: {0}")]
+    Split(#[source] shell_words::ParseError),
+    #[error("the command is empty")]
+    EmptyCommand,
+}
+
+/// What is wrong with an `--mcp-config` file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Read(#[source] std::io::Error),
+    #[error(
+        "{0} (expected {{\"mcpServers\": {{\"NAME\": {{\"command\": …, \"args\": […], \"env\": \
+         {{…}}}}}}}})"
+    )]
+    Json(#[source] serde_json::Error),
+    #[error("server {server:?}: {problem}")]
+    Server {
+        server: String,
+        #[source]
+        problem: EntryError,
+    },
+}
+
+/// What is wrong with one server's entry in a config file.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error(
+        "only stdio servers are supported (an entry with \"command\"), not HTTP or SSE servers \
+         given by \"url\""
+    )]
+    Remote,
+    #[error("\"command\" is missing")]
+    NoCommand,
+}
+
 /// One server to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
@@ -35,14 +89,12 @@ pub fn collect(flags: &[String], config: Option<&Path>) -> Result<Vec<ServerSpec
         .map(|f| parse_flag(f))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(path) = config {
-        let text = std::fs::read_to_string(path).map_err(|e| McpError::Config {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        specs.extend(parse_config(&text).map_err(|reason| McpError::Config {
+        let config_error = |reason| McpError::Config {
             path: path.display().to_string(),
             reason,
-        })?);
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| config_error(ConfigError::Read(e)))?;
+        specs.extend(parse_config(&text).map_err(config_error)?);
     }
     let mut seen = HashSet::new();
     for spec in &specs {
@@ -56,17 +108,17 @@ pub fn collect(flags: &[String], config: Option<&Path>) -> Result<Vec<ServerSpec
 /// `NAME=COMMAND ARGS…`: the name up to the first `=`, the rest split as a shell would (quotes
 /// and backslashes, no expansion).
 pub fn parse_flag(value: &str) -> Result<ServerSpec, McpError> {
-    let bad = |reason: &str| McpError::Flag {
+    let bad = |reason| McpError::Flag {
         value: value.to_owned(),
-        reason: reason.to_owned(),
+        reason,
     };
     let (name, command) = value
         .split_once('=')
-        .ok_or_else(|| bad("expected NAME=COMMAND ARGS…"))?;
-    check_name(name).map_err(|r| bad(&r))?;
-    let argv = shell_words::split(command).map_err(|e| bad(&format!("cannot split: {e}")))?;
+        .ok_or_else(|| bad(FlagError::NoName))?;
+    check_name(name).map_err(|e| bad(e.into()))?;
+    let argv = shell_words::split(command).map_err(|e| bad(FlagError::Split(e)))?;
     if argv.is_empty() {
-        return Err(bad("the command is empty"));
+        return Err(bad(FlagError::EmptyCommand));
     }
     Ok(ServerSpec {
         name: name.to_owned(),
@@ -102,17 +154,18 @@ struct ConfigEntry {
 }
 
 /// The servers of a config file's text, in name order; disabled entries are left out.
-pub fn parse_config(text: &str) -> Result<Vec<ServerSpec>, String> {
-    let file: ConfigFile = serde_json::from_str(text).map_err(|e| {
-        format!("{e} (expected {{\"mcpServers\": {{\"NAME\": {{\"command\": …, \"args\": […], \"env\": {{…}}}}}}}})")
-    })?;
+pub fn parse_config(text: &str) -> Result<Vec<ServerSpec>, ConfigError> {
+    let file: ConfigFile = serde_json::from_str(text).map_err(ConfigError::Json)?;
     let mut specs = Vec::new();
     for (name, entry) in file.servers {
         if entry.disabled {
             continue;
         }
-        let server = |reason: String| format!("server {name:?}: {reason}");
-        check_name(&name).map_err(server)?;
+        let server = |problem| ConfigError::Server {
+            server: name.clone(),
+            problem,
+        };
+        check_name(&name).map_err(|e| server(e.into()))?;
         let remote = entry.url.is_some()
             || entry
                 .kind
@@ -120,14 +173,8 @@ pub fn parse_config(text: &str) -> Result<Vec<ServerSpec>, String> {
                 .is_some_and(|k| !k.eq_ignore_ascii_case("stdio"));
         let command = match entry.command {
             Some(c) if !c.is_empty() => c,
-            _ if remote => {
-                return Err(server(
-                    "only stdio servers are supported (an entry with \"command\"), not HTTP \
-                     or SSE servers given by \"url\""
-                        .into(),
-                ));
-            }
-            _ => return Err(server("\"command\" is missing".into())),
+            _ if remote => return Err(server(EntryError::Remote)),
+            _ => return Err(server(EntryError::NoCommand)),
         };
         let mut argv = vec![command];
         argv.extend(entry.args);
@@ -141,19 +188,20 @@ pub fn parse_config(text: &str) -> Result<Vec<ServerSpec>, String> {
     Ok(specs)
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), NameError> {
     if name.is_empty() {
-        return Err("the server name is empty".into());
+        return Err(NameError::Empty);
     }
-    if let Some(c) = name
+    match name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
-        return Err(format!(
-            "the server name {name:?} has {c:?}; use only letters, digits, '_' and '-'"
-        ));
+        Some(bad) => Err(NameError::Character {
+            name: name.to_owned(),
+            bad,
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Gives each tool of each server a name providers accept: `SERVER__TOOL` with every other
@@ -280,7 +328,7 @@ mod tests {
 
     #[test]
     fn config_errors_name_the_server_and_what_is_wrong() {
-        let err = |t: &str| parse_config(t).unwrap_err();
+        let err = |t: &str| parse_config(t).unwrap_err().to_string();
         let remote = err(r#"{"mcpServers": {"web": {"url": "https://x/mcp"}}}"#);
         assert!(
             remote.contains("server \"web\": only stdio servers are supported"),

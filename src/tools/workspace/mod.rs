@@ -363,7 +363,7 @@ pub(crate) mod testing {
     use serde_json::Value;
 
     use super::Workspace;
-    use crate::tools::{Tool, ToolContext};
+    use crate::tools::{Tool, ToolContext, ToolError};
 
     /// A fresh workspace in a temp dir; the root is canonical because /tmp may be a symlink.
     pub(crate) fn workspace() -> (tempfile::TempDir, PathBuf, Workspace) {
@@ -384,7 +384,7 @@ pub(crate) mod testing {
         tool: &dyn Tool,
         ws: &Workspace,
         input: Value,
-    ) -> Result<String, String> {
+    ) -> Result<String, ToolError> {
         let schema = &tool.spec().input_schema;
         let validator = jsonschema::validator_for(schema).unwrap();
         let errors: Vec<String> = validator
@@ -395,9 +395,7 @@ pub(crate) mod testing {
             errors.is_empty(),
             "{input} does not fit {schema}: {errors:?}"
         );
-        tool.run(input, &context(ws))
-            .await
-            .map_err(|e| e.to_string())
+        tool.run(input, &context(ws)).await
     }
 
     pub(crate) fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
