@@ -2,7 +2,8 @@
 //!
 //! The binary is a thin shell over [`run`]: parse flags, resolve them into a [`config::Config`],
 //! drive the [`agent`] loop against a [`provider`] with [`tools`], record a [`transcript`], and
-//! report an [`outcome::Outcome`] whose status is the exit code.
+//! report an [`outcome::Outcome`] (or a subcommand's [`commands::Failure`]) through
+//! [`commands::report`]: its status is the exit code.
 // In --output json and stream-json modes stdout must hold only JSON lines: nothing but the
 // render module may print to it.
 #![deny(clippy::print_stdout)]
