@@ -13,24 +13,39 @@ use crate::files::Target;
 use crate::outcome::{Outcome, Signal, Status};
 use crate::process::ProcessContext;
 use crate::provider::{self, BuildError, Provider, ProviderChoice};
-use crate::records::Records;
+use crate::records::{Records, RecordsError};
 use crate::redact::Redactor;
-use crate::tools::assemble::{Assembled, assemble};
+use crate::tools::Workspace;
+use crate::tools::assemble::{AssembleError, Assembled, ToolSources, assemble};
 use crate::tools::mcp::McpServers;
-use crate::tools::pipeline::Toolbox;
-use crate::transcript::{End, Line, Start};
+use crate::tools::pipeline::{Settings, Toolbox};
+use crate::transcript::{End, Line, Start, WriteError};
 
-/// A run that could not start: the status it ends with, and why.
-struct SetupFailure {
-    status: Status,
-    message: String,
+/// Why a run could not start. Every one of these comes before any model call.
+#[derive(Debug, thiserror::Error)]
+enum SetupError {
+    /// The provider could not be built (its HTTP client, its options).
+    #[error(transparent)]
+    Provider(BuildError),
+    /// A tool source is wrong: a manifest, an MCP server that did not start, a rule.
+    #[error(transparent)]
+    Tools(#[from] AssembleError),
+    /// The default transcript (under `ROUNDS_HOME`) cannot be written: say how to run anyway.
+    #[error("{0}; pass --no-transcript, or set ROUNDS_HOME to a writable directory")]
+    DefaultTranscript(WriteError),
+    /// A record the user asked for (`--transcript`, `--store`) cannot be opened or written.
+    #[error(transparent)]
+    Records(RecordsError),
 }
 
-impl SetupFailure {
-    fn usage(e: impl std::fmt::Display) -> SetupFailure {
-        SetupFailure {
-            status: Status::Usage,
-            message: e.to_string(),
+impl SetupError {
+    /// A provider that cannot be built is rounds' failure; everything else is the user's to fix.
+    fn status(&self) -> Status {
+        match self {
+            SetupError::Provider(_) => Status::Error,
+            SetupError::Tools(_) | SetupError::DefaultTranscript(_) | SetupError::Records(_) => {
+                Status::Usage
+            }
         }
     }
 }
@@ -84,11 +99,11 @@ pub async fn run_shared(config: Config, observer: Arc<dyn Observer>, shared: Sha
 }
 
 /// The outcome of a run, or of a run that could not start.
-fn finish(ran: Result<Outcome, SetupFailure>, started: Instant) -> Outcome {
+fn finish(ran: Result<Outcome, SetupError>, started: Instant) -> Outcome {
     match ran {
         Ok(outcome) => outcome,
         Err(failure) => {
-            let mut outcome = Outcome::new(failure.status, Some(failure.message));
+            let mut outcome = Outcome::new(failure.status(), Some(failure.to_string()));
             outcome.duration_ms = started.elapsed().as_millis() as u64;
             outcome
         }
@@ -115,7 +130,7 @@ async fn execute(
     cancel: Cancel,
     watch: bool,
     providers: Option<Arc<dyn ProviderSource>>,
-) -> Result<Outcome, SetupFailure> {
+) -> Result<Outcome, SetupError> {
     let Ready {
         agent,
         servers,
@@ -163,8 +178,8 @@ async fn set_up(
     config: Config,
     observer: Arc<dyn Observer>,
     providers: Option<&dyn ProviderSource>,
-) -> Result<Ready, SetupFailure> {
-    let turn = config.user_turn();
+) -> Result<Ready, SetupError> {
+    let mut turn = config.user_turn();
     let Config {
         run_id,
         provider: choice,
@@ -190,42 +205,17 @@ async fn set_up(
         Some(source) => source.build(&choice, &model, idle_timeout),
         None => provider::build(&choice, &model, idle_timeout),
     };
-    let provider = provider.map_err(|e| SetupFailure {
-        status: Status::Error,
-        message: e.to_string(),
-    })?;
-    // Tools from manifests and MCP servers join the built-ins; the allowlist is checked once
-    // every name is known. Servers start before any model call, so a broken one is a usage
-    // error, not a surprise in round 3.
-    let processes = ProcessContext {
-        cwd: workspace.root(),
-        env: &tool_settings.env,
-        sandbox: &tool_settings.sandbox,
-    };
-    let Assembled {
-        registry,
-        policy,
-        servers,
-    } = assemble(&tools, &processes)
-        .await
-        .map_err(SetupFailure::usage)?;
-    let tool_timeout = tool_settings.timeout;
+    let provider = provider.map_err(SetupError::Provider)?;
+    let (tool_timeout, redactor) = (tool_settings.timeout, tool_settings.redactor.clone());
+    let (toolbox, servers) = toolbox(&tools, workspace, tool_settings).await?;
     // Without native structured output, the model is told the schema.
     let mut system = match &output_schema {
         Some(schema) if !provider.structured_output() => system + &schema.instruction(),
         _ => system,
     };
-    let (mut turn, redactor) = (turn, tool_settings.redactor.clone());
     redact_prompt(&redactor, &mut turn, &mut system);
-    let toolbox = Arc::new(Toolbox::new(registry, policy, workspace, tool_settings));
-    let mut records = Records::open(transcript.as_ref(), store.as_deref())
-        .await
-        .map_err(|e| match transcript_is_default {
-            true if e.starts_with("transcript ") => SetupFailure::usage(format!(
-                "{e}; pass --no-transcript, or set ROUNDS_HOME to a writable directory"
-            )),
-            _ => SetupFailure::usage(e),
-        })?;
+    let records = open_records(transcript.as_ref(), store.as_deref(), transcript_is_default);
+    let mut records = records.await?;
 
     let start = Start {
         run_id: run_id.clone(),
@@ -241,10 +231,8 @@ async fn set_up(
         sandbox: Some(sandbox_record),
         redaction: redactor.names(),
     };
-    records
-        .write(&Line::Start(start.clone()))
-        .await
-        .map_err(SetupFailure::usage)?;
+    let started = records.write(&Line::Start(start.clone())).await;
+    started.map_err(SetupError::Records)?;
     observer.started(&start);
 
     Ok(Ready {
@@ -264,6 +252,41 @@ async fn set_up(
         servers,
         records,
         history: conversation(resume, turn),
+    })
+}
+
+/// The run's tools: the built-ins, and those from manifests and MCP servers; the allowlist is
+/// checked once every name is known. Servers start before any model call, so a broken one is a
+/// usage error, not a surprise in round 3.
+async fn toolbox(
+    tools: &ToolSources,
+    workspace: Workspace,
+    settings: Settings,
+) -> Result<(Arc<Toolbox>, McpServers), SetupError> {
+    let processes = ProcessContext {
+        cwd: workspace.root(),
+        env: &settings.env,
+        sandbox: &settings.sandbox,
+    };
+    let Assembled {
+        registry,
+        policy,
+        servers,
+    } = assemble(tools, &processes).await?;
+    let toolbox = Toolbox::new(registry, policy, workspace, settings);
+    Ok((Arc::new(toolbox), servers))
+}
+
+/// Opens the transcript and the store. The default transcript is one the user did not ask
+/// for: when it cannot be written, the error says how to run without it.
+async fn open_records(
+    transcript: Option<&Target>,
+    store: Option<&str>,
+    transcript_is_default: bool,
+) -> Result<Records, SetupError> {
+    Records::open(transcript, store).await.map_err(|e| match e {
+        RecordsError::Transcript(e) if transcript_is_default => SetupError::DefaultTranscript(e),
+        e => SetupError::Records(e),
     })
 }
 
@@ -302,19 +325,22 @@ async fn close(mut outcome: Outcome, records: &mut Records, observer: &dyn Obser
 
 /// A run whose record or output could not be written failed, whatever it did before; the
 /// earlier error, if any, is kept in the message.
-fn failed_record(mut outcome: Outcome, e: String) -> Outcome {
+fn failed_record(mut outcome: Outcome, e: impl std::fmt::Display) -> Outcome {
     let error = match outcome.error.take() {
         Some(earlier) => format!("{earlier}; then {e}"),
-        None => e,
+        None => e.to_string(),
     };
     outcome.end(Status::Error, error)
 }
 
+/// `--output-last-message` could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("--output-last-message: {0}")]
+struct AnswerError(std::io::Error);
+
 /// `--output-last-message`: the final answer (empty when there is none), private to its owner.
-fn write_answer(target: &Target, answer: &str) -> Result<(), String> {
-    target
-        .write(answer.as_bytes())
-        .map_err(|e| format!("--output-last-message: {e}"))
+fn write_answer(target: &Target, answer: &str) -> Result<(), AnswerError> {
+    target.write(answer.as_bytes()).map_err(AnswerError)
 }
 
 /// SIGINT and SIGTERM cancel the run with their status.

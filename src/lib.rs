@@ -2,7 +2,8 @@
 //!
 //! The binary is a thin shell over [`run`]: parse flags, resolve them into a [`config::Config`],
 //! drive the [`agent`] loop against a [`provider`] with [`tools`], record a [`transcript`], and
-//! report an [`outcome::Outcome`] whose status is the exit code.
+//! report an [`outcome::Outcome`] (or a subcommand's [`commands::Failure`]) through
+//! [`commands::report`]: its status is the exit code.
 // In --output json and stream-json modes stdout must hold only JSON lines: nothing but the
 // render module may print to it.
 #![deny(clippy::print_stdout)]
@@ -38,10 +39,12 @@ pub mod transcript;
 pub mod trust;
 
 use cli::Cli;
+use commands::{Ended, Failure, RunEnd};
 use config::{Config, Inputs};
-use outcome::Outcome;
+use outcome::Status;
 
-/// The program: parses `args` (settings files beneath them) and runs; returns the exit code.
+/// The program: parses `args` (settings files beneath them), runs, and says how it ended
+/// (`commands::report`); returns the exit code.
 pub fn main(mut args: Vec<std::ffi::OsString>) -> u8 {
     // `rounds batch` parses its own flags (every run flag and its own), so the top-level
     // parser's `help batch` would show only its stub: ask batch itself.
@@ -50,22 +53,17 @@ pub fn main(mut args: Vec<std::ffi::OsString>) -> u8 {
     }
     let env = |name: &str| std::env::var(name).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    match settings::parse(args, &env, &cwd) {
+    let ended = match settings::parse(args, &env, &cwd) {
         Ok((cli, layers)) => run(cli, layers),
-        Err(settings::ParseError::Clap(e)) => {
-            // --help and --version go to stdout with 0; bad flags to stderr with 2.
-            let _ = e.print();
-            if e.use_stderr() { 2 } else { 0 }
-        }
-        Err(settings::ParseError::Settings(e)) => {
-            render::print_error("usage error", &e.to_string());
-            outcome::Status::Usage.exit_code()
-        }
-    }
+        Err(settings::ParseError::Clap(e)) => Ended::Failed(Failure::Flags(e)),
+        Err(settings::ParseError::Settings(e)) => Ended::Failed(Failure::Settings(e)),
+    };
+    commands::report(ended)
 }
 
-/// Runs the program for parsed flags (and the settings layered beneath them).
-pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
+/// Runs the program for parsed flags (and the settings layered beneath them): a subcommand, a
+/// batch or a run. Prints what the command makes; how it ended is for `commands::report`.
+pub fn run(cli: Cli, layers: settings::Layers) -> Ended {
     // The run's duration, as the user sees it, includes waiting for stdin.
     let started = std::time::Instant::now();
     render::set_color(cli.color);
@@ -76,23 +74,29 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
     if let Err(e) = process::become_subreaper() {
         tracing::debug!("cannot become a subreaper: {e}");
     }
-    match cli.command {
+    let done = match cli.command {
         Some(cli::Command::Tools(args)) => {
             init_logging(0, false);
-            return commands::tools(args);
+            commands::tools(args)
         }
         Some(cli::Command::Export(args)) => {
             init_logging(cli.verbose, cli.quiet);
-            return commands::export(&args);
+            commands::export(&args)
         }
-        Some(cli::Command::Config) => return commands::config(&layers),
-        Some(cli::Command::Batch(args)) => return batch::main(args.args),
-        Some(cli::Command::Runs(args)) => return commands::runs(&args),
-        Some(cli::Command::Show(args)) => return commands::show(&args),
-        Some(cli::Command::Completions(args)) => return commands::completions(&args),
-        Some(cli::Command::Man) => return commands::man(),
-        None => {}
-    }
+        Some(cli::Command::Config) => commands::config(&layers),
+        Some(cli::Command::Batch(args)) => return batch::main(args.args).into(),
+        Some(cli::Command::Runs(args)) => commands::runs(&args),
+        Some(cli::Command::Show(args)) => commands::show(&args),
+        Some(cli::Command::Completions(args)) => commands::completions(&args),
+        Some(cli::Command::Man) => commands::man(),
+        None => return Ended::Run(Box::new(run_one(cli, layers, started))),
+    };
+    done.map(|()| Status::Completed).into()
+}
+
+/// A run: its flags resolved into a `Config` and run to its end. A run that cannot start ends
+/// with its failure as its outcome (what `--output json` prints).
+fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> RunEnd {
     let (quiet, output) = (cli.quiet, cli.output);
     init_logging(cli.verbose, quiet);
     for refused in &layers.refused {
@@ -114,26 +118,20 @@ pub fn run(cli: Cli, layers: settings::Layers) -> u8 {
         aliases: layers.aliases,
         transcript: None,
     };
-    let outcome = match Config::resolve(cli, inputs) {
-        Ok(config) => match runtime() {
-            Ok(rt) => {
-                let cancel = agent::Cancel::default();
-                let observer = render::observer(output, quiet, config.limits.max_rounds, &cancel);
-                rt.block_on(app::run(config, observer, cancel, started))
-            }
-            Err(e) => Outcome::new(
-                outcome::Status::Error,
-                Some(format!("cannot start the async runtime: {e}")),
-            ),
-        },
-        Err(e) => Outcome::usage_error(e.to_string()),
-    };
-    render::print_outcome(output, &outcome);
-    render::print_summary(&outcome, quiet);
-    if let Some(file) = step_summary {
-        step_summary::append(file, &outcome);
+    let ran = Config::resolve(cli, inputs)
+        .map_err(Failure::Config)
+        .and_then(|config| {
+            let rt = runtime().map_err(Failure::Runtime)?;
+            let cancel = agent::Cancel::default();
+            let observer = render::observer(output, quiet, config.limits.max_rounds, &cancel);
+            Ok(rt.block_on(app::run(config, observer, cancel, started)))
+        });
+    RunEnd {
+        outcome: ran.unwrap_or_else(Failure::into_outcome),
+        output,
+        quiet,
+        step_summary,
     }
-    outcome.exit_code()
 }
 
 /// One thread drives the run: the work is waiting on the network and on tool processes, and

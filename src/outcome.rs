@@ -31,7 +31,8 @@ impl Signal {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
-    /// The model finished without asking for more tools.
+    /// The model finished without asking for more tools; for a command other than a run (help
+    /// and version included), it did what was asked; for a batch, every job completed.
     Completed,
     /// Provider error after retries, transcript write failure, internal error.
     Error,
@@ -47,6 +48,9 @@ pub enum Status {
     ToolFailure,
     /// `--output-schema`: the final answer did not validate, even after a corrective turn.
     Schema,
+    /// `rounds batch`: some job did not complete (each job's own status is in `results.jsonl`).
+    /// Never a run's: no record holds it.
+    Incomplete,
     /// The model kept making the same call for the same result after being told it would not
     /// change (the loop guards).
     Stuck,
@@ -66,6 +70,7 @@ impl Status {
             Status::Timeout => "timeout",
             Status::ToolFailure => "tool_failure",
             Status::Schema => "schema",
+            Status::Incomplete => "incomplete",
             Status::Stuck => "stuck",
             Status::Interrupted(_) => "interrupted",
         }
@@ -81,6 +86,7 @@ impl Status {
             Status::Timeout => 5,
             Status::ToolFailure => 6,
             Status::Schema => 7,
+            Status::Incomplete => 8,
             Status::Stuck => 9,
             Status::Interrupted(Signal::Interrupt) => 130,
             Status::Interrupted(Signal::Terminate) => 143,
@@ -88,7 +94,8 @@ impl Status {
         }
     }
 
-    /// The status a record names, with its exit code telling which signal interrupted it.
+    /// The status a record names, with its exit code telling which signal interrupted it. A
+    /// batch's `incomplete` is no run's status, so no record names it.
     pub fn from_record(name: &str, exit_code: u8) -> Option<Status> {
         Some(match name {
             "completed" => Status::Completed,
@@ -165,9 +172,9 @@ impl Outcome {
     }
 
     /// Ends the run with `status` and `error`, keeping what happened before.
-    pub fn end(mut self, status: Status, error: impl Into<String>) -> Outcome {
+    pub fn end(mut self, status: Status, error: impl std::fmt::Display) -> Outcome {
         self.status = status;
-        self.error = Some(error.into());
+        self.error = Some(error.to_string());
         self
     }
 }
@@ -225,6 +232,31 @@ mod tests {
             assert_eq!(back, Some(status));
         }
         assert_eq!(Status::from_record("bogus", 0), None);
+        let incomplete = Status::Incomplete;
+        let read = Status::from_record(incomplete.as_str(), incomplete.exit_code());
+        assert_eq!(read, None, "a batch's status is no run's");
+    }
+
+    #[test]
+    fn every_exit_code_belongs_to_one_status() {
+        let all = [
+            Status::Completed,
+            Status::Error,
+            Status::Usage,
+            Status::MaxRounds,
+            Status::Budget,
+            Status::Timeout,
+            Status::ToolFailure,
+            Status::Schema,
+            Status::Incomplete,
+            Status::Stuck,
+            Status::Interrupted(Signal::Interrupt),
+            Status::Interrupted(Signal::Terminate),
+            Status::Interrupted(Signal::Pipe),
+        ];
+        let codes: std::collections::BTreeSet<u8> = all.iter().map(|s| s.exit_code()).collect();
+        assert_eq!(codes.len(), all.len(), "two statuses share an exit code");
+        assert_eq!(Status::Incomplete.exit_code(), 8);
     }
 
     #[test]

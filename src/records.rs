@@ -6,13 +6,31 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 
-use crate::transcript::{Line, Writer};
+use crate::store::StoreError;
+use crate::transcript::{Line, WriteError, Writer};
 
 /// A durable record of runs other than the transcript file.
 #[async_trait]
 pub trait Store: Send {
     /// Records one line (start, round or end) of the current run, before the next begins.
+    // Still a String: the store's implementation (`store/postgres.rs`) says what went wrong in
+    // words until its own error type reaches this trait.
     async fn write(&mut self, line: &Line) -> Result<(), String>;
+}
+
+/// Why a record could not be opened or written. Which record failed matters to the face: an
+/// unwritable default transcript gets a hint (`--no-transcript`, `ROUNDS_HOME`).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsError {
+    /// The transcript file could not be created or written.
+    #[error(transparent)]
+    Transcript(#[from] WriteError),
+    /// The store could not be reached (or its tables set up) before the run.
+    #[error(transparent)]
+    Connect(#[from] StoreError),
+    /// The store refused a line.
+    #[error("store: {0}")]
+    Store(String),
 }
 
 /// The transcript writer and the optional store, written together.
@@ -28,29 +46,25 @@ impl Records {
     pub async fn open(
         transcript: Option<&crate::files::Target>,
         store: Option<&str>,
-    ) -> Result<Records, String> {
+    ) -> Result<Records, RecordsError> {
         Ok(Records {
             transcript: match transcript {
-                Some(target) => Some(Writer::create_at(target).map_err(|e| e.to_string())?),
+                Some(target) => Some(Writer::create_at(target)?),
                 None => None,
             },
             store: match store {
-                Some(url) => Some(Box::new(
-                    crate::store::connect(url)
-                        .await
-                        .map_err(|e| e.to_string())?,
-                )),
+                Some(url) => Some(Box::new(crate::store::connect(url).await?)),
                 None => None,
             },
         })
     }
 
-    pub async fn write(&mut self, line: &Line) -> Result<(), String> {
+    pub async fn write(&mut self, line: &Line) -> Result<(), RecordsError> {
         if let Some(w) = self.transcript.as_mut() {
-            w.write(line).map_err(|e| e.to_string())?;
+            w.write(line)?;
         }
         if let Some(store) = self.store.as_mut() {
-            store.write(line).await.map_err(|e| format!("store: {e}"))?;
+            store.write(line).await.map_err(RecordsError::Store)?;
         }
         Ok(())
     }

@@ -182,7 +182,8 @@ fn shorten(text: &str, max: usize) -> String {
     }
 }
 
-/// `rounds runs --prune`: what went (or would go), what stayed and why, what failed.
+/// `rounds runs --prune`: what went (or would go) and what stayed and why (what could not be
+/// removed is the command's failure, said by `commands::report`).
 pub fn print_pruned(pruned: &crate::runs::Pruned, dry_run: bool) {
     let verb = if dry_run { "would remove" } else { "removed" };
     let mut out = String::new();
@@ -209,23 +210,12 @@ pub fn print_pruned(pruned: &crate::runs::Pruned, dry_run: bool) {
         pruned.bytes as f64 / 1024.0 / 1024.0
     ));
     print_document(out.as_bytes());
-    for (path, error) in &pruned.errors {
-        print_error(
-            "error",
-            &format!("cannot remove {}: {error}", path.display()),
-        );
-    }
 }
 
 /// The stderr lines that close a run: the error if any, then a one-line summary.
 pub fn print_summary(outcome: &Outcome, quiet: bool) {
     if let Some(error) = &outcome.error {
-        let label = if outcome.status == Status::Usage {
-            "usage error"
-        } else {
-            "error"
-        };
-        eprintln!("rounds: {label}: {}", terminal::text(error));
+        print_failure(outcome.status, error);
     }
     if quiet || outcome.status == Status::Usage {
         return;
@@ -387,7 +377,13 @@ impl Observer for StreamJson {
 }
 
 /// An error on stderr, labelled (`error`, `usage error`).
-pub fn print_error(label: &str, message: &str) {
+/// An error on stderr: `rounds: usage error: …` for what the user can fix (exit 2), else
+/// `rounds: error: …`.
+pub fn print_failure(status: Status, message: &str) {
+    let label = match status {
+        Status::Usage => "usage error",
+        _ => "error",
+    };
     eprintln!("rounds: {label}: {}", terminal::text(message));
 }
 

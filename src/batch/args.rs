@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args, CommandFactory, FromArgMatches, Subcommand};
 
+use super::BatchError;
 use crate::cli::Cli;
 
 // The flags of `rounds batch` itself (no doc comment: it would become the command's about).
@@ -164,8 +165,8 @@ pub struct Parsed {
 
 impl Parsed {
     /// The run flags as a single run would have them.
-    pub fn cli(&self) -> Result<Cli, String> {
-        let mut cli = Cli::from_arg_matches(&self.matches).map_err(|e| e.to_string())?;
+    pub fn cli(&self) -> Result<Cli, clap::Error> {
+        let mut cli = Cli::from_arg_matches(&self.matches)?;
         // `--step-summary` (and GITHUB_STEP_SUMMARY) is the batch's own report: a job that
         // appended its run's summary too would bury it under one section per job.
         cli.step_summary = None;
@@ -174,7 +175,7 @@ impl Parsed {
 
     /// The run flags given on the command line, as words that parse back to them: what a
     /// queued batch keeps for its workers (their environment is their own).
-    pub fn run_words(&self) -> Result<Vec<String>, String> {
+    pub fn run_words(&self) -> Result<Vec<String>, BatchError> {
         let mut words = Vec::new();
         let cli = Cli::command();
         for arg in cli.get_arguments() {
@@ -198,8 +199,8 @@ impl Parsed {
                     };
                     for occurrence in raw {
                         for value in occurrence {
-                            let value = value.to_str().ok_or_else(|| {
-                                format!("--{long}: a queued batch keeps only UTF-8 values")
+                            let value = value.to_str().ok_or_else(|| BatchError::NotUtf8 {
+                                flag: long.to_owned(),
                             })?;
                             words.push(format!("--{long}={value}"));
                         }
@@ -349,8 +350,8 @@ pub fn parse<I: IntoIterator<Item = OsString>>(words: I) -> Result<Parsed, clap:
     Ok(Parsed { flags, matches })
 }
 
-/// Run flags given that a batch cannot honour, with why.
-pub fn refused(matches: &ArgMatches) -> Option<String> {
+/// A run flag given that a batch cannot honour, with why.
+pub fn refused(matches: &ArgMatches) -> Option<BatchError> {
     NOT_PER_JOB.iter().find_map(|(id, why)| {
         (matches.value_source(id) == Some(ValueSource::CommandLine)).then(|| {
             let flag = if *id == "prompt" {
@@ -358,15 +359,20 @@ pub fn refused(matches: &ArgMatches) -> Option<String> {
             } else {
                 format!("--{}", id.replace('_', "-"))
             };
-            format!("{flag} does not apply to a batch: {why}")
+            BatchError::NotPerJob { flag, why }
         })
     })
 }
 
-fn lease_secs(s: &str) -> Result<f64, String> {
+/// `--lease` out of its range.
+#[derive(Debug, thiserror::Error)]
+#[error("expected 1 to 86400 seconds, got {0:?}")]
+pub struct LeaseError(String);
+
+fn lease_secs(s: &str) -> Result<f64, LeaseError> {
     match s.parse::<f64>() {
         Ok(v) if (1.0..=86_400.0).contains(&v) => Ok(v),
-        _ => Err(format!("expected 1 to 86400 seconds, got {s:?}")),
+        _ => Err(LeaseError(s.to_owned())),
     }
 }
 

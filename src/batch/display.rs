@@ -132,8 +132,10 @@ pub fn bad_lines(source: &str, bad: &[BadLine]) {
     }
 }
 
-pub fn error(label: &str, message: &str) {
-    eprintln!("rounds: {label}: {}", terminal::text(message));
+/// What went wrong while the batch goes on (a queue that failed, a job this worker cannot
+/// run, a report that could not be written), said as any command's failure is.
+pub fn error(e: super::BatchError) {
+    crate::commands::say(&e.into());
 }
 
 pub fn warning(message: &str) {

@@ -3,35 +3,23 @@
 
 use std::time::Instant;
 
-use super::Finish;
 use super::args::{ResultsArgs, StatusArgs};
-use super::display;
 use super::jobs::{Job, Overrides};
 use super::results::ResultLine;
+use super::{BatchError, Finish, display};
 use crate::outcome::Status;
-use crate::store::queue::Queue;
+use crate::store::queue::{JobRow, Queue};
 
-fn usage(message: &str) -> u8 {
-    display::error("usage error", message);
-    Status::Usage.exit_code()
-}
-
-fn failed(message: &str) -> u8 {
-    display::error("error", message);
-    Status::Error.exit_code()
+/// The batch's jobs, as the queue has them.
+async fn jobs(store: &str, batch: &str) -> Result<Vec<JobRow>, BatchError> {
+    let queue = Queue::connect(store).await?;
+    let jobs = queue.jobs(batch).await?;
+    jobs.ok_or_else(|| BatchError::UnknownBatch(batch.to_owned()))
 }
 
 /// `rounds batch status --store URL ID`: counts by state and the jobs running longest.
-pub async fn status(a: &StatusArgs) -> u8 {
-    let queue = match Queue::connect(&a.store).await {
-        Ok(q) => q,
-        Err(e) => return usage(&e.to_string()),
-    };
-    let jobs = match queue.jobs(&a.batch).await {
-        Ok(Some(jobs)) => jobs,
-        Ok(None) => return usage(&format!("no batch {:?} in the store", a.batch)),
-        Err(e) => return failed(&e.to_string()),
-    };
+pub async fn status(a: &StatusArgs) -> Result<Status, BatchError> {
+    let jobs = jobs(&a.store, &a.batch).await?;
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
     for j in &jobs {
         let key = match (&j.state[..], &j.result) {
@@ -68,22 +56,14 @@ pub async fn status(a: &StatusArgs) -> u8 {
         ));
     }
     display::stdout(&text);
-    0
+    Ok(Status::Completed)
 }
 
 /// `rounds batch results --store URL ID --out DIR`: the batch's `results.jsonl` (and `--junit`)
 /// as a local batch writes them; a job not done yet is `not_started`, with its state.
-pub async fn results(a: &ResultsArgs) -> u8 {
+pub async fn results(a: &ResultsArgs) -> Result<Status, BatchError> {
     let started = Instant::now();
-    let queue = match Queue::connect(&a.store).await {
-        Ok(q) => q,
-        Err(e) => return usage(&e.to_string()),
-    };
-    let jobs = match queue.jobs(&a.batch).await {
-        Ok(Some(jobs)) => jobs,
-        Ok(None) => return usage(&format!("no batch {:?} in the store", a.batch)),
-        Err(e) => return failed(&e.to_string()),
-    };
+    let jobs = jobs(&a.store, &a.batch).await?;
     let lines: Vec<ResultLine> = jobs
         .iter()
         .map(|j| {
@@ -109,20 +89,14 @@ pub async fn results(a: &ResultsArgs) -> u8 {
             })
         })
         .collect();
-    let out = match super::out::OutDir::create(&a.out) {
-        Ok(o) => o,
-        Err(e) => return usage(&format!("--out {}: {e}", a.out.display())),
-    };
-    let reports = match super::Reports::open(a.junit.as_deref(), None) {
-        Ok(r) => r,
-        Err(e) => return usage(&e),
-    };
-    let created = out
-        .results_target()
-        .and_then(|t| super::results::ResultsFile::create(&t, &lines));
-    if let Err(e) = created {
-        return failed(&e.to_string());
-    }
+    let out = super::out::OutDir::create(&a.out).map_err(|source| BatchError::Out {
+        dir: Some(a.out.clone()),
+        source,
+    })?;
+    let reports = super::Reports::open(a.junit.as_deref(), None)?;
+    out.results_target()
+        .and_then(|t| super::results::ResultsFile::create(&t, &lines))
+        .map_err(BatchError::ResultsWritten)?;
     let finish = Finish {
         results: lines,
         bad: &[],
@@ -132,5 +106,5 @@ pub async fn results(a: &ResultsArgs) -> u8 {
         quiet: false,
         reports,
     };
-    finish.report(None)
+    Ok(finish.report(None))
 }

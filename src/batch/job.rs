@@ -12,11 +12,25 @@ use super::limits::Budget;
 use crate::agent::{Cancel, Observer};
 use crate::app::{self, Shared};
 use crate::cli::{self, Cli};
-use crate::config::{Config, Inputs, StdinKind};
+use crate::config::{Config, ConfigError, Inputs, StdinKind};
 use crate::outcome::Outcome;
 use crate::terminal;
 use crate::transcript::Round;
 use crate::trust::{self, Overlay, Source};
+
+/// Why a job cannot be configured: the usage error that ends it before it starts.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The batch's run flags as clap reads them.
+    #[error("{0}")]
+    Flags(#[from] clap::Error),
+    /// The job's flags, environment and files, as `Config::resolve` finds them.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The job's transcript cannot be made in the batch's directory.
+    #[error("{0}")]
+    Transcript(#[from] std::io::Error),
+}
 
 /// What every job of a batch resolves against.
 pub struct Setup {
@@ -113,7 +127,7 @@ impl Setup {
     }
 
     /// The job's run, configured; `Err` is the usage error that ends it before it starts.
-    pub fn config(&self, job: &Job, at: &Placement<'_>) -> Result<Config, String> {
+    pub fn config(&self, job: &Job, at: &Placement<'_>) -> Result<Config, SetupError> {
         let cli = self.cli(job, at)?;
         let env = |name: &str| std::env::var(name).ok();
         let mut no_stdin = || Ok(String::new());
@@ -126,11 +140,11 @@ impl Setup {
             aliases: Default::default(),
             transcript: Some(at.transcript.clone()),
         };
-        Config::resolve(cli, inputs).map_err(|e| e.to_string())
+        Ok(Config::resolve(cli, inputs)?)
     }
 
     /// The run flags of one job: the batch's, with the job's line and placement applied.
-    fn cli(&self, job: &Job, at: &Placement<'_>) -> Result<Cli, String> {
+    fn cli(&self, job: &Job, at: &Placement<'_>) -> Result<Cli, clap::Error> {
         let flags = &self.parsed.flags;
         let mut cli = self.parsed.cli()?;
         cli.command = None;

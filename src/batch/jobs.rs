@@ -101,6 +101,53 @@ pub struct BadLine {
     pub message: String,
 }
 
+/// Why a line of the jobs file is no job (its message is the bad line's).
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("not a JSON object")]
+    NotObject,
+    #[error("no \"id\"")]
+    NoId,
+    #[error("\"id\" must be a string or an integer")]
+    IdType,
+    #[error("no \"prompt\" (or give --template)")]
+    NoPrompt,
+    #[error("\"prompt\" must be a string")]
+    PromptType,
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    #[error("unknown field {0:?} (a job has id, prompt and any of: {known})", known = OVERRIDES.join(", "))]
+    UnknownField(String),
+    /// An override of the wrong type (`"max_rounds": "five"`).
+    #[error("{0}")]
+    Override(serde_json::Error),
+    #[error("the id is empty")]
+    EmptyId,
+    #[error(
+        "the id is too long to name files: as a file name (each byte other than ASCII \
+         letters, digits, '-', '_' and '.' written %XX) it takes {0} bytes, and at most \
+         {MAX_STEM_BYTES} leave room for what the batch adds ({NAME_MAX} in all)"
+    )]
+    IdTooLong(usize),
+    #[error("the id holds a control character")]
+    IdControl,
+    #[error("the id \"results\" is taken by results.jsonl")]
+    IdResults,
+    #[error("the id {0:?} was already used by an earlier line")]
+    Duplicate(String),
+    #[error("timeout {0}: expected seconds above 0")]
+    Timeout(f64),
+    #[error("temperature {0}: expected 0 to 2")]
+    Temperature(f64),
+    #[error("budget_usd {0}: expected a positive amount")]
+    BudgetUsd(f64),
+    /// The template names a field the line lacks.
+    #[error("no field {0:?} for the template's {{{{{0}}}}}")]
+    NoField(String),
+}
+
 /// The jobs of a file, in order, and the lines that were left out.
 #[derive(Debug, Default)]
 pub struct Jobs {
@@ -140,37 +187,40 @@ pub fn parse(text: &str, template: Option<&Template>) -> Jobs {
         match parse_line(raw, line, template) {
             Ok(job) if !seen.insert(job.id.clone()) => out.bad.push(BadLine {
                 line,
-                message: format!("the id {:?} was already used by an earlier line", job.id),
+                message: LineError::Duplicate(job.id).to_string(),
             }),
             Ok(job) => out.jobs.push(job),
-            Err(message) => out.bad.push(BadLine { line, message }),
+            Err(e) => out.bad.push(BadLine {
+                line,
+                message: e.to_string(),
+            }),
         }
     }
     out
 }
 
-fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job, String> {
-    let value: Value = serde_json::from_str(raw).map_err(|e| format!("not JSON: {e}"))?;
+fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job, LineError> {
+    let value: Value = serde_json::from_str(raw).map_err(LineError::NotJson)?;
     let Value::Object(mut fields) = value else {
-        return Err("not a JSON object".into());
+        return Err(LineError::NotObject);
     };
     let id = match fields.get("id") {
-        None | Some(Value::Null) => return Err("no \"id\"".into()),
+        None | Some(Value::Null) => return Err(LineError::NoId),
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) if n.is_u64() || n.is_i64() => n.to_string(),
-        Some(_) => return Err("\"id\" must be a string or an integer".into()),
+        Some(_) => return Err(LineError::IdType),
     };
     check_id(&id)?;
     let prompt = match template {
         Some(t) => t.fill(&fields)?,
         None => match fields.get("prompt") {
             Some(Value::String(p)) => p.clone(),
-            None | Some(Value::Null) => return Err("no \"prompt\" (or give --template)".into()),
-            Some(_) => return Err("\"prompt\" must be a string".into()),
+            None | Some(Value::Null) => return Err(LineError::NoPrompt),
+            Some(_) => return Err(LineError::PromptType),
         },
     };
     if prompt.trim().is_empty() {
-        return Err("the prompt is empty".into());
+        return Err(LineError::EmptyPrompt);
     }
     fields.remove("id");
     fields.remove("prompt");
@@ -179,14 +229,11 @@ fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job
         if OVERRIDES.contains(&name.as_str()) {
             overrides.insert(name, value);
         } else if template.is_none() {
-            return Err(format!(
-                "unknown field {name:?} (a job has id, prompt and any of: {})",
-                OVERRIDES.join(", ")
-            ));
+            return Err(LineError::UnknownField(name));
         }
     }
     let overrides: Overrides =
-        serde_json::from_value(Value::Object(overrides)).map_err(|e| e.to_string())?;
+        serde_json::from_value(Value::Object(overrides)).map_err(LineError::Override)?;
     check_overrides(&overrides)?;
     Ok(Job {
         id,
@@ -196,38 +243,34 @@ fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job
     })
 }
 
-fn check_id(id: &str) -> Result<(), String> {
+fn check_id(id: &str) -> Result<(), LineError> {
     if id.is_empty() {
-        return Err("the id is empty".into());
+        return Err(LineError::EmptyId);
     }
     // Refused here, as a bad line, rather than when a file cannot be created mid-batch.
     let stem = stem_len(id);
     if stem > MAX_STEM_BYTES {
-        return Err(format!(
-            "the id is too long to name files: as a file name (each byte other than ASCII \
-             letters, digits, '-', '_' and '.' written %XX) it takes {stem} bytes, and at most \
-             {MAX_STEM_BYTES} leave room for what the batch adds ({NAME_MAX} in all)"
-        ));
+        return Err(LineError::IdTooLong(stem));
     }
     if id.chars().any(char::is_control) {
-        return Err("the id holds a control character".into());
+        return Err(LineError::IdControl);
     }
     if id == "results" {
-        return Err("the id \"results\" is taken by results.jsonl".into());
+        return Err(LineError::IdResults);
     }
     Ok(())
 }
 
 /// What the flags would refuse, refused per line with the flag's own rule.
-fn check_overrides(o: &Overrides) -> Result<(), String> {
+fn check_overrides(o: &Overrides) -> Result<(), LineError> {
     if let Some(t) = o.timeout.filter(|t| !(*t > 0.0 && *t <= 1e9)) {
-        return Err(format!("timeout {t}: expected seconds above 0"));
+        return Err(LineError::Timeout(t));
     }
     if let Some(t) = o.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
-        return Err(format!("temperature {t}: expected 0 to 2"));
+        return Err(LineError::Temperature(t));
     }
     if let Some(usd) = o.budget_usd.filter(|u| !(*u > 0.0 && u.is_finite())) {
-        return Err(format!("budget_usd {usd}: expected a positive amount"));
+        return Err(LineError::BudgetUsd(usd));
     }
     Ok(())
 }
@@ -269,18 +312,14 @@ impl Template {
     }
 
     /// The prompt for one line: strings go in as they are, other values as JSON.
-    pub fn fill(&self, fields: &Map<String, Value>) -> Result<String, String> {
+    pub fn fill(&self, fields: &Map<String, Value>) -> Result<String, LineError> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
                 Part::Field(name) => match fields.get(name) {
                     Some(Value::String(s)) => out.push_str(s),
-                    Some(Value::Null) | None => {
-                        return Err(format!(
-                            "no field {name:?} for the template's {{{{{name}}}}}"
-                        ));
-                    }
+                    Some(Value::Null) | None => return Err(LineError::NoField(name.clone())),
                     Some(other) => out.push_str(&other.to_string()),
                 },
             }
@@ -288,6 +327,11 @@ impl Template {
         Ok(out)
     }
 }
+
+/// `--shard` that is no shard.
+#[derive(Debug, thiserror::Error)]
+#[error("expected I/N with 0 <= I < N (as 0/4), got {0:?}")]
+pub struct ShardError(String);
 
 /// `--shard I/N`: this process runs the jobs whose id hashes to I modulo N.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,8 +341,8 @@ pub struct Shard {
 }
 
 impl Shard {
-    pub fn parse(s: &str) -> Result<Shard, String> {
-        let bad = || format!("expected I/N with 0 <= I < N (as 0/4), got {s:?}");
+    pub fn parse(s: &str) -> Result<Shard, ShardError> {
+        let bad = || ShardError(s.to_owned());
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let index: u64 = i.trim().parse().map_err(|_| bad())?;
         let count: u64 = n.trim().parse().map_err(|_| bad())?;

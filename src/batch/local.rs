@@ -7,93 +7,42 @@ use std::time::Instant;
 use futures_util::StreamExt;
 
 use super::display::{self, Display};
-use super::job::{self, Placement, Setup};
+use super::job::{self, Placement, Setup, SetupError};
 use super::jobs::{BadLine, Job};
 use super::limits::{Budget, Pool};
 use super::out::{OutDir, Plan};
 use super::results::{self, Prior, ResultLine, ResultsFile};
-use super::{Control, Finish, Reports};
+use super::{BatchError, Control, Finish, Reports};
 use crate::outcome::{Outcome, Status};
 
-/// Runs `jobs` (this shard's) and returns the batch's exit code.
-pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant) -> u8 {
+/// Runs `jobs` (this shard's) and reports them; returns the batch's status.
+pub async fn run(
+    setup: Setup,
+    jobs: Vec<Job>,
+    bad: &[BadLine],
+    started: Instant,
+) -> Result<Status, BatchError> {
     let flags = setup.parsed.flags.clone();
-    let Some(dir) = &flags.out else {
-        display::error(
-            "usage error",
-            "a batch needs --out DIR for its transcripts and results",
-        );
-        return Status::Usage.exit_code();
-    };
-    let out = match OutDir::create(dir) {
-        Ok(out) => out,
-        Err(e) => {
-            display::error("usage error", &format!("--out {}: {e}", dir.display()));
-            return Status::Usage.exit_code();
-        }
-    };
-    let reports = match Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref()) {
-        Ok(r) => r,
-        Err(e) => {
-            display::error("usage error", &e);
-            return Status::Usage.exit_code();
-        }
-    };
-    let cli = match setup.parsed.cli() {
-        Ok(cli) => cli,
-        Err(e) => {
-            display::error("usage error", &e);
-            return Status::Usage.exit_code();
-        }
-    };
-
-    // What each job does; the results of those done before come first in results.jsonl.
-    let earlier = results::previous(&out.results());
-    let mut done = Vec::new();
-    let mut todo = Vec::new();
-    for job in jobs {
-        match out.plan(&job, flags.retry_failed) {
-            Plan::Skip(recorded) => {
-                // The earlier line has what the transcript lacks (final_json), if it is the
-                // same run's.
-                let line = match earlier.get(&job.id) {
-                    Some(e) if e.run_id == recorded.run_id && e.status == recorded.status => {
-                        e.clone()
-                    }
-                    _ => *recorded,
-                };
-                done.push(line);
-            }
-            plan => todo.push((job, plan)),
-        }
-    }
+    let dir = flags.out.as_ref().ok_or(BatchError::NoOut)?;
+    let out = OutDir::create(dir).map_err(|source| BatchError::Out {
+        dir: Some(dir.clone()),
+        source,
+    })?;
+    let reports = Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref())?;
+    let cli = setup.parsed.cli()?;
+    let (done, todo) = plan(&out, jobs, flags.retry_failed);
     // Flags that cannot run the first job (a missing key, a file that is not there) stop the
     // batch before any request, as they would stop a run.
     if let Some((job, _)) = todo.first() {
-        let probe = out.transcript_target(&job.id).map(|transcript| Placement {
-            transcript,
-            resume: None,
-            store: None,
-        });
-        if let Err(e) = probe
-            .map_err(|e| e.to_string())
-            .and_then(|p| setup.config(job, &p))
-        {
-            display::error("usage error", &format!("job {:?}: {e}", job.id));
-            return Status::Usage.exit_code();
-        }
+        probe(&setup, &out, job)?;
     }
-    let results = match out
+    let results = out
         .results_target()
         .and_then(|t| ResultsFile::create(&t, &done))
-    {
-        Ok(r) => r,
-        Err(e) => {
-            let path = out.results();
-            display::error("usage error", &format!("{}: {e}", path.display()));
-            return Status::Usage.exit_code();
-        }
-    };
+        .map_err(|source| BatchError::Results {
+            path: out.results(),
+            source,
+        })?;
 
     let batch = Arc::new(Local {
         setup,
@@ -133,7 +82,55 @@ pub async fn run(setup: Setup, jobs: Vec<Job>, bad: &[BadLine], started: Instant
         quiet: cli.quiet,
         reports,
     };
-    finish.report(batch.control.signal())
+    Ok(finish.report(batch.control.signal()))
+}
+
+/// What each job does: the results of those done before (first in `results.jsonl`), and the
+/// jobs to run with their plans.
+fn plan(out: &OutDir, jobs: Vec<Job>, retry_failed: bool) -> (Vec<ResultLine>, Vec<(Job, Plan)>) {
+    let earlier = results::previous(&out.results());
+    let mut done = Vec::new();
+    let mut todo = Vec::new();
+    for job in jobs {
+        match out.plan(&job, retry_failed) {
+            Plan::Skip(recorded) => {
+                // The earlier line has what the transcript lacks (final_json), if it is the
+                // same run's.
+                let line = match earlier.get(&job.id) {
+                    Some(e) if e.run_id == recorded.run_id && e.status == recorded.status => {
+                        e.clone()
+                    }
+                    _ => *recorded,
+                };
+                done.push(line);
+            }
+            plan => todo.push((job, plan)),
+        }
+    }
+    (done, todo)
+}
+
+/// Configures `job` as it would run, without running it: an error is the batch's flags' or
+/// environment's.
+fn probe(setup: &Setup, out: &OutDir, job: &Job) -> Result<(), BatchError> {
+    let configured = out
+        .transcript_target(&job.id)
+        .map_err(SetupError::from)
+        .and_then(|transcript| {
+            let placement = Placement {
+                transcript,
+                resume: None,
+                store: None,
+            };
+            setup.config(job, &placement)
+        });
+    match configured {
+        Ok(_) => Ok(()),
+        Err(source) => Err(BatchError::Job {
+            id: job.id.clone(),
+            source,
+        }),
+    }
 }
 
 /// A running local batch.
@@ -169,12 +166,9 @@ impl Local {
             Ok(t) => t,
             Err(e) => return self.failed_to_start(job, &e.to_string()),
         };
-        let set_aside = |prior: Prior| match self.out.set_aside(&job.id) {
-            Ok(path) => Ok((Some(path), prior)),
-            Err(e) => Err(format!(
-                "cannot set aside {}: {e}",
-                transcript.path().display()
-            )),
+        let set_aside = |prior: Prior| {
+            let path = self.out.set_aside(&job.id)?;
+            Ok::<_, std::io::Error>((Some(path), prior))
         };
         let aside = match plan {
             Plan::Resume { prior } => set_aside(prior),
@@ -185,7 +179,11 @@ impl Local {
         };
         let (resume, prior) = match aside {
             Ok(aside) => aside,
-            Err(why) => return self.failed_to_start(job, &why),
+            Err(e) => {
+                let path = transcript.path();
+                let why = format!("cannot set aside {}: {e}", path.display());
+                return self.failed_to_start(job, &why);
+            }
         };
         let placement = Placement {
             transcript,
@@ -202,7 +200,7 @@ impl Local {
         let (outcome, run_id) = match self.setup.config(job, &placement) {
             Err(e) => {
                 put_back();
-                (Outcome::usage_error(e), None)
+                (Outcome::usage_error(e.to_string()), None)
             }
             Ok(config) => {
                 let Some(cancel) = self.control.start(key) else {

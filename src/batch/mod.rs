@@ -6,8 +6,8 @@
 //! `app::run_shared` (`job`). A local batch (`local`) keeps its state in `--out DIR` (`out`,
 //! `results`) and is resumable by running it again; with `--store`, a batch can instead be a
 //! queue in PostgreSQL that workers on any machine drain (`queue`; `inspect` reads it back).
-//! `limits` holds what the jobs share per provider, `report` what a batch reports, and
-//! `display` prints.
+//! `limits` holds what the jobs share per provider, `report` what a batch reports, `display`
+//! prints, and `error` says why a batch could not run (the face reports it).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -20,6 +20,7 @@ use crate::outcome::{Signal, Status};
 
 pub mod args;
 mod display;
+mod error;
 mod inspect;
 mod job;
 pub mod jobs;
@@ -30,116 +31,92 @@ mod queue;
 pub mod report;
 pub mod results;
 
-use args::{BatchCommand, BatchFlags};
+pub use error::BatchError;
+
+use args::{BatchCommand, BatchFlags, Parsed};
 use jobs::{BadLine, Jobs, Template};
 use results::ResultLine;
 
-/// The exit code of a batch in which some job did not complete (each job's own code is in
-/// `results.jsonl`).
-pub const INCOMPLETE: u8 = 8;
+use crate::commands::Failure;
 
-/// Runs `rounds batch` with its words (after "batch") and returns the exit code.
-pub fn main(words: Vec<OsString>) -> u8 {
-    let parsed = match args::parse(words.clone()) {
-        Ok(parsed) => parsed,
-        Err(e) => {
-            // --help goes to stdout with 0; bad flags to stderr with 2.
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
-        }
-    };
-    let cli = match parsed.cli() {
-        Ok(cli) => cli,
-        Err(e) => {
-            display::error("usage error", &e);
-            return Status::Usage.exit_code();
-        }
-    };
+/// Runs `rounds batch` with its words (after "batch"). `Ok` is the status the batch ends with
+/// once it said what it did: completed, incomplete (some job did not complete; each job's own
+/// status is in `results.jsonl`) or interrupted.
+pub fn main(words: Vec<OsString>) -> Result<Status, Failure> {
+    // Help, and bad flags, as clap says them.
+    let parsed = args::parse(words.clone()).map_err(Failure::Flags)?;
+    let cli = parsed.cli().map_err(BatchError::Flags)?;
     // A job's warnings would repeat for every job (a sandbox the kernel cannot enforce fully):
     // a batch logs only errors unless asked with -v; each job's record says what happened.
     crate::init_logging(cli.verbose, cli.quiet || cli.verbose == 0);
-    if let Some(why) = args::refused(&parsed.matches) {
-        display::error("usage error", &why);
-        return Status::Usage.exit_code();
+    if let Some(refused) = args::refused(&parsed.matches) {
+        return Err(refused.into());
     }
-    let rt = match crate::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            display::error("error", &format!("cannot start the async runtime: {e}"));
-            return Status::Error.exit_code();
-        }
-    };
+    let rt = crate::runtime().map_err(Failure::Runtime)?;
     let started = Instant::now();
     let flags = parsed.flags.clone();
-    match flags.command {
+    let ended = match flags.command {
         Some(BatchCommand::Status(a)) => rt.block_on(inspect::status(&a)),
         Some(BatchCommand::Results(a)) => rt.block_on(inspect::results(&a)),
         None if flags.worker => rt.block_on(queue::work(words, started)),
-        None => {
-            let Some((jobs, source)) = load(&flags) else {
-                return Status::Usage.exit_code();
-            };
-            display::bad_lines(&source, &jobs.bad);
-            if jobs.jobs.is_empty() {
-                display::error("usage error", &format!("{source}: no valid job"));
-                return Status::Usage.exit_code();
-            }
-            let Jobs { jobs, bad } = jobs;
-            if flags.enqueue {
-                return rt.block_on(queue::enqueue(&parsed, &jobs, &bad));
-            }
-            let mine: Vec<_> = match flags.shard {
-                Some(shard) => jobs.into_iter().filter(|j| shard.contains(&j.id)).collect(),
-                None => jobs,
-            };
-            rt.block_on(local::run(job::Setup::new(parsed), mine, &bad, started))
-        }
-    }
+        None => run(&rt, parsed, &flags, started),
+    };
+    Ok(ended?)
 }
 
-/// The jobs file (and template) read and parsed, with the name to report lines under; `None`
-/// after saying why it cannot be read.
-fn load(flags: &BatchFlags) -> Option<(Jobs, String)> {
+/// A batch from a jobs file: queued with `--enqueue`, else run here (this shard's jobs).
+fn run(
+    rt: &tokio::runtime::Runtime,
+    parsed: Parsed,
+    flags: &BatchFlags,
+    started: Instant,
+) -> Result<Status, BatchError> {
+    let (jobs, source) = load(flags)?;
+    display::bad_lines(&source, &jobs.bad);
+    if jobs.jobs.is_empty() {
+        return Err(BatchError::NoValidJob(source));
+    }
+    let Jobs { jobs, bad } = jobs;
+    if flags.enqueue {
+        return rt.block_on(queue::enqueue(&parsed, &jobs, &bad));
+    }
+    let mine: Vec<_> = match flags.shard {
+        Some(shard) => jobs.into_iter().filter(|j| shard.contains(&j.id)).collect(),
+        None => jobs,
+    };
+    rt.block_on(local::run(job::Setup::new(parsed), mine, &bad, started))
+}
+
+/// The jobs file (and template) read and parsed, with the name to report lines under.
+fn load(flags: &BatchFlags) -> Result<(Jobs, String), BatchError> {
     let Some(path) = &flags.jobs_file else {
-        display::error(
-            "usage error",
-            "no JOBS file (a JSONL file, or - for stdin); see rounds batch --help",
-        );
-        return None;
+        return Err(BatchError::NoJobsFile);
     };
     let template = match &flags.template {
-        Some(t) => match std::fs::read_to_string(t) {
-            Ok(text) => Some(Template::parse(&text)),
-            Err(e) => {
-                display::error("usage error", &format!("--template {}: {e}", t.display()));
-                return None;
-            }
-        },
+        Some(t) => {
+            let text = std::fs::read_to_string(t).map_err(|source| BatchError::Template {
+                path: t.clone(),
+                source,
+            })?;
+            Some(Template::parse(&text))
+        }
         None => None,
     };
     let (text, source) = if path.as_os_str() == "-" {
         let mut text = String::new();
         use std::io::Read;
-        match std::io::stdin().read_to_string(&mut text) {
-            Ok(_) => (text, "stdin".to_owned()),
-            Err(e) => {
-                display::error(
-                    "usage error",
-                    &format!("cannot read the jobs from stdin: {e}"),
-                );
-                return None;
-            }
-        }
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(BatchError::Stdin)?;
+        (text, "stdin".to_owned())
     } else {
-        match std::fs::read_to_string(path) {
-            Ok(text) => (text, path.display().to_string()),
-            Err(e) => {
-                display::error("usage error", &format!("{}: {e}", path.display()));
-                return None;
-            }
-        }
+        let text = std::fs::read_to_string(path).map_err(|source| BatchError::JobsFile {
+            path: path.clone(),
+            source,
+        })?;
+        (text, path.display().to_string())
     };
-    Some((jobs::parse(&text, template.as_ref()), source))
+    Ok((jobs::parse(&text, template.as_ref()), source))
 }
 
 /// Which jobs are running (so a signal stops them all), and whether a signal came.
@@ -236,11 +213,9 @@ impl Reports {
     fn open(
         junit: Option<&std::path::Path>,
         step_summary: Option<&std::path::Path>,
-    ) -> Result<Reports, String> {
+    ) -> Result<Reports, BatchError> {
         let junit = match junit {
-            Some(path) => {
-                Some(crate::files::Target::new(path).map_err(|e| format!("--junit: {e}"))?)
-            }
+            Some(path) => Some(crate::files::Target::new(path).map_err(BatchError::Junit)?),
             None => None,
         };
         let step_summary = step_summary
@@ -262,9 +237,9 @@ impl Reports {
 }
 
 impl Finish<'_> {
-    /// Prints the table, writes `--junit` and the step summary, and returns the exit code:
-    /// the signal's, else 0 when every job completed, else 8.
-    fn report(&self, signal: Option<Signal>) -> u8 {
+    /// Prints the table, writes `--junit` and the step summary, and returns the batch's
+    /// status: the signal's, else completed when every job completed, else incomplete.
+    fn report(&self, signal: Option<Signal>) -> Status {
         let summary = report::Summary::of(&self.results, self.bad.len());
         if !self.quiet {
             let results = self.results_path.as_deref();
@@ -273,7 +248,7 @@ impl Finish<'_> {
         if let Some(target) = &self.reports.junit {
             let xml = report::junit(&self.results, self.bad, self.seconds);
             if let Err(e) = target.write(xml.as_bytes()) {
-                display::error("error", &format!("--junit: {e}"));
+                display::error(BatchError::JunitWritten(e));
             }
         }
         if let Some(mut file) = self.reports.step_summary.as_ref() {
@@ -284,9 +259,9 @@ impl Finish<'_> {
             }
         }
         match signal {
-            Some(signal) => Status::Interrupted(signal).exit_code(),
-            None if summary.completed == summary.jobs => 0,
-            None => INCOMPLETE,
+            Some(signal) => Status::Interrupted(signal),
+            None if summary.completed == summary.jobs => Status::Completed,
+            None => Status::Incomplete,
         }
     }
 }

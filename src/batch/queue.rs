@@ -22,8 +22,10 @@ use super::job::{self, Placement, Setup};
 use super::jobs::{BadLine, Job, Overrides};
 use super::limits::{Budget, Pool};
 use super::results::{Prior, ResultLine};
-use super::{Control, Finish, Reports};
+use super::{BatchError, Control, Finish, Reports};
+use crate::config::Config;
 use crate::outcome::{Outcome, Status};
+use crate::store::StoreError;
 use crate::store::queue::{Claim, Claimed, Queue};
 use crate::transcript::{Line, Record, Transcript};
 
@@ -35,25 +37,10 @@ struct Spec {
     overrides: Overrides,
 }
 
-fn usage(message: &str) -> u8 {
-    display::error("usage error", message);
-    Status::Usage.exit_code()
-}
-
-fn failed(message: &str) -> u8 {
-    display::error("error", message);
-    Status::Error.exit_code()
-}
-
 /// `rounds batch JOBS --store URL --enqueue`: prints the batch id.
-pub async fn enqueue(parsed: &Parsed, jobs: &[Job], bad: &[BadLine]) -> u8 {
-    let Some(url) = store_url(parsed) else {
-        return usage("--enqueue needs --store URL (or ROUNDS_STORE)");
-    };
-    let words = match parsed.run_words() {
-        Ok(w) => w,
-        Err(e) => return usage(&e),
-    };
+pub async fn enqueue(parsed: &Parsed, jobs: &[Job], bad: &[BadLine]) -> Result<Status, BatchError> {
+    let url = store_url(parsed).ok_or(BatchError::NoStore)?;
+    let words = parsed.run_words()?;
     let untrusted = args::untrusted_in_queue(&words);
     if !untrusted.is_empty() {
         display::warning(&format!(
@@ -67,9 +54,7 @@ pub async fn enqueue(parsed: &Parsed, jobs: &[Job], bad: &[BadLine]) -> u8 {
             prompt: j.prompt.clone(),
             overrides: j.overrides.clone(),
         };
-        let Ok(spec) = serde_json::to_value(&spec) else {
-            return failed("cannot encode a job");
-        };
+        let spec = serde_json::to_value(&spec).map_err(BatchError::Encode)?;
         rows.push((
             j.id.clone(),
             i32::try_from(j.line).unwrap_or(i32::MAX),
@@ -77,13 +62,8 @@ pub async fn enqueue(parsed: &Parsed, jobs: &[Job], bad: &[BadLine]) -> u8 {
         ));
     }
     let id = parsed.flags.batch.clone().unwrap_or_else(new_batch_id);
-    let mut queue = match Queue::connect(&url).await {
-        Ok(q) => q,
-        Err(e) => return usage(&e.to_string()),
-    };
-    if let Err(e) = queue.enqueue(&id, &words, &rows).await {
-        return failed(&e.to_string());
-    }
+    let mut queue = Queue::connect(&url).await?;
+    queue.enqueue(&id, &words, &rows).await?;
     if !bad.is_empty() {
         display::warning(&format!(
             "{} bad line{} left out of batch {id}",
@@ -92,7 +72,7 @@ pub async fn enqueue(parsed: &Parsed, jobs: &[Job], bad: &[BadLine]) -> u8 {
         ));
     }
     display::stdout(&format!("{id}\n"));
-    0
+    Ok(Status::Completed)
 }
 
 fn store_url(parsed: &Parsed) -> Option<String> {
@@ -108,56 +88,26 @@ fn new_batch_id() -> String {
 }
 
 /// `rounds batch --store URL --batch ID --worker`: runs the batch's jobs until none is left.
-/// Exit 0 when every job it ran completed, 8 when one did not, 130/143 on a signal.
-pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
-    let first = match args::parse(words.clone()) {
-        Ok(p) => p,
-        Err(e) => return usage(&e.to_string()),
-    };
-    let (Some(url), Some(batch)) = (store_url(&first), first.flags.batch.clone()) else {
-        return usage("--worker needs --store URL and --batch ID");
-    };
-    let queue = match Queue::connect(&url).await {
-        Ok(q) => Arc::new(q),
-        Err(e) => return usage(&e.to_string()),
-    };
-    let queued_flags = match queue.run_flags(&batch).await {
-        Ok(Some(flags)) => flags,
-        Ok(None) => return usage(&format!("no batch {batch:?} in the store")),
-        Err(e) => return failed(&e.to_string()),
-    };
-    // The batch's run flags are a queue row: `trust` decides what of them applies, beneath the
-    // worker's own (which win).
-    let trusted = first.flags.trust_queue;
-    let (from_queue, refused) = match args::queued(&queued_flags, &first.matches, trusted) {
-        Ok(q) => q,
-        Err(e) => return usage(&format!("the batch's queued flags: {e}")),
-    };
-    for r in &refused {
-        display::warning(&crate::terminal::line(&r.to_string()));
-    }
-    let parsed = match args::parse(from_queue.into_iter().chain(words)) {
-        Ok(p) => p,
-        Err(e) => return usage(&format!("the batch's flags with this worker's: {e}")),
-    };
-    let cli = match parsed.cli() {
-        Ok(c) => c,
-        Err(e) => return usage(&e),
-    };
+/// Completed when every job it ran completed, incomplete when one did not, interrupted on a
+/// signal; a usage error when this worker cannot run jobs at all, an error when the queue
+/// failed.
+pub async fn work(words: Vec<OsString>, started: Instant) -> Result<Status, BatchError> {
+    let Joined {
+        parsed,
+        trusted,
+        url,
+        batch,
+        queue,
+    } = join(words).await?;
+    let cli = parsed.cli()?;
     let flags = parsed.flags.clone();
     // Without --out, a new directory nobody can predict (nor plant a link in beforehand).
     let out = match &flags.out {
         Some(dir) => super::out::OutDir::create(dir),
         None => super::out::OutDir::temp("rounds-batch-"),
     };
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => return usage(&format!("--out: {e}")),
-    };
-    let reports = match Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref()) {
-        Ok(r) => r,
-        Err(e) => return usage(&e),
-    };
+    let out = out.map_err(|source| BatchError::Out { dir: None, source })?;
+    let reports = Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref())?;
     let mut setup = Setup::new(parsed);
     setup.queue = Some(trusted);
     let worker = Arc::new(Worker {
@@ -203,14 +153,49 @@ pub async fn work(words: Vec<OsString>, started: Instant) -> u8 {
         quiet: cli.quiet,
         reports,
     };
-    let code = finish.report(worker.control.signal());
-    if worker.misconfigured.load(Ordering::Relaxed) {
-        return Status::Usage.exit_code();
+    let status = finish.report(worker.control.signal());
+    // What went wrong is said already, as it happened.
+    Ok(match status {
+        _ if worker.misconfigured.load(Ordering::Relaxed) => Status::Usage,
+        Status::Completed if worker.broken.load(Ordering::Relaxed) => Status::Error,
+        status => status,
+    })
+}
+
+/// The queued batch a worker joins.
+struct Joined {
+    /// The batch's queued run flags beneath the worker's own (which win), as `trusted` allows.
+    parsed: Parsed,
+    trusted: bool,
+    url: String,
+    batch: String,
+    queue: Arc<Queue>,
+}
+
+async fn join(words: Vec<OsString>) -> Result<Joined, BatchError> {
+    let first = args::parse(words.clone())?;
+    let (Some(url), Some(batch)) = (store_url(&first), first.flags.batch.clone()) else {
+        return Err(BatchError::NoQueue);
+    };
+    let queue = Queue::connect(&url).await?;
+    let queued_flags = queue.run_flags(&batch).await?;
+    let queued_flags = queued_flags.ok_or_else(|| BatchError::UnknownBatch(batch.clone()))?;
+    // The batch's run flags are a queue row: `trust` decides what of them applies, beneath the
+    // worker's own (which win).
+    let trusted = first.flags.trust_queue;
+    let (from_queue, refused) =
+        args::queued(&queued_flags, &first.matches, trusted).map_err(BatchError::QueuedFlags)?;
+    for r in &refused {
+        display::warning(&crate::terminal::line(&r.to_string()));
     }
-    if worker.broken.load(Ordering::Relaxed) && code == 0 {
-        return Status::Error.exit_code();
-    }
-    code
+    let parsed = args::parse(from_queue.into_iter().chain(words));
+    Ok(Joined {
+        parsed: parsed.map_err(BatchError::WorkerFlags)?,
+        trusted,
+        url,
+        batch,
+        queue: Arc::new(queue),
+    })
 }
 
 fn hostname() -> String {
@@ -253,7 +238,7 @@ impl Worker {
                 Ok(Claim::Wait(d)) => tokio::time::sleep(d).await,
                 Ok(Claim::Drained) => return,
                 Err(e) => {
-                    display::error("error", &format!("the queue: {e}"));
+                    display::error(BatchError::Queue(e));
                     self.broken.store(true, Ordering::Relaxed);
                 }
             }
@@ -262,48 +247,42 @@ impl Worker {
 
     async fn run(&self, claimed: Claimed) {
         let key = self.keys.fetch_add(1, Ordering::Relaxed);
-        let job = match serde_json::from_value::<Spec>(claimed.spec.clone()) {
-            Ok(spec) => Job {
-                id: claimed.job_id.clone(),
-                line: usize::try_from(claimed.line).unwrap_or(0),
-                prompt: spec.prompt,
-                overrides: spec.overrides,
-            },
-            Err(e) => {
-                let why = format!("the queued job cannot be read: {e}");
+        let job = match queued_job(&claimed) {
+            Ok(job) => job,
+            Err(why) => {
                 let job = Job {
                     id: claimed.job_id.clone(),
                     line: 0,
                     prompt: String::new(),
                     overrides: Overrides::default(),
                 };
-                return self.finish(&job, ResultLine::not_started(&job, &why)).await;
+                let line = ResultLine::not_started(&job, &why.to_string());
+                return self.finish(&job, line).await;
             }
         };
-        let earlier = match self.restore(&job, &claimed.runs).await {
-            Ok(Restored::Finished(line)) => return self.finish(&job, *line).await,
-            Ok(earlier) => earlier,
-            Err(why) => {
-                let outcome = Outcome::new(Status::Error, Some(why));
-                return self
-                    .finish(
-                        &job,
-                        ResultLine::finished(&job, &outcome, None, &Prior::default()),
-                    )
-                    .await;
-            }
+        match self.configure(&job, &claimed.runs).await {
+            Configured::Run(run) => self.execute(key, &job, *run).await,
+            Configured::Finished(line) => self.finish(&job, *line).await,
+            Configured::GivenBack => {}
+        }
+    }
+
+    /// The job's run, configured to continue its earlier runs, if any; or the job's result
+    /// when it cannot run.
+    async fn configure(&self, job: &Job, runs: &[String]) -> Configured {
+        let failed = |why: &dyn std::fmt::Display, prior: &Prior| {
+            let outcome = Outcome::new(Status::Error, Some(why.to_string()));
+            Configured::Finished(Box::new(ResultLine::finished(job, &outcome, None, prior)))
         };
-        let (resume, prior, mut runs) = match earlier {
-            Restored::Resume { path, prior, runs } => (Some(path), prior, runs),
-            _ => (None, Prior::default(), Vec::new()),
+        let (resume, prior, runs) = match self.restore(job, runs).await {
+            Ok(Restored::Finished(line)) => return Configured::Finished(line),
+            Ok(Restored::Resume { path, prior, runs }) => (Some(path), prior, runs),
+            Ok(Restored::Fresh) => (None, Prior::default(), Vec::new()),
+            Err(why) => return failed(&why, &Prior::default()),
         };
         let transcript = match self.out.transcript_target(&job.id) {
             Ok(t) => t,
-            Err(e) => {
-                let outcome = Outcome::new(Status::Error, Some(e.to_string()));
-                let line = ResultLine::finished(&job, &outcome, None, &prior);
-                return self.finish(&job, line).await;
-            }
+            Err(e) => return failed(&e, &prior),
         };
         if self.out.transcript(&job.id).symlink_metadata().is_ok() {
             let _ = self.out.set_aside(&job.id);
@@ -313,22 +292,38 @@ impl Worker {
             resume: resume.as_deref(),
             store: Some(&self.url),
         };
-        let config = match self.setup.config(&job, &placement) {
-            Ok(c) => c,
-            Err(e) if !self.can_run(&job, &transcript) => {
+        match self.setup.config(job, &placement) {
+            Ok(config) => Configured::Run(Box::new(JobRun {
+                config,
+                prior,
+                runs,
+            })),
+            Err(source) if !self.can_run(job, &transcript) => {
                 // Not even without its overrides: the worker's flags or environment are wrong
                 // (a missing key), not the job. It goes back for a worker that can run it.
                 let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
-                display::error("usage error", &format!("job {:?}: {e}", job.id));
+                let id = job.id.clone();
+                display::error(BatchError::Job { id, source });
                 self.misconfigured.store(true, Ordering::Relaxed);
                 self.broken.store(true, Ordering::Relaxed);
-                return;
+                Configured::GivenBack
             }
             Err(e) => {
-                let line = ResultLine::finished(&job, &Outcome::usage_error(e), None, &prior);
-                return self.finish(&job, line).await;
+                let outcome = Outcome::usage_error(e.to_string());
+                let line = ResultLine::finished(job, &outcome, None, &prior);
+                Configured::Finished(Box::new(line))
             }
-        };
+        }
+    }
+
+    /// Runs the configured job under its lease, and marks it done unless the lease was lost
+    /// or a signal stopped it (then it goes back to the queue, to be resumed).
+    async fn execute(&self, key: usize, job: &Job, run: JobRun) {
+        let JobRun {
+            config,
+            prior,
+            mut runs,
+        } = run;
         let run_id = config.run_id.clone();
         runs.push(run_id.clone());
         // The run is recorded before it starts: a worker that dies leaves a pointer to it.
@@ -340,7 +335,7 @@ impl Worker {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {
-                display::error("error", &format!("the queue: {e}"));
+                display::error(BatchError::Queue(e));
                 self.broken.store(true, Ordering::Relaxed);
                 let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
                 return;
@@ -356,7 +351,7 @@ impl Worker {
         let outcome = job::run(config, key, cancel, &self.pool, &self.display).await;
         heartbeat.abort();
         self.control.done(key);
-        let line = ResultLine::finished(&job, &outcome, Some(run_id), &prior);
+        let line = ResultLine::finished(job, &outcome, Some(run_id), &prior);
         self.display.finished(key, line.completed());
         if lost.load(Ordering::Relaxed) {
             return;
@@ -366,7 +361,7 @@ impl Worker {
             let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
             return;
         }
-        self.finish(&job, line).await;
+        self.finish(job, line).await;
     }
 
     /// Whether this worker's flags and environment can configure `job` without its
@@ -403,7 +398,7 @@ impl Worker {
                 job.id
             )),
             Err(e) => {
-                display::error("error", &format!("the queue: {e}"));
+                display::error(BatchError::Queue(e));
                 self.broken.store(true, Ordering::Relaxed);
             }
         }
@@ -448,7 +443,7 @@ impl Worker {
 
     /// The job's earlier runs, exported from the store into `attempts/` as a chain of
     /// transcripts: what the job does now.
-    async fn restore(&self, job: &Job, runs: &[String]) -> Result<Restored, String> {
+    async fn restore(&self, job: &Job, runs: &[String]) -> Result<Restored, RestoreError> {
         let mut chain: Vec<Transcript> = Vec::new();
         let mut kept = Vec::new();
         let mut previous: Option<PathBuf> = None;
@@ -457,13 +452,16 @@ impl Worker {
                 Ok(j) => j,
                 // The worker died before the run's start line was stored: nothing to keep.
                 Err(crate::store::StoreError::UnknownRun { .. }) => continue,
-                Err(e) => return Err(format!("cannot read the job's earlier run: {e}")),
+                Err(e) => return Err(RestoreError::Export(e)),
             };
             // The run id comes from the queue: it names a file only as one component.
-            let target = self
-                .out
-                .attempt_target(&job.id, run_id)
-                .map_err(|e| format!("job {:?}: run {run_id:?}: {e}", job.id))?;
+            let target = self.out.attempt_target(&job.id, run_id).map_err(|source| {
+                RestoreError::Attempt {
+                    job: job.id.clone(),
+                    run: run_id.clone(),
+                    source,
+                }
+            })?;
             let path = target.path();
             let transcript = relink(&jsonl, previous.as_deref(), &target)?;
             chain.push(transcript);
@@ -495,6 +493,62 @@ impl Worker {
     }
 }
 
+/// A claimed job's run, configured.
+struct JobRun {
+    config: Config,
+    /// What its earlier runs did.
+    prior: Prior,
+    /// Its runs so far, the queue's pointers to them.
+    runs: Vec<String>,
+}
+
+/// What a claimed job comes to once configured.
+enum Configured {
+    Run(Box<JobRun>),
+    /// It ended without running: its result.
+    Finished(Box<ResultLine>),
+    /// It went back to the queue for another worker.
+    GivenBack,
+}
+
+/// The claimed job as the queue keeps it.
+fn queued_job(claimed: &Claimed) -> Result<Job, QueuedJobError> {
+    let spec: Spec = serde_json::from_value(claimed.spec.clone()).map_err(QueuedJobError)?;
+    Ok(Job {
+        id: claimed.job_id.clone(),
+        line: usize::try_from(claimed.line).unwrap_or(0),
+        prompt: spec.prompt,
+        overrides: spec.overrides,
+    })
+}
+
+/// A queue row that is no job.
+#[derive(Debug, thiserror::Error)]
+#[error("the queued job cannot be read: {0}")]
+struct QueuedJobError(serde_json::Error);
+
+/// Why a job's earlier runs could not be brought back from the store.
+#[derive(Debug, thiserror::Error)]
+enum RestoreError {
+    #[error("cannot read the job's earlier run: {0}")]
+    Export(StoreError),
+    /// The run id (from the queue) cannot name a file in `attempts/`.
+    #[error("job {job:?}: run {run:?}: {source}")]
+    Attempt {
+        job: String,
+        run: String,
+        source: std::io::Error,
+    },
+    #[error("an exported run: {0}")]
+    Exported(serde_json::Error),
+    #[error("{0}")]
+    Encode(serde_json::Error),
+    #[error("{0}")]
+    Write(std::io::Error),
+    #[error(transparent)]
+    Read(#[from] crate::transcript::ReadError),
+}
+
 /// What a claimed job's earlier runs leave it to do.
 enum Restored {
     Fresh,
@@ -512,21 +566,20 @@ fn relink(
     jsonl: &str,
     previous: Option<&Path>,
     target: &crate::files::Target,
-) -> Result<Transcript, String> {
+) -> Result<Transcript, RestoreError> {
     let path = target.path();
     let mut lines = jsonl.lines();
     let first = lines.next().unwrap_or_default();
-    let mut record: Record =
-        serde_json::from_str(first).map_err(|e| format!("an exported run: {e}"))?;
+    let mut record: Record = serde_json::from_str(first).map_err(RestoreError::Exported)?;
     if let Line::Start(start) = &mut record.line {
         start.resumed_from = previous.map(|p| p.display().to_string());
     }
-    let mut text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+    let mut text = serde_json::to_string(&record).map_err(RestoreError::Encode)?;
     text.push('\n');
     for l in lines {
         text.push_str(l);
         text.push('\n');
     }
-    target.write(text.as_bytes()).map_err(|e| e.to_string())?;
-    crate::transcript::read(&path).map_err(|e| e.to_string())
+    target.write(text.as_bytes()).map_err(RestoreError::Write)?;
+    Ok(crate::transcript::read(&path)?)
 }

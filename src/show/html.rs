@@ -10,7 +10,7 @@
 use std::fmt::Write;
 
 use super::{defect_text, duration, end_head, input_text, result_head, time};
-use crate::conversation::{Block, ToolResult};
+use crate::conversation::{Block, ToolResult, ToolUse};
 use crate::transcript::{Round, Transcript};
 
 /// `raw` made safe as HTML text or as a quoted attribute value.
@@ -123,6 +123,8 @@ pub fn render(t: &Transcript, path: &str) -> String {
     out
 }
 
+/// A round: its head line, retries, what the model said and called with each call's result,
+/// then what went wrong or was elided.
 fn render_round(out: &mut String, round: &Round) {
     let _ = writeln!(
         out,
@@ -153,57 +155,7 @@ fn render_round(out: &mut String, round: &Round) {
         );
     }
     for block in &round.blocks {
-        match block {
-            Block::Text { text, .. } => {
-                let _ = writeln!(out, "<pre class=\"text\">{}</pre>", escape(text));
-            }
-            Block::Thinking { text, .. } => {
-                let _ = writeln!(
-                    out,
-                    "<details class=\"thinking\"><summary>Thinking ({} lines)</summary><pre>{}\
-                     </pre></details>",
-                    text.lines().count(),
-                    escape(text)
-                );
-            }
-            Block::RedactedThinking { .. } => {
-                out.push_str("<p class=\"thinking\">[redacted thinking]</p>\n");
-            }
-            Block::Reasoning { summary, .. } => {
-                let _ = writeln!(
-                    out,
-                    "<details class=\"thinking\"><summary>Reasoning (encrypted; {} summary \
-                     parts)</summary><pre>{}</pre></details>",
-                    summary.len(),
-                    escape(&summary.join("\n\n"))
-                );
-            }
-            Block::ToolUse(call) => {
-                let input = match serde_json::to_string_pretty(&call.input) {
-                    Ok(pretty) if call.defect.is_none() => pretty,
-                    _ => input_text(call),
-                };
-                let _ = writeln!(
-                    out,
-                    "<div class=\"call\">\n<div>→ <b>{}</b> <span class=\"meta\">{}</span></div>\n\
-                     <pre class=\"input\">{}</pre>",
-                    escape(&call.name),
-                    escape(&call.id),
-                    escape(&input)
-                );
-                if let Some(defect) = defect_text(call) {
-                    let _ = writeln!(out, "<p class=\"err\">Not run: {}</p>", escape(&defect));
-                }
-                match super::result_of(round, call) {
-                    Some(r) => result(out, r),
-                    None if call.defect.is_none() => {
-                        out.push_str("<p class=\"warn\">No result recorded.</p>\n");
-                    }
-                    None => {}
-                }
-                out.push_str("</div>\n");
-            }
-        }
+        render_block(out, round, block);
     }
     for stray in super::stray_results(round) {
         let _ = writeln!(
@@ -226,6 +178,65 @@ fn render_round(out: &mut String, round: &Round) {
         );
     }
     out.push_str("</section>\n");
+}
+
+/// One block of the model's turn: text, thinking (folded), or a tool call with its result.
+fn render_block(out: &mut String, round: &Round, block: &Block) {
+    match block {
+        Block::Text { text, .. } => {
+            let _ = writeln!(out, "<pre class=\"text\">{}</pre>", escape(text));
+        }
+        Block::Thinking { text, .. } => {
+            let _ = writeln!(
+                out,
+                "<details class=\"thinking\"><summary>Thinking ({} lines)</summary><pre>{}\
+                 </pre></details>",
+                text.lines().count(),
+                escape(text)
+            );
+        }
+        Block::RedactedThinking { .. } => {
+            out.push_str("<p class=\"thinking\">[redacted thinking]</p>\n");
+        }
+        Block::Reasoning { summary, .. } => {
+            let _ = writeln!(
+                out,
+                "<details class=\"thinking\"><summary>Reasoning (encrypted; {} summary \
+                 parts)</summary><pre>{}</pre></details>",
+                summary.len(),
+                escape(&summary.join("\n\n"))
+            );
+        }
+        Block::ToolUse(call) => render_call(out, round, call),
+    }
+}
+
+/// A tool call: its name, id and input (pretty JSON when it parsed), why it did not run if it
+/// did not, and its result.
+fn render_call(out: &mut String, round: &Round, call: &ToolUse) {
+    let input = match serde_json::to_string_pretty(&call.input) {
+        Ok(pretty) if call.defect.is_none() => pretty,
+        _ => input_text(call),
+    };
+    let _ = writeln!(
+        out,
+        "<div class=\"call\">\n<div>→ <b>{}</b> <span class=\"meta\">{}</span></div>\n\
+         <pre class=\"input\">{}</pre>",
+        escape(&call.name),
+        escape(&call.id),
+        escape(&input)
+    );
+    if let Some(defect) = defect_text(call) {
+        let _ = writeln!(out, "<p class=\"err\">Not run: {}</p>", escape(&defect));
+    }
+    match super::result_of(round, call) {
+        Some(r) => result(out, r),
+        None if call.defect.is_none() => {
+            out.push_str("<p class=\"warn\">No result recorded.</p>\n");
+        }
+        None => {}
+    }
+    out.push_str("</div>\n");
 }
 
 /// A result as `<details>`: the summary line says how it went and shows its first line; the

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::{Options, defect_text, duration, end_head, fold, input_text, result_head, time};
-use crate::conversation::{Block, StopReason, ToolResult};
+use crate::conversation::{Block, StopReason, ToolResult, ToolUse};
 use crate::terminal::{line, text};
 use crate::transcript::{Round, Transcript};
 
@@ -144,6 +144,8 @@ fn header(out: &mut Out, t: &Transcript, path: &str) {
     out.block("  ", None, s.user_prompt());
 }
 
+/// A round: its head line, retries, what the model said and called with each call's result,
+/// then what went wrong or was elided.
 fn render_round(out: &mut Out, round: &Round, result_lines: usize) {
     let mut head = format!(
         "── round {}{} · {} model · {} tools · {}",
@@ -175,51 +177,7 @@ fn render_round(out: &mut Out, round: &Round, result_lines: usize) {
         ));
     }
     for block in &round.blocks {
-        match block {
-            Block::Text { text, .. } => out.block("  ", None, text),
-            Block::Thinking { text, .. } => {
-                let label = out.paint(DIM, "thinking");
-                out.line(&format!("  {label}"));
-                out.folded("    ", Some(DIM), text, result_lines);
-            }
-            Block::RedactedThinking { .. } => {
-                let label = out.paint(DIM, "[redacted thinking]");
-                out.line(&format!("  {label}"));
-            }
-            Block::Reasoning { summary, .. } => {
-                let label = out.paint(DIM, "reasoning (encrypted)");
-                out.line(&format!("  {label}"));
-                for s in summary {
-                    out.folded("    ", Some(DIM), s, result_lines);
-                }
-            }
-            Block::ToolUse(call) => {
-                let mut input = input_text(call);
-                if input.len() > INPUT_BYTES {
-                    let mut cut = INPUT_BYTES;
-                    while !input.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    let more = input.len() - cut;
-                    input.truncate(cut);
-                    input.push_str(&format!("… ({more} more bytes)"));
-                }
-                let name = out.paint(BOLD, &line(&call.name));
-                out.line(&format!("  → {name} {}", line(&input)));
-                if let Some(defect) = defect_text(call) {
-                    let note = out.paint(RED, &format!("not run: {defect}"));
-                    out.line(&format!("    {note}"));
-                }
-                match super::result_of(round, call) {
-                    Some(r) => result(out, r, result_lines),
-                    None if call.defect.is_none() => {
-                        let note = out.paint(YELLOW, "no result recorded");
-                        out.line(&format!("    {note}"));
-                    }
-                    None => {}
-                }
-            }
-        }
+        render_block(out, round, block, result_lines);
     }
     for stray in super::stray_results(round) {
         let note = out.paint(
@@ -241,6 +199,59 @@ fn render_round(out: &mut Out, round: &Round, result_lines: usize) {
         );
         let note = out.paint(DIM, &note);
         out.line(&format!("  {note}"));
+    }
+}
+
+/// One block of the model's turn: text, thinking (folded), or a tool call with its result.
+fn render_block(out: &mut Out, round: &Round, block: &Block, result_lines: usize) {
+    match block {
+        Block::Text { text, .. } => out.block("  ", None, text),
+        Block::Thinking { text, .. } => {
+            let label = out.paint(DIM, "thinking");
+            out.line(&format!("  {label}"));
+            out.folded("    ", Some(DIM), text, result_lines);
+        }
+        Block::RedactedThinking { .. } => {
+            let label = out.paint(DIM, "[redacted thinking]");
+            out.line(&format!("  {label}"));
+        }
+        Block::Reasoning { summary, .. } => {
+            let label = out.paint(DIM, "reasoning (encrypted)");
+            out.line(&format!("  {label}"));
+            for s in summary {
+                out.folded("    ", Some(DIM), s, result_lines);
+            }
+        }
+        Block::ToolUse(call) => render_call(out, round, call, result_lines),
+    }
+}
+
+/// A tool call on one line (its input cut at `INPUT_BYTES`), why it did not run if it did
+/// not, and its result.
+fn render_call(out: &mut Out, round: &Round, call: &ToolUse, result_lines: usize) {
+    let mut input = input_text(call);
+    if input.len() > INPUT_BYTES {
+        let mut cut = INPUT_BYTES;
+        while !input.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let more = input.len() - cut;
+        input.truncate(cut);
+        input.push_str(&format!("… ({more} more bytes)"));
+    }
+    let name = out.paint(BOLD, &line(&call.name));
+    out.line(&format!("  → {name} {}", line(&input)));
+    if let Some(defect) = defect_text(call) {
+        let note = out.paint(RED, &format!("not run: {defect}"));
+        out.line(&format!("    {note}"));
+    }
+    match super::result_of(round, call) {
+        Some(r) => result(out, r, result_lines),
+        None if call.defect.is_none() => {
+            let note = out.paint(YELLOW, "no result recorded");
+            out.line(&format!("    {note}"));
+        }
+        None => {}
     }
 }
 

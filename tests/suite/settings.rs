@@ -219,3 +219,31 @@ fn aliases_name_models_and_append_system_prompt_keeps_the_built_in_one() {
         "{system}"
     );
 }
+
+#[test]
+fn rounds_config_prints_a_settings_file_that_reads_back_as_the_same_settings() {
+    // Values TOML would misread if written bare or quoted as JSON: a float word that is no
+    // TOML float, text with a quote and a DEL, an alias key with a dot (bare, a table).
+    let first = Sandbox::new();
+    user_file(
+        &first,
+        "budget-usd = \"infinity\"\ntemperature = \"0.50\"\nsystem = \"say \\\"hi\\\"\\u007f\"\n\
+         allow = [\"bash:git *\", \"read\"]\n[alias]\n\"gpt.5\" = \"openai/gpt-5\"\n",
+    );
+    let out = run(first.rounds().arg("config"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown: toml::Table = match toml::from_str(&out.stdout) {
+        Ok(table) => table,
+        Err(e) => panic!("{e}\n{}", out.stdout),
+    };
+    assert_eq!(shown["budget-usd"].as_str(), Some("infinity"), "{shown:?}");
+    assert_eq!(shown["system"].as_str(), Some("say \"hi\"\u{7f}"));
+    assert_eq!(shown["alias"]["gpt.5"].as_str(), Some("openai/gpt-5"));
+    // Pasted as a settings file, the output is the same settings again.
+    let second = Sandbox::new();
+    user_file(&second, &out.stdout);
+    let again = run(second.rounds().arg("config"));
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let reread: toml::Table = toml::from_str(&again.stdout).unwrap();
+    assert_eq!(reread, shown, "{}", again.stdout);
+}
