@@ -121,8 +121,9 @@ pub enum PricesError {
     #[error("--prices {}: {source}", path.display())]
     Invalid {
         path: PathBuf,
+        // Boxed: a TOML error is large, and this one travels in every config error.
         #[source]
-        source: TableError,
+        source: Box<TableError>,
     },
 }
 
@@ -154,7 +155,7 @@ impl Catalog {
             })?;
             entries.extend(parse(&text).map_err(|source| PricesError::Invalid {
                 path: path.to_owned(),
-                source,
+                source: Box::new(source),
             })?);
         }
         // A broken compiled-in table is caught by its test; here it only costs the prices.
