@@ -597,36 +597,51 @@ help) needs -- in front: rounds -- show me the tests";
 /// enough that adding it to the current time cannot overflow.
 const MAX_SECS: f64 = 1e9;
 
-fn nonnegative_secs(s: &str) -> Result<f64, String> {
+/// A flag's value that is not what the flag takes: what it expected, and what it got.
+#[derive(Debug, thiserror::Error)]
+#[error("expected {expected}, got {got:?}")]
+pub struct BadValue {
+    expected: String,
+    got: String,
+}
+
+fn bad(expected: impl Into<String>, got: &str) -> BadValue {
+    BadValue {
+        expected: expected.into(),
+        got: got.to_owned(),
+    }
+}
+
+fn nonnegative_secs(s: &str) -> Result<f64, BadValue> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=MAX_SECS).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "expected a number of seconds from 0 to {MAX_SECS}, got {s:?}"
+        _ => Err(bad(
+            format!("a number of seconds from 0 to {MAX_SECS}"),
+            s,
         )),
     }
 }
 
-fn positive_usd(s: &str) -> Result<f64, String> {
+fn positive_usd(s: &str) -> Result<f64, BadValue> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!(
-            "expected a positive amount of US dollars, got {s:?}"
-        )),
+        _ => Err(bad("a positive amount of US dollars", s)),
     }
 }
 
-fn temperature(s: &str) -> Result<f64, String> {
+fn temperature(s: &str) -> Result<f64, BadValue> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=2.0).contains(&v) => Ok(v),
-        _ => Err(format!("expected a temperature from 0 to 2, got {s:?}")),
+        _ => Err(bad("a temperature from 0 to 2", s)),
     }
 }
 
-fn positive_secs(s: &str) -> Result<f64, String> {
+fn positive_secs(s: &str) -> Result<f64, BadValue> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= MAX_SECS => Ok(v),
-        _ => Err(format!(
-            "expected a positive number of seconds up to {MAX_SECS}, got {s:?}"
+        _ => Err(bad(
+            format!("a positive number of seconds up to {MAX_SECS}"),
+            s,
         )),
     }
 }

@@ -13,9 +13,7 @@ use crate::transcript::{Line, WriteError, Writer};
 #[async_trait]
 pub trait Store: Send {
     /// Records one line (start, round or end) of the current run, before the next begins.
-    // Still a String: the store's implementation (`store/postgres.rs`) says what went wrong in
-    // words until its own error type reaches this trait.
-    async fn write(&mut self, line: &Line) -> Result<(), String>;
+    async fn write(&mut self, line: &Line) -> Result<(), StoreError>;
 }
 
 /// Why a record could not be opened or written. Which record failed matters to the face: an
@@ -30,7 +28,7 @@ pub enum RecordsError {
     Connect(#[from] StoreError),
     /// The store refused a line.
     #[error("store: {0}")]
-    Store(String),
+    Store(#[source] StoreError),
 }
 
 /// The transcript writer and the optional store, written together.

@@ -68,8 +68,8 @@ pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
 
 #[async_trait]
 impl Store for PgStore {
-    async fn write(&mut self, line: &Line) -> Result<(), String> {
-        self.write_line(line).await.map_err(|e| e.to_string())
+    async fn write(&mut self, line: &Line) -> Result<(), StoreError> {
+        self.write_line(line).await
     }
 }
 
