@@ -615,10 +615,7 @@ fn bad(expected: impl Into<String>, got: &str) -> BadValue {
 fn nonnegative_secs(s: &str) -> Result<f64, BadValue> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=MAX_SECS).contains(&v) => Ok(v),
-        _ => Err(bad(
-            format!("a number of seconds from 0 to {MAX_SECS}"),
-            s,
-        )),
+        _ => Err(bad(format!("a number of seconds from 0 to {MAX_SECS}"), s)),
     }
 }
 

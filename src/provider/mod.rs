@@ -195,6 +195,10 @@ impl ProviderError {
     }
 }
 
+/// What mapping an event (or the end of the body) gives: nothing but the events it pushed, or
+/// the error that ends the response.
+pub type Mapped = Result<(), ProviderError>;
+
 /// A provider's wire-to-neutral state machine. Pure: no I/O, so it is tested by feeding events.
 pub trait Mapper: Send + 'static {
     /// The provider name used in error messages.
@@ -215,11 +219,7 @@ pub trait Mapper: Send + 'static {
 
     /// The body ended. `tail` is an event that lacked its closing blank line (not dispatched by
     /// the SSE rules, but useful to recognise a terminal sentinel). Must emit `Done` or fail.
-    fn finish(
-        &mut self,
-        tail: Option<sse::SseEvent>,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<(), ProviderError>;
+    fn finish(&mut self, tail: Option<sse::SseEvent>, out: &mut Vec<StreamEvent>) -> Mapped;
 
     /// True once the terminal event was seen; the driver stops reading.
     fn is_done(&self) -> bool;

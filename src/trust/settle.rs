@@ -46,26 +46,13 @@ pub fn settle(command: &clap::Command, given: &ArgMatches, read: Read) -> (Vec<O
             group.iter().filter(|s| s.key == key).cloned().collect()
         };
         let (trusted, untrusted) = (of(&read.trusted), of(&read.untrusted));
-        let from_user = |id: &str| {
-            matches!(
-                given.value_source(id),
-                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-            )
-        };
-        // Given by the user, or in conflict with something the user gave (a file's
-        // `transcript` against `--no-transcript`): the user's word stands.
-        let user = from_user(arg.get_id().as_str())
-            || command
-                .get_arg_conflicts_with(arg)
-                .iter()
-                .any(|other| from_user(other.get_id().as_str()));
         let default = arg
             .get_default_values()
             .first()
             .map(|v| v.to_string_lossy().into_owned());
         let applied = match trust::rule(key) {
-            Rule::Grow => grow(&trusted, &untrusted, user),
-            _ if user => None,
+            Rule::Grow => grow(&trusted, &untrusted, user_gave(command, given, arg)),
+            _ if user_gave(command, given, arg) => None,
             Rule::Harmless => harmless(
                 &trusted,
                 &untrusted,
@@ -74,33 +61,63 @@ pub fn settle(command: &clap::Command, given: &ArgMatches, read: Read) -> (Vec<O
                 &mut layers.refused,
             ),
             Rule::Tighten => tighten(key, &trusted, &untrusted, default, &mut layers.refused),
-            Rule::UserOnly => {
-                for u in &untrusted {
-                    layers
-                        .refused
-                        .push(trust::user_only(key, &u.values, &u.origin));
-                }
-                trusted.last().map(|t| Applied {
-                    values: t.values.clone(),
-                    sources: vec![t.origin.clone()],
-                    note: None,
-                })
-            }
+            Rule::UserOnly => user_only(key, &trusted, &untrusted, &mut layers.refused),
         };
         let Some(applied) = applied else { continue };
-        let switch = !arg.get_action().takes_values();
-        if switch && applied.values == ["false"] {
-            continue;
+        if push_words(&mut words, arg, key, &applied.values) {
+            layers.settings.insert(key.to_owned(), applied);
         }
-        if applied.values.is_empty() {
-            words.push(OsString::from(format!("--{key}")));
-        }
-        for value in &applied.values {
-            words.push(OsString::from(format!("--{key}={value}")));
-        }
-        layers.settings.insert(key.to_owned(), applied);
     }
     (words, layers)
+}
+
+/// Whether the user gave `arg` on the command line or in the environment, or something that
+/// conflicts with it (a file's `transcript` against `--no-transcript`): the user's word stands.
+fn user_gave(command: &clap::Command, given: &ArgMatches, arg: &clap::Arg) -> bool {
+    let from_user = |id: &str| {
+        matches!(
+            given.value_source(id),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    };
+    from_user(arg.get_id().as_str())
+        || command
+            .get_arg_conflicts_with(arg)
+            .iter()
+            .any(|other| from_user(other.get_id().as_str()))
+}
+
+/// A key only the user may set: the untrusted values refused, the user's own kept.
+fn user_only(
+    key: &str,
+    trusted: &[Setting],
+    untrusted: &[Setting],
+    refused: &mut Vec<Refusal>,
+) -> Option<Applied> {
+    for u in untrusted {
+        refused.push(trust::user_only(key, &u.values, &u.origin));
+    }
+    trusted.last().map(|t| Applied {
+        values: t.values.clone(),
+        sources: vec![t.origin.clone()],
+        note: None,
+    })
+}
+
+/// The flags that give `values` to `arg` (`--key=value` each; `--key` for a switch on);
+/// whether there are any (a switch set to false gives none).
+fn push_words(words: &mut Vec<OsString>, arg: &clap::Arg, key: &str, values: &[String]) -> bool {
+    let switch = !arg.get_action().takes_values();
+    if switch && values == ["false"] {
+        return false;
+    }
+    if values.is_empty() {
+        words.push(OsString::from(format!("--{key}")));
+    }
+    for value in values {
+        words.push(OsString::from(format!("--{key}={value}")));
+    }
+    true
 }
 
 /// What the user pinned the model's provider to (see `trust::Pin`), from what they gave and
