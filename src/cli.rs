@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-#[path = "cli_subcommands.rs"]
 mod subcommands;
 pub use subcommands::{
     BatchArgs, CompletionsArgs, ExportArgs, ListOutput, RunsArgs, ShowArgs, ToolsArgs,
@@ -644,5 +643,4 @@ fn positive_secs(s: &str) -> Result<f64, BadValue> {
 }
 
 #[cfg(test)]
-#[path = "cli_tests.rs"]
 mod tests;

@@ -509,5 +509,4 @@ fn new_run_id() -> String {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;

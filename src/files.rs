@@ -427,5 +427,4 @@ fn random(attempt: u32) -> String {
 }
 
 #[cfg(test)]
-#[path = "files_tests.rs"]
 mod tests;

@@ -323,5 +323,4 @@ impl std::fmt::Debug for Stream {
 }
 
 #[cfg(test)]
-#[path = "redact_tests.rs"]
 mod tests;

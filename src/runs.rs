@@ -431,5 +431,4 @@ fn size_of_tree(dir: &Path) -> u64 {
 }
 
 #[cfg(test)]
-#[path = "runs_tests.rs"]
 mod tests;

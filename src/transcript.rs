@@ -521,5 +521,4 @@ pub const NO_RESULT: &str = "no result was recorded for this call (the run stopp
                              finished, or the transcript was edited); it may or may not have run";
 
 #[cfg(test)]
-#[path = "transcript_tests.rs"]
 mod tests;

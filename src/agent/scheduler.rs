@@ -187,5 +187,4 @@ async fn dispatch(
 }
 
 #[cfg(test)]
-#[path = "scheduler_tests.rs"]
 mod tests;

@@ -651,5 +651,4 @@ fn unhex(text: &str) -> Option<PathBuf> {
 }
 
 #[cfg(test)]
-#[path = "sandbox_tests.rs"]
 mod tests;

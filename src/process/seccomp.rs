@@ -172,5 +172,4 @@ pub fn socket_filter() -> Result<BpfProgram, FilterError> {
 }
 
 #[cfg(test)]
-#[path = "seccomp_tests.rs"]
 mod tests;

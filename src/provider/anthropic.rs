@@ -702,5 +702,4 @@ fn stop_reason(s: &str) -> StopReason {
 }
 
 #[cfg(test)]
-#[path = "anthropic_tests.rs"]
 mod tests;

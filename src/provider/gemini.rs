@@ -92,7 +92,6 @@ struct FunctionResponse {
 
 // ---- request: gemini_request.rs ----
 
-#[path = "gemini_request.rs"]
 mod request;
 pub use request::build_request;
 #[cfg(test)]
@@ -427,5 +426,4 @@ fn finish_reason(s: &str) -> StopReason {
 }
 
 #[cfg(test)]
-#[path = "gemini_tests.rs"]
 mod tests;

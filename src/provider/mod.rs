@@ -407,7 +407,6 @@ fn deadline_after(idle: Duration) -> tokio::time::Instant {
 }
 
 #[cfg(test)]
-#[path = "drive_tests.rs"]
 mod drive_tests;
 
 /// Parses an event's JSON data, naming the provider and event on failure.

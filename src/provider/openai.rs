@@ -577,5 +577,4 @@ fn finish_reason(s: &str) -> StopReason {
 }
 
 #[cfg(test)]
-#[path = "openai_tests.rs"]
 mod tests;

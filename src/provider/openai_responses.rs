@@ -23,7 +23,6 @@ use super::{
 };
 use crate::conversation::{Block, CallDefect, StopReason, ToolUse, Usage};
 
-#[path = "openai_responses_request.rs"]
 mod request;
 pub use request::{WireRequest, build_request};
 
@@ -622,5 +621,4 @@ const TERMINAL: &[&str] = &[
 ];
 
 #[cfg(test)]
-#[path = "openai_responses_tests.rs"]
 mod tests;

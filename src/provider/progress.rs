@@ -84,5 +84,4 @@ pub fn show_bytes(n: u64) -> String {
 }
 
 #[cfg(test)]
-#[path = "progress_tests.rs"]
 mod tests;

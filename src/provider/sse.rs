@@ -226,5 +226,4 @@ fn event_name(event: String) -> String {
 }
 
 #[cfg(test)]
-#[path = "sse_tests.rs"]
 mod tests;

@@ -290,5 +290,4 @@ fn shown(text: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "hooks_tests.rs"]
 mod tests;

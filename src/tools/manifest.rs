@@ -370,5 +370,4 @@ fn structured(stdout: &str) -> Option<Result<String, ToolError>> {
 }
 
 #[cfg(test)]
-#[path = "manifest_tests.rs"]
 mod tests;

@@ -24,7 +24,6 @@ use reqwest::Url;
 
 use super::shell::{self, Script, Target};
 
-#[path = "policy_url.rs"]
 mod url;
 
 use url::UrlPattern;
@@ -621,9 +620,7 @@ fn compile(rule: &str, flag: &'static str, known: &[&str]) -> Result<Rule, Polic
 }
 
 #[cfg(test)]
-#[path = "policy_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "policy_subject_tests.rs"]
 mod subject_tests;

@@ -23,7 +23,6 @@ use crate::net::{clip, describe};
 use crate::tools::ToolError;
 use crate::tools::policy::Decision;
 
-#[path = "web_proxy.rs"]
 mod proxy;
 
 /// The caller's say on each URL a request goes to (the first and every redirect hop): `Denied`
@@ -617,9 +616,7 @@ fn squeeze_blank_lines(text: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "web_testing.rs"]
 pub(crate) mod testing;
 
 #[cfg(test)]
-#[path = "web_tests.rs"]
 mod tests;

@@ -90,96 +90,99 @@ fn the_text_rules_match_keeps_word_boundaries_and_never_holds_a_newline() {
 
 /// Every construct the issue lists, and the others the walk refuses, with the name the error
 /// gives it.
+/// Scripts the matcher does not fully understand, and the construct its error names.
+const NOT_UNDERSTOOD: &[(&str, &str)] = &[
+    // The issue's bypasses.
+    ("git log $'\\'' ; touch X #'", "$'…' quoting"),
+    ("git status #'\ntouch X\n#'", "a comment"),
+    ("git log <<EOF\ngit it's\nEOF\ntouch X", "a here-document"),
+    ("git () { touch X; }; git status", "a function definition"),
+    ("git () ( touch X ); git status", "a function definition"),
+    ("git log ${x:='$(touch X)'} ${x@P}", "a parameter expansion"),
+    (
+        "x='a[$(touch X)]'; git log ${y[x]}",
+        "a variable assignment",
+    ),
+    ("git log ${y[x]}", "a parameter expansion"),
+    // Expansions and substitutions of every kind.
+    ("git log $x", "a parameter expansion"),
+    ("git log \"$x\"", "a parameter expansion"),
+    ("git log $(touch X)", "a command substitution"),
+    ("git log \"`touch X`\"", "a command substitution"),
+    ("git log $((1+2))", "an arithmetic expansion"),
+    ("git diff <(ls a) >(tee b)", "a process substitution"),
+    ("git log $\"x\"", "an unquoted `$`"),
+    ("git log {a,b}", "a brace expansion"),
+    ("git log {1..3}", "a brace expansion"),
+    ("git log ~/x", "a tilde expansion (~)"),
+    ("make prefix=~/x", "a tilde expansion (~)"),
+    ("git log \"a$\"", "a `$` in double quotes"),
+    // Structure.
+    ("x=1 git status", "a variable assignment"),
+    ("(git status; sh)", "a subshell"),
+    ("{ git status; sh; }", "a group ({ …; })"),
+    ("git status & touch X", "a background job (&)"),
+    ("git status &", "a background job (&)"),
+    ("git log <<< 'x'", "a here-string"),
+    ("! git status", "a negated command (!)"),
+    ("[ -f x ]", "a test expression ([ … ] or [[ … ]])"),
+    ("if git status; then sh; fi", "an if statement"),
+    ("for x in a; do sh; done", "a loop"),
+    (
+        "export X=1",
+        "a declaration (declare, export, local, readonly, typeset)",
+    ),
+    ("git status ;; sh", "a case terminator outside a case"),
+    ("git log 'oops", "a syntax error"),
+    // Builtins whose effect is not in their words.
+    (
+        "eval 'touch X'",
+        "the builtin `eval`, which runs text as shell code",
+    ),
+    (
+        "source x.sh",
+        "the builtin `source`, which runs text as shell code",
+    ),
+    (". x.sh", "the builtin `.`, which runs text as shell code"),
+    (
+        "trap 'touch X' EXIT",
+        "the builtin `trap`, which runs text as shell code",
+    ),
+    (
+        "exec git status",
+        "the builtin `exec`, which runs the command named in its arguments",
+    ),
+    (
+        "'read' 'a[$(touch X)]'",
+        "the builtin `read`, which assigns to variables it is given by name, where bash runs \
+             code in an array subscript",
+    ),
+    ("time git status", "the reserved word `time`"),
+    ("coproc git status", "the reserved word `coproc`"),
+    // Where tree-sitter and bash could read the text differently.
+    ("gi\\\nt status", "a line continuation inside a word"),
+    ("git status\\\n--short", "a line continuation inside a word"),
+    (
+        "echo a\rb",
+        "a carriage return (bash reads it as part of a word)",
+    ),
+    ("git {fd}>out", "a named file descriptor ({fd}>)"),
+    ("g* status", "a glob pattern in a command name"),
+    (
+        "git status > *.txt",
+        "a glob pattern in a redirection target",
+    ),
+    ("git status\0", "a NUL character"),
+    (
+        "cd sub && git log > out",
+        "the redirection `> out` after `cd` (a relative path in a script that changes \
+             directory)",
+    ),
+];
+
 #[test]
 fn what_is_not_understood_is_named() {
-    let table: &[(&str, &str)] = &[
-        // The issue's bypasses.
-        ("git log $'\\'' ; touch X #'", "$'…' quoting"),
-        ("git status #'\ntouch X\n#'", "a comment"),
-        ("git log <<EOF\ngit it's\nEOF\ntouch X", "a here-document"),
-        ("git () { touch X; }; git status", "a function definition"),
-        ("git () ( touch X ); git status", "a function definition"),
-        ("git log ${x:='$(touch X)'} ${x@P}", "a parameter expansion"),
-        (
-            "x='a[$(touch X)]'; git log ${y[x]}",
-            "a variable assignment",
-        ),
-        ("git log ${y[x]}", "a parameter expansion"),
-        // Expansions and substitutions of every kind.
-        ("git log $x", "a parameter expansion"),
-        ("git log \"$x\"", "a parameter expansion"),
-        ("git log $(touch X)", "a command substitution"),
-        ("git log \"`touch X`\"", "a command substitution"),
-        ("git log $((1+2))", "an arithmetic expansion"),
-        ("git diff <(ls a) >(tee b)", "a process substitution"),
-        ("git log $\"x\"", "an unquoted `$`"),
-        ("git log {a,b}", "a brace expansion"),
-        ("git log {1..3}", "a brace expansion"),
-        ("git log ~/x", "a tilde expansion (~)"),
-        ("make prefix=~/x", "a tilde expansion (~)"),
-        ("git log \"a$\"", "a `$` in double quotes"),
-        // Structure.
-        ("x=1 git status", "a variable assignment"),
-        ("(git status; sh)", "a subshell"),
-        ("{ git status; sh; }", "a group ({ …; })"),
-        ("git status & touch X", "a background job (&)"),
-        ("git status &", "a background job (&)"),
-        ("git log <<< 'x'", "a here-string"),
-        ("! git status", "a negated command (!)"),
-        ("[ -f x ]", "a test expression ([ … ] or [[ … ]])"),
-        ("if git status; then sh; fi", "an if statement"),
-        ("for x in a; do sh; done", "a loop"),
-        (
-            "export X=1",
-            "a declaration (declare, export, local, readonly, typeset)",
-        ),
-        ("git status ;; sh", "a case terminator outside a case"),
-        ("git log 'oops", "a syntax error"),
-        // Builtins whose effect is not in their words.
-        (
-            "eval 'touch X'",
-            "the builtin `eval`, which runs text as shell code",
-        ),
-        (
-            "source x.sh",
-            "the builtin `source`, which runs text as shell code",
-        ),
-        (". x.sh", "the builtin `.`, which runs text as shell code"),
-        (
-            "trap 'touch X' EXIT",
-            "the builtin `trap`, which runs text as shell code",
-        ),
-        (
-            "exec git status",
-            "the builtin `exec`, which runs the command named in its arguments",
-        ),
-        (
-            "'read' 'a[$(touch X)]'",
-            "the builtin `read`, which assigns to variables it is given by name, where bash runs \
-             code in an array subscript",
-        ),
-        ("time git status", "the reserved word `time`"),
-        ("coproc git status", "the reserved word `coproc`"),
-        // Where tree-sitter and bash could read the text differently.
-        ("gi\\\nt status", "a line continuation inside a word"),
-        ("git status\\\n--short", "a line continuation inside a word"),
-        (
-            "echo a\rb",
-            "a carriage return (bash reads it as part of a word)",
-        ),
-        ("git {fd}>out", "a named file descriptor ({fd}>)"),
-        ("g* status", "a glob pattern in a command name"),
-        (
-            "git status > *.txt",
-            "a glob pattern in a redirection target",
-        ),
-        ("git status\0", "a NUL character"),
-        (
-            "cd sub && git log > out",
-            "the redirection `> out` after `cd` (a relative path in a script that changes \
-             directory)",
-        ),
-    ];
+    let table = NOT_UNDERSTOOD;
     let wrong: Vec<String> = table
         .iter()
         .filter_map(|(script, construct)| {

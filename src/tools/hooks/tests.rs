@@ -12,9 +12,19 @@ fn printed(bytes: &[u8]) -> Captured {
     capture.finish()
 }
 
+/// Why a reply was refused, as the hook's error says it.
+#[derive(Debug, PartialEq)]
+struct Why(String);
+
+impl Why {
+    fn contains(&self, part: &str) -> bool {
+        self.0.contains(part)
+    }
+}
+
 /// The reply to `bytes` on stdout, or the message saying why they are none.
-fn read(bytes: &[u8]) -> Result<Option<Value>, String> {
-    reply(&printed(bytes)).map_err(|e| e.to_string())
+fn read(bytes: &[u8]) -> Result<Option<Value>, Why> {
+    reply(&printed(bytes)).map_err(|e| Why(e.to_string()))
 }
 
 #[test]
