@@ -23,6 +23,7 @@ pub mod mcp;
 pub mod pipeline;
 pub mod policy;
 pub mod shell;
+pub mod web;
 pub mod workspace;
 
 pub use crate::conversation::{Class, ToolSpec};

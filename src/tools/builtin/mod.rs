@@ -1,5 +1,6 @@
 //! The nine tools rounds ships with. Each file is one tool (its typed arguments, the schema
-//! derived from them, its subject and its work); `web`, `web_addr` serve the two web tools.
+//! derived from them, its subject and its work); what the two web tools share is in
+//! `tools::web`.
 //!
 //! To add a built-in: write `NAME.rs` here and register it in [`registry`].
 
@@ -13,8 +14,6 @@ pub mod glob;
 pub mod grep;
 pub mod list_dir;
 pub mod read_file;
-pub mod web;
-pub mod web_addr;
 pub mod web_fetch;
 pub mod web_search;
 pub mod write_file;

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::web::{self, Body, Limits, Page};
 use crate::tools::policy::Subject;
+use crate::tools::web::{self, Body, Limits, Page};
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// Characters of text shown per call, after conversion.
@@ -204,7 +204,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::builtin::web::testing::{Reply, Server};
+    use crate::tools::web::testing::{Reply, Server};
     use crate::tools::workspace::testing::{self, context, workspace};
 
     async fn fetch(tool: &WebFetch, input: Value) -> Result<String, String> {

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::web::{self, Body, Limits, descendants, one_line, parse_html, text_of};
 use crate::tools::policy::Subject;
+use crate::tools::web::{self, Body, Limits, descendants, one_line, parse_html, text_of};
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// The backend when `--search-url` is not given.
@@ -304,7 +304,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::builtin::web::testing::{Reply, Server};
+    use crate::tools::web::testing::{Reply, Server};
     use crate::tools::workspace::testing::{self, workspace};
 
     /// Shaped like html.duckduckgo.com's answer: an ad first, then three results whose links go

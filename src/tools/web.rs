@@ -4,7 +4,7 @@
 //! caller's own check (`web_fetch`'s allowlist rule), both again on every redirect hop, which is
 //! why redirects are followed here and not by reqwest; a cap on the bytes read, one deadline for
 //! the whole exchange, `ctx.cancel` honoured throughout, and unless allowed only public
-//! destinations (see `web_addr`), with proxies trusted only on the way to them (see
+//! destinations (see `addr`), with proxies trusted only on the way to them (see
 //! `web_proxy`). Failures become error results the model can read, never a failed run.
 
 use std::cell::RefCell;
@@ -18,7 +18,7 @@ use reqwest::header::{CONTENT_TYPE, LOCATION, USER_AGENT};
 use reqwest::{StatusCode, Url};
 use tokio_util::sync::CancellationToken;
 
-use super::web_addr;
+mod addr;
 use crate::net::{clip, describe};
 use crate::tools::ToolError;
 use crate::tools::policy::Decision;
@@ -250,7 +250,7 @@ impl Clients {
 
 /// The client for a request to `url`. Unless private addresses are allowed, the route is
 /// decided first (see `web_proxy`) and each route has its own client, resolving names through
-/// [`web_addr::PublicOnly`]: so a proxy's name is trusted only on a connection that goes to it.
+/// [`addr::PublicOnly`]: so a proxy's name is trusted only on a connection that goes to it.
 fn client_for(url: &Url, allow_private: bool) -> Result<&'static reqwest::Client, ToolError> {
     let clients = Clients::get();
     let builder =
@@ -259,7 +259,7 @@ fn client_for(url: &Url, allow_private: bool) -> Result<&'static reqwest::Client
         return built(&clients.any, || Ok(builder()));
     }
     let Some(via) = clients.proxies.route(url) else {
-        let resolver = web_addr::PublicOnly { trusted: vec![] };
+        let resolver = addr::PublicOnly { trusted: vec![] };
         return built(&clients.direct, || {
             Ok(builder().no_proxy().dns_resolver(Arc::new(resolver)))
         });
@@ -272,7 +272,7 @@ fn client_for(url: &Url, allow_private: bool) -> Result<&'static reqwest::Client
             proxy: via.clone(),
             source: Arc::new(e),
         })?;
-        let resolver = web_addr::PublicOnly {
+        let resolver = addr::PublicOnly {
             trusted: via.host_str().map(str::to_owned).into_iter().collect(),
         };
         Ok(builder().proxy(proxy).dns_resolver(Arc::new(resolver)))
@@ -375,7 +375,7 @@ fn judge(
             None => format!("refused {url}: {why}"),
         }));
     }
-    match (!allow_private).then(|| web_addr::refusal(url)).flatten() {
+    match (!allow_private).then(|| addr::refusal(url)).flatten() {
         Some(refused) => Err(ToolError::failed(refused)),
         None => Ok(()),
     }
