@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::agent::OnMaxRounds;
+pub use crate::provider::{Api, CacheTtl, Effort, Parallel};
+
 mod subcommands;
 pub use subcommands::{
     BatchArgs, CompletionsArgs, ExportArgs, ListOutput, RunsArgs, ShowArgs, ToolsArgs,
@@ -132,7 +135,7 @@ pub struct Cli {
     /// How hard a reasoning model thinks: OpenAI reasoning.effort, Gemini thinkingLevel (Gemini 3) or a thinking budget, an Anthropic
     /// thinking budget (1024, 8192 or 24576 tokens).
     #[arg(help_heading = "Model", long, value_enum, value_name = "LEVEL")]
-    pub reasoning_effort: Option<ReasoningEffort>,
+    pub reasoning_effort: Option<Effort>,
 
     /// Turn on Anthropic extended thinking with this many tokens (at least 1024; --max-tokens
     /// must be larger), or set Gemini's thinkingBudget. Wins over --reasoning-effort.
@@ -150,8 +153,8 @@ pub struct Cli {
     /// default (OpenAI is asked for them), local servers (ollama, llamacpp, vllm) are sent
     /// nothing. off: asked of every API that has the switch and enforced for the others (a
     /// second call in a response is dropped).
-    #[arg(help_heading = "Model", long, value_enum, value_name = "auto|on|off", default_value_t = ParallelToolCalls::Auto)]
-    pub parallel_tool_calls: ParallelToolCalls,
+    #[arg(help_heading = "Model", long, value_enum, value_name = "auto|on|off", default_value_t = Parallel::Auto)]
+    pub parallel_tool_calls: Parallel,
 
     /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin.
     ///
@@ -510,45 +513,10 @@ pub enum Command {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CacheTtl {
-    #[value(name = "5m")]
-    FiveMinutes,
-    #[value(name = "1h")]
-    OneHour,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Api {
-    Auto,
-    Chat,
-    Responses,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ParallelToolCalls {
-    Auto,
-    On,
-    Off,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReasoningEffort {
-    Low,
-    Medium,
-    High,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Color {
     Auto,
     Always,
     Never,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnMaxRounds {
-    Stop,
-    Summarize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

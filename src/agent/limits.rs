@@ -5,11 +5,11 @@ use std::time::Duration;
 use crate::provider::retry::RetryPolicy;
 use crate::transcript;
 
-/// What to do when the round limit is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What to do when the round limit is reached (`--on-max-rounds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnMaxRounds {
     Stop,
-    /// One more call, with tools forbidden, so the model answers from what it has.
+    // One more call, with tools forbidden, so the model answers from what it has.
     Summarize,
 }
 

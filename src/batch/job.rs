@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use super::args::Parsed;
 use super::display::Display;
-use super::jobs::{Effort, Job};
+use super::jobs::Job;
 use super::limits::Budget;
 use crate::agent::{Cancel, Observer};
 use crate::app::{self, Shared};
-use crate::cli::{self, Cli};
+use crate::cli::Cli;
 use crate::config::{Config, ConfigError, Inputs, StdinKind};
 use crate::outcome::Outcome;
 use crate::terminal;
@@ -115,12 +115,7 @@ impl Setup {
         if let Some(t) = o.temperature {
             ov.set("temperature", &mut cli.temperature, Some(t));
         }
-        if let Some(e) = o.reasoning_effort {
-            let effort = match e {
-                Effort::Low => cli::ReasoningEffort::Low,
-                Effort::Medium => cli::ReasoningEffort::Medium,
-                Effort::High => cli::ReasoningEffort::High,
-            };
+        if let Some(effort) = o.reasoning_effort {
             ov.set("reasoning-effort", &mut cli.reasoning_effort, Some(effort));
         }
         ov.refused

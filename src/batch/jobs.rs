@@ -86,13 +86,7 @@ impl Rules {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Effort {
-    Low,
-    Medium,
-    High,
-}
+pub use crate::provider::Effort;
 
 /// A line that is not a job, and why.
 #[derive(Debug, Clone, PartialEq)]

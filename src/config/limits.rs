@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use super::{DEFAULT_CONTEXT_WINDOW, Resume};
-use crate::agent::{FailOn, LoopLimits, OnMaxRounds};
+use crate::agent::{FailOn, LoopLimits};
 use crate::cli::{self, Cli};
 use crate::pricing::ModelInfo;
 use crate::provider::retry::RetryPolicy;
-use crate::provider::{Cache, CacheTtl, Options, Parallel, ProviderChoice};
+use crate::provider::{Cache, Options, Parallel, ProviderChoice};
 
 pub(super) fn loop_limits(
     cli: &Cli,
@@ -34,10 +34,7 @@ pub(super) fn loop_limits(
         max_repeats: cli.max_repeats,
         budget_tokens: cli.budget_tokens,
         budget_usd: cli.budget_usd,
-        on_max_rounds: match cli.on_max_rounds {
-            cli::OnMaxRounds::Stop => OnMaxRounds::Stop,
-            cli::OnMaxRounds::Summarize => OnMaxRounds::Summarize,
-        },
+        on_max_rounds: cli.on_max_rounds,
         fail_on: FailOn {
             tool_error: cli.fail_on.contains(&cli::FailOn::ToolError),
             denied: cli.fail_on.contains(&cli::FailOn::Denied),
@@ -53,10 +50,7 @@ pub(super) fn loop_limits(
 /// chain a resumed one continues.
 pub(super) fn cache(cli: &Cli, resume: Option<&Resume>, run_id: &str) -> Option<Cache> {
     (!cli.no_cache).then(|| Cache {
-        ttl: match cli.cache_ttl {
-            cli::CacheTtl::FiveMinutes => CacheTtl::FiveMinutes,
-            cli::CacheTtl::OneHour => CacheTtl::OneHour,
-        },
+        ttl: cli.cache_ttl,
         key: resume.map_or_else(|| run_id.to_owned(), |r| r.origin_run_id.clone()),
     })
 }

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use super::{ConfigError, read_file};
-use crate::cli::{self, Cli};
-use crate::provider::{Api, Effort, Options, Parallel, ProviderChoice};
+use crate::cli::Cli;
+use crate::provider::{Api, Options, ProviderChoice};
 use crate::providers;
 use crate::transcript;
 
@@ -86,26 +86,13 @@ pub fn provider_of(spec: &str) -> Option<&str> {
 /// The wire API and the model options the flags ask for; `ProviderChoice::configure` checks
 /// them against the provider and the model.
 pub(super) fn model_options(cli: &Cli) -> (Api, Options) {
-    let api = match cli.api {
-        cli::Api::Auto => Api::Auto,
-        cli::Api::Chat => Api::Chat,
-        cli::Api::Responses => Api::Responses,
-    };
     let options = Options {
-        reasoning_effort: cli.reasoning_effort.map(|e| match e {
-            cli::ReasoningEffort::Low => Effort::Low,
-            cli::ReasoningEffort::Medium => Effort::Medium,
-            cli::ReasoningEffort::High => Effort::High,
-        }),
+        reasoning_effort: cli.reasoning_effort,
         thinking_budget: cli.thinking_budget,
         temperature: cli.temperature,
-        parallel_tool_calls: match cli.parallel_tool_calls {
-            cli::ParallelToolCalls::Auto => Parallel::Auto,
-            cli::ParallelToolCalls::On => Parallel::On,
-            cli::ParallelToolCalls::Off => Parallel::Off,
-        },
+        parallel_tool_calls: cli.parallel_tool_calls,
     };
-    (api, options)
+    (cli.api, options)
 }
 
 /// A provider's key: from `--api-key-file`, else the variable `var`, else the file named by

@@ -241,10 +241,10 @@ fn check_anthropic(options: &Options, max_tokens: Option<u32>) -> Result<(), Opt
     }
 }
 
-/// `--api`: which OpenAI wire API a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// `--api`: which OpenAI wire API a run uses. (A `ValueEnum`, so the flag is this very type.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Api {
-    /// Responses for OpenAI's reasoning families, Chat Completions otherwise.
+    // Responses for OpenAI's reasoning families, Chat Completions otherwise.
     #[default]
     Auto,
     Chat,

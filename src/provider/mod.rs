@@ -67,9 +67,11 @@ pub struct Cache {
 }
 
 /// `--cache-ttl`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CacheTtl {
+    #[value(name = "5m")]
     FiveMinutes,
+    #[value(name = "1h")]
     OneHour,
 }
 

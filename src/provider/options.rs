@@ -6,8 +6,11 @@
 use super::anthropic::DEFAULT_MAX_TOKENS;
 use super::openai::Flavor;
 
-/// `--reasoning-effort`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `--reasoning-effort` (and a job line's `reasoning_effort`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Effort {
     Low,
     Medium,
@@ -37,16 +40,17 @@ impl Effort {
 }
 
 /// `--parallel-tool-calls`: whether a response may ask for several tool calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Parallel {
-    /// What each provider does by default, except that hosted OpenAI is asked for them (as
-    /// before this option existed) and compatible servers are told nothing (llama.cpp's server
-    /// then makes one call per response).
+    // What each provider does by default, except that hosted OpenAI is asked for them (as
+    // before this option existed) and compatible servers are told nothing (llama.cpp's server
+    // then makes one call per response). (Plain comments: on a ValueEnum, doc comments would
+    // become the flag's help.)
     #[default]
     Auto,
     On,
-    /// One call per response: asked of every API that has a switch for it, and enforced by the
-    /// loop (a second call is dropped) for those that do not (Gemini).
+    // One call per response: asked of every API that has a switch for it, and enforced by the
+    // loop (a second call is dropped) for those that do not (Gemini).
     Off,
 }
 
