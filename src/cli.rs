@@ -26,6 +26,7 @@ pub use subcommands::{
 /// same result, see --max-repeats), 130/143 interrupted (SIGINT/SIGTERM), 141 the reader of
 /// stream-json went away.
 #[derive(Debug, Parser)]
+#[command(group(clap::ArgGroup::new(ONE_RUN).multiple(true)))]
 #[command(
     name = "rounds",
     version,
@@ -48,7 +49,7 @@ pub struct Cli {
     ///
     /// "-" (or no prompt) reads it from stdin; when a prompt is given and stdin is a pipe or file,
     /// stdin is appended to it as context.
-    #[arg(help_heading = "Prompt", value_name = "PROMPT")]
+    #[arg(help_heading = "Prompt", value_name = "PROMPT", group = ONE_RUN)]
     pub prompt: Vec<String>,
 
     /// Read the prompt from FILE instead of the arguments.
@@ -57,7 +58,8 @@ pub struct Cli {
         short = 'f',
         long,
         value_name = "FILE",
-        conflicts_with = "prompt"
+        conflicts_with = "prompt",
+        group = ONE_RUN
     )]
     pub prompt_file: Option<PathBuf>,
 
@@ -69,7 +71,7 @@ pub struct Cli {
     /// workspace under $ROUNDS_HOME/runs), with any provider. The prompt is added as the next
     /// user turn; without one, "Continue from where you left off." The run keeps the recorded
     /// model and workspace unless -m or -w name others.
-    #[arg(help_heading = "Prompt", long, value_name = "FILE|last")]
+    #[arg(help_heading = "Prompt", long, value_name = "FILE|last", group = ONE_RUN)]
     pub resume: Option<String>,
 
     /// System prompt text (replaces the built-in one).
@@ -316,7 +318,7 @@ pub struct Cli {
     pub output_schema: Option<PathBuf>,
 
     /// Also write the final answer to FILE (as codex exec's flag of that name).
-    #[arg(help_heading = "Output", long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE", group = ONE_RUN)]
     pub output_last_message: Option<PathBuf>,
 
     /// Append a Markdown summary of the run to FILE (GitHub Actions: GITHUB_STEP_SUMMARY).
@@ -334,7 +336,7 @@ pub struct Cli {
     pub step_summary: Option<PathBuf>,
 
     /// What to print on stdout.
-    #[arg(value_name = "text|json|stream-json", help_heading = "Output", short, long, value_enum, default_value_t = OutputMode::Text)]
+    #[arg(value_name = "text|json|stream-json", help_heading = "Output", short, long, value_enum, default_value_t = OutputMode::Text, group = ONE_RUN)]
     pub output: OutputMode,
 
     /// Write the transcript to FILE.
@@ -344,12 +346,13 @@ pub struct Cli {
         help_heading = "Output",
         long,
         value_name = "FILE",
-        conflicts_with = "no_transcript"
+        conflicts_with = "no_transcript",
+        group = ONE_RUN
     )]
     pub transcript: Option<PathBuf>,
 
     /// Do not keep a transcript.
-    #[arg(help_heading = "Output", long)]
+    #[arg(help_heading = "Output", long, group = ONE_RUN)]
     pub no_transcript: bool,
 
     /// Print nothing on stderr but errors.
@@ -387,6 +390,10 @@ pub struct Cli {
     #[arg(help_heading = "Output", short, long, action = ArgAction::Count)]
     pub verbose: u8,
 }
+
+/// The group of the flags that are about one run's own prompt and records, which `rounds batch`
+/// refuses (its jobs have their own): a flag joins by naming it (`group = ONE_RUN`).
+pub const ONE_RUN: &str = "one_run";
 
 /// Which tools exist and which the model may use: shared by a run and `rounds tools`.
 #[derive(Debug, Clone, Default, Args)]

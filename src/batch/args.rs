@@ -133,28 +133,30 @@ pub struct ResultsArgs {
     pub junit: Option<PathBuf>,
 }
 
-/// Run flags that mean nothing per job in a batch: hidden, and refused when given.
-const NOT_PER_JOB: &[(&str, &str)] = &[
-    (
-        "prompt",
-        "a job's prompt comes from its line (or --template)",
-    ),
-    (
-        "prompt_file",
-        "a job's prompt comes from its line (or --template)",
-    ),
-    ("resume", "a batch resumes its interrupted jobs by itself"),
-    (
-        "transcript",
-        "each job's transcript is DIR/<id>.jsonl (--out DIR)",
-    ),
-    ("no_transcript", "a batch keeps every job's transcript"),
-    ("output", "a batch writes results.jsonl, not a run's output"),
-    (
-        "output_last_message",
-        "results.jsonl holds every job's final answer",
-    ),
-];
+/// The ids of the run flags about one run's own prompt and records (`cli::ONE_RUN`), which a
+/// batch hides and refuses. The ids of the one-run flags (the group fills as clap builds the command).
+fn one_run_ids() -> Vec<String> {
+    let mut command = Cli::command();
+    command.build();
+    command
+        .get_groups()
+        .find(|g| g.get_id() == crate::cli::ONE_RUN)
+        .map(|g| g.get_args().map(|a| a.to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// Why a batch has no use for the one-run flag `id`.
+fn why_not_per_job(id: &str) -> &'static str {
+    match id {
+        "prompt" | "prompt_file" => "a job's prompt comes from its line (or --template)",
+        "resume" => "a batch resumes its interrupted jobs by itself",
+        "transcript" => "each job's transcript is DIR/<id>.jsonl (--out DIR)",
+        "no_transcript" => "a batch keeps every job's transcript",
+        "output" => "a batch writes results.jsonl, not a run's output",
+        "output_last_message" => "results.jsonl holds every job's final answer",
+        _ => "it is about one run, and a batch's jobs each have their own",
+    }
+}
 
 /// A parsed `rounds batch` command line.
 pub struct Parsed {
@@ -178,9 +180,10 @@ impl Parsed {
     pub fn run_words(&self) -> Result<Vec<String>, BatchError> {
         let mut words = Vec::new();
         let cli = Cli::command();
+        let one_run = one_run_ids();
         for arg in cli.get_arguments() {
             let id = arg.get_id().as_str();
-            if id == "store" || NOT_PER_JOB.iter().any(|(n, _)| *n == id) {
+            if id == "store" || one_run.iter().any(|o| o == id) {
                 continue;
             }
             if self.matches.value_source(id) != Some(ValueSource::CommandLine) {
@@ -225,12 +228,13 @@ pub fn queued(
     let argv = std::iter::once("rounds batch".to_owned()).chain(queued.iter().cloned());
     let matches = command().try_get_matches_from(argv)?;
     let run = Cli::command();
+    let one_run = one_run_ids();
     let mut settings = Vec::new();
     for arg in run.get_arguments() {
         let id = arg.get_id().as_str();
         let Some(long) = arg.get_long() else { continue };
         if id == "store"
-            || NOT_PER_JOB.iter().any(|(n, _)| *n == id)
+            || one_run.iter().any(|o| o == id)
             || matches.value_source(id) != Some(ValueSource::CommandLine)
         {
             continue;
@@ -299,9 +303,11 @@ pub fn command() -> clap::Command {
         .after_help(AFTER_HELP)
         .max_term_width(100)
         .args_override_self(true)
-        .args_conflicts_with_subcommands(true);
+        .args_conflicts_with_subcommands(true)
+        .group(clap::ArgGroup::new(crate::cli::ONE_RUN).multiple(true));
     // The batch's own flags first: --help shows them before the run flags.
     let mut cmd = BatchFlags::augment_args(cmd).about(ABOUT);
+    let one_run = one_run_ids();
     for arg in Cli::command().get_arguments() {
         let id = arg.get_id().as_str();
         if id == "step_summary" {
@@ -311,7 +317,7 @@ pub fn command() -> clap::Command {
         if id == "prompt" {
             arg = arg.index(2);
         }
-        if NOT_PER_JOB.iter().any(|(n, _)| *n == id) {
+        if one_run.iter().any(|o| o == id) {
             arg = arg.hide(true);
         }
         if arg.get_help_heading().is_none() {
@@ -352,14 +358,18 @@ pub fn parse<I: IntoIterator<Item = OsString>>(words: I) -> Result<Parsed, clap:
 
 /// A run flag given that a batch cannot honour, with why.
 pub fn refused(matches: &ArgMatches) -> Option<BatchError> {
-    NOT_PER_JOB.iter().find_map(|(id, why)| {
+    one_run_ids().into_iter().find_map(|id| {
+        let id = id.as_str();
         (matches.value_source(id) == Some(ValueSource::CommandLine)).then(|| {
-            let flag = if *id == "prompt" {
+            let flag = if id == "prompt" {
                 "a prompt".to_owned()
             } else {
                 format!("--{}", id.replace('_', "-"))
             };
-            BatchError::NotPerJob { flag, why }
+            BatchError::NotPerJob {
+                flag,
+                why: why_not_per_job(id),
+            }
         })
     })
 }

@@ -8,23 +8,19 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The fields a job line may set besides `id` and `prompt`: the run flags that make sense per
-/// job. Each replaces the batch's flag of the same name for that job.
-pub const OVERRIDES: &[&str] = &[
-    "model",
-    "workspace",
-    "allow",
-    "deny",
-    "system",
-    "output_schema",
-    "max_rounds",
-    "max_tokens",
-    "timeout",
-    "budget_tokens",
-    "budget_usd",
-    "temperature",
-    "reasoning_effort",
-];
+/// The fields a job line may set besides `id` and `prompt`: those of [`Overrides`], read from
+/// its schema, so a field added there is a field here with no list to keep.
+pub fn override_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let schema = schemars::schema_for!(Overrides);
+        schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    })
+}
 
 /// One valid job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,7 +34,7 @@ pub struct Job {
 }
 
 /// Per-job values of run flags; `None` keeps the batch's.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Overrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,7 +66,7 @@ pub struct Overrides {
 }
 
 /// Allowlist rules: one string (comma-separated, as on the command line) or a list of them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Rules {
     One(String),
@@ -112,7 +108,7 @@ pub enum LineError {
     PromptType,
     #[error("the prompt is empty")]
     EmptyPrompt,
-    #[error("unknown field {0:?} (a job has id, prompt and any of: {known})", known = OVERRIDES.join(", "))]
+    #[error("unknown field {0:?} (a job has id, prompt and any of: {known})", known = override_names().join(", "))]
     UnknownField(String),
     /// An override of the wrong type (`"max_rounds": "five"`).
     #[error("{0}")]
@@ -220,7 +216,7 @@ fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job
     fields.remove("prompt");
     let mut overrides = Map::new();
     for (name, value) in fields {
-        if OVERRIDES.contains(&name.as_str()) {
+        if override_names().contains(&name) {
             overrides.insert(name, value);
         } else if template.is_none() {
             return Err(LineError::UnknownField(name));
@@ -393,6 +389,30 @@ fn plain(i: usize, b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fields_a_job_may_set_are_those_of_overrides() {
+        let mut names = override_names().to_vec();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "allow",
+                "budget_tokens",
+                "budget_usd",
+                "deny",
+                "max_rounds",
+                "max_tokens",
+                "model",
+                "output_schema",
+                "reasoning_effort",
+                "system",
+                "temperature",
+                "timeout",
+                "workspace"
+            ]
+        );
+    }
 
     #[test]
     fn good_and_bad_lines_are_told_apart_with_their_numbers() {
