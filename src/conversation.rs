@@ -8,12 +8,14 @@
 
 use std::collections::HashSet;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One piece of an assistant turn, in the order the model produced it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[schemars(deny_unknown_fields)]
 pub enum Block {
     /// Visible answer text.
     Text {
@@ -22,9 +24,11 @@ pub enum Block {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
-    /// Model reasoning. The signature (Anthropic) must go back unchanged to the provider that made it.
+    /// Model reasoning.
     Thinking {
         text: String,
+        /// Opaque provider state (Anthropic): it must go back unchanged to the provider that
+        /// made it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
@@ -36,8 +40,10 @@ pub enum Block {
     /// provider that made it; every other provider skips it.
     Reasoning {
         id: String,
+        /// The reasoning, encrypted by the provider.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         encrypted_content: Option<String>,
+        /// The summary texts of the reasoning (absent when none were produced).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         summary: Vec<String>,
     },
@@ -56,11 +62,15 @@ impl Block {
 }
 
 /// A tool call as the model emitted it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ToolUse {
+    /// The call's id (the provider's, or one rounds generated when it was unusable).
     pub id: String,
+    /// The tool's name.
     pub name: String,
     /// The parsed arguments. `{}` when the arguments were not valid JSON (see `raw_input`).
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub input: Value,
     /// The argument text exactly as streamed, kept when it is not the canonical serialization of
     /// `input` (OpenAI echoes it verbatim) or when it did not parse.
@@ -193,10 +203,11 @@ impl CallIds {
 }
 
 /// A tool call that must not be executed, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+#[schemars(deny_unknown_fields)]
 pub enum CallDefect {
-    /// The arguments were not a JSON object.
+    /// The arguments were not a JSON object (`detail` says why).
     InvalidJson(String),
     /// The response ended (`max_tokens`) before the call's arguments were complete.
     Truncated,
@@ -215,32 +226,52 @@ pub fn json_kind(v: &Value) -> &'static str {
 }
 
 /// Why a tool result is an error. Recorded in the transcript and counted in the `end` line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
+    /// Not run: the arguments were not a JSON object, or were cut off (the call's `defect`).
     InvalidJson,
+    /// Not run: the arguments did not match the tool's input schema.
     Schema,
+    /// Not run: no tool of that name is offered.
     UnknownTool,
+    /// Not run: the allowlist or a deny rule refused it (or it came in the tool-less summary
+    /// call).
     Denied,
+    /// A hook refused the call, before it ran or after.
     Vetoed,
+    /// The call ran longer than `--tool-timeout`.
     Timeout,
+    /// The tool failed (or could not be started).
     Failed,
+    /// The run was cancelled before the call ended (or, resumed, the call has no recorded
+    /// result).
     Cancelled,
     /// Not run: the response asked for more calls than `--max-calls-per-round`.
     Dropped,
 }
 
 /// The outcome of one tool call, sent back to the model and recorded in the transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ToolResult {
+    /// The id of the call it answers.
     pub tool_use_id: String,
+    /// The tool's name.
     pub name: String,
+    /// Whether the call failed (`content` then says why).
     pub is_error: bool,
+    /// What the model was sent (capped, and redacted).
     pub content: String,
+    /// Why the result is an error (absent when it is not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<ErrorKind>,
+    /// How long the call ran.
     #[serde(default)]
     pub duration_ms: u64,
+    /// Whether `content` was cut to the output cap.
     #[serde(default)]
     pub truncated: bool,
     /// Size of the full output in bytes, before any capping.
@@ -249,8 +280,10 @@ pub struct ToolResult {
     /// Where the full output was saved when it was capped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_output: Option<String>,
-    /// The variables whose values were taken out of the content (see `redact`).
+    /// The variables whose values were taken out of the content, each replaced by
+    /// `[REDACTED:NAME]` (names only; absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1), extend("uniqueItems" = true))]
     pub redacted: Vec<String>,
 }
 
@@ -300,31 +333,44 @@ impl ToolResult {
 }
 
 /// Why a model response ended, in neutral terms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    /// The model ended its turn.
     EndTurn,
+    /// The model asked for tool calls.
     ToolUse,
+    /// The response reached the output token limit.
     MaxTokens,
+    /// The model produced a stop sequence.
     StopSequence,
     /// Anthropic paused a long turn; sending the response back as is lets it continue.
     PauseTurn,
+    /// The model declined to answer.
     Refusal,
+    /// The request did not fit the model's context window.
     ContextWindowExceeded,
+    /// Any reason the others do not name.
     #[serde(other)]
     Other,
 }
 
 /// Token counts. Each provider reports them differently; these are the common denominators.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Usage {
+    /// Input tokens billed at the full rate (neither read from nor written to the prompt cache).
     pub input_tokens: u64,
+    /// Output tokens, reasoning included.
     pub output_tokens: u64,
+    /// Input tokens read from the prompt cache (absent when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache (absent when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_write_tokens: u64,
-    /// How many of `output_tokens` the model spent reasoning (already counted in them).
+    /// How many of `output_tokens` the model spent reasoning (already counted in them; absent
+    /// when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
 }

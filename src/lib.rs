@@ -29,6 +29,7 @@ pub mod records;
 pub mod redact;
 pub mod render;
 pub mod runs;
+pub mod schema;
 pub mod settings;
 pub mod show;
 pub mod step_summary;

@@ -17,7 +17,7 @@ use crate::outcome::{Outcome, Signal, Status};
 use crate::process::sandbox::Summary;
 use crate::progress::Progress;
 use crate::terminal;
-use crate::transcript::{End, RetryNote, Round, Start, VERSION};
+use crate::transcript::{End, Event, RetryNote, Round, Start, VERSION};
 
 /// Who hears about a run as it happens: events on stdout in stream-json mode, and progress on
 /// a terminal's stderr unless quiet.
@@ -47,7 +47,7 @@ pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
         OutputMode::StreamJson if outcome.status != Status::Usage => return,
         OutputMode::StreamJson => match serde_json::to_vec(&Versioned {
             v: VERSION,
-            event: StreamEvent::End(&End::from(outcome)),
+            event: Event::End(&End::from(outcome)),
         }) {
             Ok(b) => b,
             Err(_) => return,
@@ -258,40 +258,11 @@ fn plural(n: u32) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// One `--output stream-json` event. `start`, `round` and `end` are the transcript's own
-/// records; the others exist only in the stream.
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum StreamEvent<'a> {
-    Start(&'a Start),
-    TextDelta {
-        round: u32,
-        text: &'a str,
-    },
-    ThinkingDelta {
-        round: u32,
-        text: &'a str,
-    },
-    ToolUse {
-        round: u32,
-        #[serde(flatten)]
-        call: &'a ToolUse,
-    },
-    ToolResult {
-        round: u32,
-        #[serde(flatten)]
-        result: &'a ToolResult,
-    },
-    Retry(&'a RetryNote),
-    Round(&'a Round),
-    End(&'a End),
-}
-
 #[derive(Serialize)]
 struct Versioned<'a> {
     v: u32,
     #[serde(flatten)]
-    event: StreamEvent<'a>,
+    event: Event<'a>,
 }
 
 /// `--output stream-json`: every event as one line on stdout, flushed at once. When the reader
@@ -311,7 +282,7 @@ impl StreamJson {
         }
     }
 
-    fn emit(&self, event: StreamEvent<'_>) {
+    fn emit(&self, event: Event<'_>) {
         if self.closed.load(Ordering::Relaxed) {
             return;
         }
@@ -336,43 +307,43 @@ impl StreamJson {
 
 impl Observer for StreamJson {
     fn started(&self, start: &Start) {
-        self.emit(StreamEvent::Start(start));
+        self.emit(Event::Start(start));
     }
     fn round_started(&self, round: u32) {
         self.round.store(round, Ordering::Relaxed);
     }
     fn text_delta(&self, text: &str) {
-        self.emit(StreamEvent::TextDelta {
+        self.emit(Event::TextDelta {
             round: self.round(),
             text,
         });
     }
     fn thinking_delta(&self, text: &str) {
-        self.emit(StreamEvent::ThinkingDelta {
+        self.emit(Event::ThinkingDelta {
             round: self.round(),
             text,
         });
     }
     fn tool_use(&self, call: &ToolUse) {
-        self.emit(StreamEvent::ToolUse {
+        self.emit(Event::ToolUse {
             round: self.round(),
             call,
         });
     }
     fn tool_finished(&self, result: &ToolResult) {
-        self.emit(StreamEvent::ToolResult {
+        self.emit(Event::ToolResult {
             round: self.round(),
             result,
         });
     }
     fn retry(&self, note: &RetryNote) {
-        self.emit(StreamEvent::Retry(note));
+        self.emit(Event::Retry(note));
     }
     fn round_finished(&self, round: &Round) {
-        self.emit(StreamEvent::Round(round));
+        self.emit(Event::Round(round));
     }
     fn finished(&self, end: &End) {
-        self.emit(StreamEvent::End(end));
+        self.emit(Event::End(end));
     }
 }
 

@@ -1,4 +1,5 @@
-//! The JSONL transcript: its schema, its writer and its reader.
+//! The JSONL transcript: its lines (and, in `event`, the stream-json events around them), its
+//! writer and its reader. `crate::schema` publishes their JSON Schema, generated from these types.
 //!
 //! One `start` line, one `round` line per finished round, one `end` line. Each line is
 //! serialized whole, written with a single `write_all` and flushed before the next round starts,
@@ -10,11 +11,15 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{Block, ErrorKind, StopReason, ToolResult, Usage};
 use crate::outcome::{Outcome, Status};
 use crate::process::sandbox::Summary;
+
+mod event;
+pub use event::Event;
 
 /// The schema version written in every line's `v`.
 pub const VERSION: u32 = 1;
@@ -35,28 +40,41 @@ pub enum Line {
     End(End),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The first line: what the run was asked and with which limits, tools and sandbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Start {
+    /// The run's id: its start time, then random hex.
     pub run_id: String,
+    /// When the run started (RFC 3339, UTC).
+    #[schemars(extend("format" = "date-time"))]
     pub time: String,
+    /// The provider that answered, by name (`anthropic`, `openai`, …).
     pub provider: String,
+    /// The model, as the requests named it.
     pub model: String,
+    /// The workspace root tools ran in.
     pub workspace: String,
     /// The user turn the run added, as sent: a line naming the workspace root, then the prompt
     /// (older transcripts named the workspace root in `system`, and this is the prompt alone).
     /// `--resume` and replay send it again as it is.
     pub prompt: String,
+    /// The system prompt, as sent.
     pub system: String,
     /// The allowlist in effect, as rules (`read_file`, `bash(git *)`).
     pub tools: Vec<String>,
     pub limits: Limits,
+    /// The transcript this run continued (`--resume`), null for a new conversation.
     pub resumed_from: Option<String>,
-    /// The OS sandbox tool processes ran in, and what the kernel enforced of it.
+    /// The OS sandbox tool processes ran in, and what the kernel enforced of it (absent in
+    /// transcripts from before v0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Summary>,
     /// The variables whose values the run took out of everything it wrote or sent, as
-    /// `[REDACTED:NAME]` (names only; see `redact`). Absent when there were none.
+    /// `[REDACTED:NAME]`: the provider key, variables named like KEY, TOKEN, SECRET or
+    /// PASSWORD, and `--redact` (names only, never values; absent when there were none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1), extend("uniqueItems" = true))]
     pub redaction: Vec<String>,
 }
 
@@ -69,40 +87,70 @@ impl Start {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The run's limits, as its flags set them (null: no limit).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Limits {
+    /// `--max-rounds`.
+    #[schemars(range(min = 1))]
     pub max_rounds: u32,
+    /// `--max-tokens`, per response.
     pub max_tokens: Option<u32>,
+    /// `--budget-tokens`, for the whole run.
     pub budget_tokens: Option<u64>,
+    /// `--budget-usd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub budget_usd: Option<f64>,
+    /// The context window the requests were kept inside, in tokens (`--context-window`, or the
+    /// model's; absent in older transcripts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub context_window: Option<u64>,
+    /// `--timeout`, for the whole run.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeout_secs: Option<f64>,
+    /// `--tool-timeout`, per tool call.
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub tool_timeout_secs: f64,
+    /// `--max-parallel`: tool calls run at once.
+    #[schemars(range(min = 1))]
     pub max_parallel: usize,
     /// `--max-calls-per-round` (absent in transcripts from before the loop guards).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_calls_per_round: Option<u32>,
-    /// `--max-repeats`.
+    /// `--max-repeats` (absent in transcripts from before the loop guards).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_repeats: Option<u32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One finished round: the model's response, the results of its tool calls, what it cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Round {
+    /// The round's number, from 1.
+    #[schemars(range(min = 1))]
     pub round: u32,
+    /// When the round finished (RFC 3339, UTC).
+    #[schemars(extend("format" = "date-time"))]
     pub time: String,
     /// The model's blocks in the order it produced them.
     pub blocks: Vec<Block>,
     /// One result per tool_use block, in the same order.
     pub results: Vec<ToolResult>,
+    /// Why the response ended (null when the stream said nothing).
     pub stop_reason: Option<StopReason>,
+    /// The round's token counts.
     pub usage: Usage,
-    /// What the round's request cost, when the model's price is known.
+    /// What the round's request cost in USD, when the model's price is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
     pub cost_usd: Option<f64>,
+    /// Time spent waiting for the model.
     pub model_ms: u64,
+    /// Time spent running the round's tool calls.
     pub tools_ms: u64,
     /// Failed attempts at this round's request that were retried.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -111,20 +159,23 @@ pub struct Round {
     /// that completed are kept (their effects happened) and the run continues from them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The final call made without tools at the round limit (`--on-max-rounds summarize`).
+    /// This round is the final call, made without tools, at the round limit (`--on-max-rounds
+    /// summarize`; absent otherwise).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(extend("const" = true))]
     pub summary: bool,
     /// Tool results (by call id) elided from this round's request on, to keep it inside the
     /// context window; the rounds that produced them keep them whole.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub elided: Vec<String>,
-    /// What the loop guards did in this round (see `agent::guards`).
+    /// What the loop guards did in this round.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guards: Vec<GuardNote>,
 }
 
 /// One action of the loop guards, recorded in the round it happened in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct GuardNote {
     pub kind: GuardKind,
     /// The call the action concerns (none for `cut`).
@@ -136,10 +187,12 @@ pub struct GuardNote {
     /// `cut`: the calls the response had asked for when it was cut; `repeated` and `stuck`: how
     /// many times the same call has returned the same result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub count: Option<u32>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What a loop guard did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardKind {
     /// The response asked for more calls than `--max-calls-per-round`: it was read no further.
@@ -155,37 +208,52 @@ pub enum GuardKind {
     Stuck,
 }
 
-/// One failed attempt that was retried.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One failed attempt at a round's request that was retried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RetryNote {
+    /// The round whose request failed.
     pub round: u32,
     /// The attempt that failed (1 is the first request).
+    #[schemars(range(min = 1))]
     pub attempt: u32,
+    /// Why it failed.
     pub error: String,
     /// The wait before the next attempt.
     pub delay_ms: u64,
 }
 
-/// The closing line. Built from the run's [`Outcome`] in one place (`From<&Outcome>`), so the
-/// transcript, the store and the stream-json `end` event always agree with the exit status.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The last line: how the run ended.
+// Built from the run's `Outcome` in one place (`From<&Outcome>`), so the transcript, the store
+// and the stream-json `end` event always agree with the exit status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(try_from = "EndRecord")]
+#[schemars(deny_unknown_fields)]
 pub struct End {
     pub status: Status,
-    /// Always `status.exit_code()`; written out so a reader needs no table.
+    /// The process's exit status, the status's own: written out so a reader needs no table.
+    #[schemars(schema_with = "crate::schema::exit_code")]
     pub exit_code: u8,
+    /// How many rounds finished.
     pub rounds: u32,
+    /// The model's final answer (empty when it gave none).
     pub final_text: String,
+    /// The whole run's token counts.
     pub usage: Usage,
-    /// What the run cost, when the model's price is known.
+    /// What the run cost in USD, when the model's price is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
     pub cost_usd: Option<f64>,
+    /// How long the run took.
     pub duration_ms: u64,
+    /// What ended the run, in words, when something went wrong (null otherwise).
     pub error: Option<String>,
-    /// How many tool calls were made, and how many failed, by kind.
+    /// How many tool calls were made.
     #[serde(default)]
     pub tool_calls: u32,
+    /// How many tool calls failed, by kind (kinds that never failed are left out).
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::tool_errors")]
     pub tool_errors: BTreeMap<ErrorKind, u32>,
 }
 
@@ -207,7 +275,8 @@ impl From<&Outcome> for End {
 }
 
 /// `End` as written: the status by name, which with the exit code tells SIGINT from SIGTERM.
-#[derive(Deserialize)]
+// (`JsonSchema` because `End` reads through it; the published schema is of what is written.)
+#[derive(Deserialize, JsonSchema)]
 struct EndRecord {
     status: String,
     exit_code: u8,

@@ -59,7 +59,9 @@ use super::seccomp;
 pub const SUPERVISOR_ENV: &str = "ROUNDS_SUPERVISOR_SANDBOX";
 
 /// The `--sandbox` modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// No sandbox: tool processes can do whatever rounds' user can.
@@ -599,7 +601,10 @@ fn landlock_abi() -> u32 {
 }
 
 /// Which restrictions are in force for tool processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[schemars(deny_unknown_fields)]
 pub struct Enforced {
     /// Writes outside the writable directories are refused, truncation included.
     pub filesystem: bool,
@@ -616,9 +621,11 @@ pub struct Enforced {
     pub abstract_unix_sockets: bool,
 }
 
-/// The sandbox as the transcript's `start` line records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The OS sandbox of tool processes, and what the kernel enforced of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Summary {
+    /// `--sandbox`.
     pub mode: Mode,
     /// `--sandbox require`.
     pub required: bool,

@@ -29,6 +29,7 @@ mod safe_writes;
 mod sandbox;
 mod sandbox_edges;
 mod sandbox_run;
+mod schema;
 mod settings;
 mod shell_rules;
 mod store;
