@@ -16,11 +16,11 @@ use crate::outcome::{Signal, Status};
 use crate::transcript::{Event, VERSION};
 
 /// Where the schema is published (its `$id`).
-pub const ID: &str = "https://github.com/rounds/rounds/schema/rounds.schema.json";
+const ID: &str = "https://github.com/rounds/rounds/schema/rounds.schema.json";
 
 /// The statuses a run's `end` line can hold: every [`Status`] but a batch's `incomplete`, which
 /// no record holds. A new `Status` variant belongs here (the test beside it says so).
-pub const RUN_STATUSES: [Status; 12] = [
+const RUN_STATUSES: [Status; 12] = [
     Status::Completed,
     Status::Error,
     Status::Usage,
@@ -188,7 +188,7 @@ impl JsonSchema for Status {
 }
 
 /// The `end` line's `exit_code`: one of the run statuses' codes.
-pub fn exit_code(_: &mut SchemaGenerator) -> Schema {
+pub(crate) fn exit_code(_: &mut SchemaGenerator) -> Schema {
     let mut codes: Vec<u8> = RUN_STATUSES.iter().map(|s| s.exit_code()).collect();
     codes.sort_unstable();
     codes.dedup();
@@ -200,7 +200,7 @@ pub fn exit_code(_: &mut SchemaGenerator) -> Schema {
 
 /// The `end` line's `tool_errors`: a count of at least 1 per error kind that occurred (the map
 /// type's own schema cannot see the kinds' names: they are documented variants).
-pub fn tool_errors(generator: &mut SchemaGenerator) -> Schema {
+pub(crate) fn tool_errors(generator: &mut SchemaGenerator) -> Schema {
     let kinds = generator.subschema_for::<ErrorKind>();
     json_schema!({
         "type": "object",
