@@ -53,17 +53,17 @@ impl SetupError {
 /// What a run shares with the other runs of its process (`rounds batch`). A lone run shares
 /// nothing: it builds its own provider and watches the signals itself.
 #[derive(Clone, Default)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// Cancels the run from outside; whoever holds it watches SIGINT and SIGTERM instead of the
     /// run.
-    pub cancel: Option<Cancel>,
+    pub(crate) cancel: Option<Cancel>,
     /// Builds the run's provider in place of `provider::build`: one HTTP client and one rate
     /// limiter per provider for all the runs.
-    pub providers: Option<Arc<dyn ProviderSource>>,
+    pub(crate) providers: Option<Arc<dyn ProviderSource>>,
 }
 
 /// Where a run that shares its process gets its provider.
-pub trait ProviderSource: Send + Sync {
+pub(crate) trait ProviderSource: Send + Sync {
     fn build(
         &self,
         choice: &ProviderChoice,
@@ -75,7 +75,7 @@ pub trait ProviderSource: Send + Sync {
 /// Runs one configured run to its end. `observer` hears about it as it happens; `cancel` stops
 /// it early (signals are watched here too; the face cancels when stdout closes); `started` is
 /// when the run began for the user (stdin waited for included).
-pub async fn run(
+pub(crate) async fn run(
     config: Config,
     observer: Arc<dyn Observer>,
     cancel: Cancel,
@@ -88,7 +88,11 @@ pub async fn run(
 }
 
 /// [`run`] for a run that shares its process with others (see [`Shared`]).
-pub async fn run_shared(config: Config, observer: Arc<dyn Observer>, shared: Shared) -> Outcome {
+pub(crate) async fn run_shared(
+    config: Config,
+    observer: Arc<dyn Observer>,
+    shared: Shared,
+) -> Outcome {
     let started = Instant::now();
     let (cancel, watch) = match shared.cancel {
         Some(cancel) => (cancel, false),
@@ -358,7 +362,7 @@ fn watch_signals(cancel: &Cancel) -> tokio::task::JoinHandle<()> {
 /// Calls `stop` for each SIGINT and SIGTERM; when it says a signal had come before, ends the
 /// process at once with that signal's status: the user asked twice, and everything finished is
 /// already on disk. A single run and a batch both stop this way.
-pub fn on_signals(
+pub(crate) fn on_signals(
     mut stop: impl FnMut(Signal) -> bool + Send + 'static,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {

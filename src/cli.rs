@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-pub use crate::agent::OnMaxRounds;
-pub use crate::provider::{Api, CacheTtl, Effort, Parallel};
+pub(crate) use crate::agent::OnMaxRounds;
+pub(crate) use crate::provider::{Api, CacheTtl, Effort, Parallel};
 
 mod subcommands;
-pub use subcommands::{
+pub(crate) use subcommands::{
     BatchArgs, CompletionsArgs, ExportArgs, ListOutput, RunsArgs, ShowArgs, ToolsArgs,
 };
 
@@ -393,7 +393,7 @@ pub struct Cli {
 
 /// The group of the flags that are about one run's own prompt and records, which `rounds batch`
 /// refuses (its jobs have their own): a flag joins by naming it (`group = ONE_RUN`).
-pub const ONE_RUN: &str = "one_run";
+pub(crate) const ONE_RUN: &str = "one_run";
 
 /// Which tools exist and which the model may use: shared by a run and `rounds tools`.
 #[derive(Debug, Clone, Default, Args)]
@@ -574,7 +574,7 @@ const MAX_SECS: f64 = 1e9;
 /// A flag's value that is not what the flag takes: what it expected, and what it got.
 #[derive(Debug, thiserror::Error)]
 #[error("expected {expected}, got {got:?}")]
-pub struct BadValue {
+pub(crate) struct BadValue {
     expected: String,
     got: String,
 }

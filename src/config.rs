@@ -27,15 +27,15 @@ mod records;
 mod resume;
 
 use prompt::{MAX_STDIN_BYTES, resolve_prompt};
-pub use prompt::{StdinKind, read_real_stdin, stdin_kind};
+pub(crate) use prompt::{StdinKind, read_real_stdin, stdin_kind};
 
-pub use provider::provider_of;
+pub(crate) use provider::provider_of;
 use provider::{model_options, resolve_provider};
-pub use records::outputs_name;
-pub use resume::Resume;
+pub(crate) use records::outputs_name;
+pub(crate) use resume::Resume;
 use resume::{keep_resumed, resume};
 
-pub const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
+pub(crate) const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
 /// The context window of a model the price table does not know.
 const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
@@ -46,41 +46,41 @@ const CONTINUE: &str = "Continue from where you left off.";
 /// `model`, `idle_timeout`), the loop (`limits`), the toolbox (`tools`, `tool_settings`,
 /// `workspace`) and the records (`transcript`, `store`). What only the face needs (the output
 /// mode, quiet) stays with the face.
-pub struct Config {
-    pub run_id: String,
-    pub provider: ProviderChoice,
-    pub model: String,
+pub(crate) struct Config {
+    pub(crate) run_id: String,
+    pub(crate) provider: ProviderChoice,
+    pub(crate) model: String,
     /// Seconds without data before a provider stream counts as stalled.
-    pub idle_timeout: Duration,
-    pub prompt: String,
-    pub system: String,
-    pub resume: Option<Resume>,
-    pub workspace: Workspace,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) prompt: String,
+    pub(crate) system: String,
+    pub(crate) resume: Option<Resume>,
+    pub(crate) workspace: Workspace,
     /// Which tools exist (built in, from manifests, from MCP servers) and the allowlist rules;
     /// assembled into a registry and a policy by `tools::assemble` once servers are running.
-    pub tools: ToolSources,
+    pub(crate) tools: ToolSources,
     /// Timeouts, result caps, environment, output directory, hooks and sandbox of every tool
     /// call.
-    pub tool_settings: Settings,
+    pub(crate) tool_settings: Settings,
     /// What the start line records of the sandbox: mode, writable directories, and what this
     /// kernel enforces.
-    pub sandbox_record: sandbox::Summary,
-    pub limits: LoopLimits,
+    pub(crate) sandbox_record: sandbox::Summary,
+    pub(crate) limits: LoopLimits,
     /// Prompt caching (`--no-cache`, `--cache-ttl`), keyed by the run (or the first run it
     /// resumes).
-    pub cache: Option<Cache>,
+    pub(crate) cache: Option<Cache>,
     /// The model's price and context window, from the compiled-in table and `--prices`.
-    pub model_info: ModelInfo,
+    pub(crate) model_info: ModelInfo,
     /// `--output-schema`, compiled.
-    pub output_schema: Option<OutputSchema>,
+    pub(crate) output_schema: Option<OutputSchema>,
     /// `--output-last-message`: its directory opened before any tool runs.
-    pub output_last_message: Option<Target>,
+    pub(crate) output_last_message: Option<Target>,
     /// The transcript's file, its directory opened (and made) before any tool runs.
-    pub transcript: Option<Target>,
+    pub(crate) transcript: Option<Target>,
     /// The transcript goes where rounds put it by default, not where `--transcript` said.
-    pub transcript_is_default: bool,
+    pub(crate) transcript_is_default: bool,
     /// `--store`: the PostgreSQL URL every line is also written to.
-    pub store: Option<String>,
+    pub(crate) store: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -176,22 +176,22 @@ pub enum ConfigError {
 }
 
 /// The outside world config reads from; tests substitute it.
-pub struct Inputs<'a> {
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+pub(crate) struct Inputs<'a> {
+    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
     /// Every variable of the process environment, for building tool environments.
-    pub env_all: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    pub stdin_kind: StdinKind,
-    pub read_stdin: &'a mut dyn FnMut() -> Result<String, ConfigError>,
-    pub cwd: PathBuf,
+    pub(crate) env_all: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub(crate) stdin_kind: StdinKind,
+    pub(crate) read_stdin: &'a mut dyn FnMut() -> Result<String, ConfigError>,
+    pub(crate) cwd: PathBuf,
     /// Model aliases from the settings files (`[alias]`), over the built-in ones.
-    pub aliases: std::collections::BTreeMap<String, String>,
+    pub(crate) aliases: std::collections::BTreeMap<String, String>,
     /// Where the transcript goes when the caller has opened its directory already (a batch's
     /// `--out`, opened once before any job ran); `None`: from the flags.
-    pub transcript: Option<Target>,
+    pub(crate) transcript: Option<Target>,
 }
 
 impl Config {
-    pub fn resolve(cli: Cli, inputs: Inputs<'_>) -> Result<Config, ConfigError> {
+    pub(crate) fn resolve(cli: Cli, inputs: Inputs<'_>) -> Result<Config, ConfigError> {
         let env = |name: &str| (inputs.env)(name).filter(|v| !v.is_empty());
         let resume = match &cli.resume {
             None => None,
@@ -277,7 +277,7 @@ impl Config {
     /// workspace root). Kept out of the system prompt, it leaves the system prompt and the tool
     /// definitions, the prefix a server caches, byte for byte the same for every run with the
     /// same flags. A replay sends its recorded turn again.
-    pub fn user_turn(&self) -> String {
+    pub(crate) fn user_turn(&self) -> String {
         if let ProviderChoice::Replay { transcript, .. } = &self.provider
             && transcript.start.prompt == self.prompt
         {
@@ -382,7 +382,7 @@ fn tool_settings(
 }
 
 /// The workspace the flags name (default: the current directory).
-pub fn workspace(flags: &ToolFlags, cwd: &Path) -> Result<Workspace, ConfigError> {
+pub(crate) fn workspace(flags: &ToolFlags, cwd: &Path) -> Result<Workspace, ConfigError> {
     let dir = match &flags.workspace {
         Some(dir) => cwd.join(dir),
         None => cwd.to_owned(),
@@ -392,7 +392,7 @@ pub fn workspace(flags: &ToolFlags, cwd: &Path) -> Result<Workspace, ConfigError
 
 /// The OS sandbox of tool processes from the flags, checked against what this kernel can
 /// enforce: with `require`, anything missing is an error; otherwise it is a warning, said once.
-pub fn sandbox(
+pub(crate) fn sandbox(
     flags: &ToolFlags,
     workspace: &Path,
     cwd: &Path,
@@ -422,7 +422,7 @@ pub fn sandbox(
 
 /// Where the tools come from, and the environment tool processes get, from the tool flags
 /// (shared by a run and `rounds tools`).
-pub fn tool_setup(
+pub(crate) fn tool_setup(
     flags: &ToolFlags,
     cwd: &Path,
     env_all: &[(std::ffi::OsString, std::ffi::OsString)],
@@ -491,7 +491,7 @@ fn read_file(what: &'static str, path: &Path) -> Result<String, ConfigError> {
 }
 
 /// `$ROUNDS_HOME`, else `$XDG_STATE_HOME/rounds`, else `~/.local/state/rounds`.
-pub fn rounds_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn rounds_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     env("ROUNDS_HOME").map(PathBuf::from).or_else(|| {
         env("XDG_STATE_HOME")
             .map(|s| PathBuf::from(s).join("rounds"))

@@ -121,7 +121,7 @@ impl ToolUse {
 
     /// Keeps the exact argument text when it differs from the canonical serialization, for
     /// providers that echo arguments as a string.
-    pub fn keep_raw(mut self, raw: &str) -> ToolUse {
+    pub(crate) fn keep_raw(mut self, raw: &str) -> ToolUse {
         if self.raw_input.is_none()
             && serde_json::to_string(&self.input).ok().as_deref() != Some(raw)
         {
@@ -131,7 +131,7 @@ impl ToolUse {
     }
 
     /// The argument text to echo to providers that carry arguments as a string.
-    pub fn arguments_text(&self) -> String {
+    pub(crate) fn arguments_text(&self) -> String {
         match &self.raw_input {
             Some(raw) => raw.clone(),
             None => self.input.to_string(),
@@ -140,7 +140,7 @@ impl ToolUse {
 }
 
 /// The longest tool-call id taken from a provider as it is.
-pub const MAX_CALL_ID: usize = 128;
+pub(crate) const MAX_CALL_ID: usize = 128;
 
 /// The tool-call ids of one model response. An id comes unchanged from the provider (or a
 /// proxy, or a local server), and it travels far: into hook environments, file names, the
@@ -153,7 +153,7 @@ pub const MAX_CALL_ID: usize = 128;
 /// this response continues, so ids stay unique across the rounds of a run and across the runs
 /// of a `--resume` chain.
 #[derive(Debug, Default)]
-pub struct CallIds {
+pub(crate) struct CallIds {
     earlier_turns: usize,
     generated: u32,
     seen: HashSet<String>,
@@ -161,7 +161,7 @@ pub struct CallIds {
 
 impl CallIds {
     /// The ids of the response that follows `history`.
-    pub fn after(history: &[Message]) -> CallIds {
+    pub(crate) fn after(history: &[Message]) -> CallIds {
         CallIds {
             earlier_turns: history
                 .iter()
@@ -172,7 +172,7 @@ impl CallIds {
     }
 
     /// The id to use for a call the provider gave `id` (empty when it gave none).
-    pub fn accept(&mut self, id: String, prefix: &str) -> String {
+    pub(crate) fn accept(&mut self, id: String, prefix: &str) -> String {
         let usable = !id.is_empty()
             && id.len() <= MAX_CALL_ID
             && id.bytes().all(|b| b.is_ascii_graphic())
@@ -214,7 +214,7 @@ pub enum CallDefect {
 }
 
 /// Names a JSON value's type for error messages.
-pub fn json_kind(v: &Value) -> &'static str {
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -294,7 +294,7 @@ impl ToolResult {
     /// Replaces the content with a one-line stub (to keep requests inside the context window;
     /// the transcript keeps the whole). Returns whether anything changed: a stub, or a result
     /// no longer than its stub would be, is left as it is.
-    pub fn elide(&mut self) -> bool {
+    pub(crate) fn elide(&mut self) -> bool {
         if self.content.starts_with(ELIDED) {
             return false;
         }
@@ -383,7 +383,7 @@ impl Usage {
     /// Adds another response's usage to a running total. Counts come from the provider, so
     /// they saturate rather than wrap: an absurd report must not turn into a small total that
     /// slips under `--budget-tokens`.
-    pub fn add(&mut self, other: &Usage) {
+    pub(crate) fn add(&mut self, other: &Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.cache_read_tokens = self
@@ -396,21 +396,21 @@ impl Usage {
     }
 
     /// Every input token, cached or not.
-    pub fn input_total(&self) -> u64 {
+    pub(crate) fn input_total(&self) -> u64 {
         self.input_tokens
             .saturating_add(self.cache_read_tokens)
             .saturating_add(self.cache_write_tokens)
     }
 
     /// Tokens that count against `--budget-tokens`.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.input_total().saturating_add(self.output_tokens)
     }
 }
 
 /// One turn of the conversation.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub(crate) enum Message {
     /// Text from the user (the prompt).
     User(String),
     /// A model response, with the provider that produced it (its signatures are only valid there).

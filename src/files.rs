@@ -40,7 +40,7 @@ pub struct Dir {
 
 /// A file to write: its directory, already open, and its name there.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     dir: Dir,
     name: OsString,
     /// The path to name it by, when not the directory's path and the name.
@@ -53,24 +53,19 @@ const PRIVATE_FILE: u32 = 0o600;
 impl Dir {
     /// Opens the directory at `path`, making the missing ones (0700). No component may be a
     /// symbolic link: the error names the first that is.
-    pub fn create_all(path: &Path) -> io::Result<Dir> {
+    pub(crate) fn create_all(path: &Path) -> io::Result<Dir> {
         walk(path, true)
-    }
-
-    /// Opens an existing directory the same way.
-    pub fn open(path: &Path) -> io::Result<Dir> {
-        walk(path, false)
     }
 
     /// A new private directory `PREFIX` + a random suffix in the system temp dir, made by this
     /// call (never one that was there).
-    pub fn temp(prefix: &str) -> io::Result<Dir> {
+    pub(crate) fn temp(prefix: &str) -> io::Result<Dir> {
         // `$TMPDIR` is the user's, read before any tool runs: it may sit behind links of theirs.
         Dir::create_all(&resolve_existing(&std::env::temp_dir()))?.unique(prefix)
     }
 
     /// A new private directory `PREFIX` + a random suffix in this one.
-    pub fn unique(&self, prefix: &str) -> io::Result<Dir> {
+    pub(crate) fn unique(&self, prefix: &str) -> io::Result<Dir> {
         for attempt in 0..16u32 {
             let name = format!("{prefix}{}", random(attempt));
             match rustix::fs::mkdirat(self, name.as_str(), Mode::from_raw_mode(PRIVATE_DIR)) {
@@ -87,7 +82,7 @@ impl Dir {
 
     /// The directory `name` in this one, made (0700) if missing; a symbolic link there is
     /// refused.
-    pub fn subdir(&self, name: &OsStr) -> io::Result<Dir> {
+    pub(crate) fn subdir(&self, name: &OsStr) -> io::Result<Dir> {
         single(name)?;
         let fd = step(self, name, true).map_err(|e| self.error(name, e))?;
         Ok(Dir {
@@ -97,7 +92,7 @@ impl Dir {
     }
 
     /// The file `name` in this directory.
-    pub fn target(&self, name: impl Into<OsString>) -> io::Result<Target> {
+    pub(crate) fn target(&self, name: impl Into<OsString>) -> io::Result<Target> {
         let name = name.into();
         single(&name)?;
         Ok(Target {
@@ -107,25 +102,26 @@ impl Dir {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// `dir`, named by `path` (the same directory by another path: an absolute one, say), as
     /// is everything made in it.
-    pub fn renamed(dir: Dir, path: PathBuf) -> Dir {
+    pub(crate) fn renamed(dir: Dir, path: PathBuf) -> Dir {
         Dir { path, ..dir }
     }
 
     /// Device and inode: what the directory is, whatever its path later names.
-    pub fn identity(&self) -> io::Result<(u64, u64)> {
+    #[cfg(test)]
+    pub(crate) fn identity(&self) -> io::Result<(u64, u64)> {
         let st = rustix::fs::fstat(self)?;
         Ok((st.st_dev, st.st_ino))
     }
 
     /// Moves `from` in this directory to `to` in `dest`, replacing nothing: an existing `to` is
     /// an error.
-    pub fn rename_new(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<()> {
+    pub(crate) fn rename_new(&self, from: &OsStr, dest: &Dir, to: &OsStr) -> io::Result<()> {
         single(from)?;
         single(to)?;
         if rustix::fs::statat(dest, to, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
@@ -137,7 +133,7 @@ impl Dir {
     /// Removes the files made in this directory, through its handle: wherever a tool may have
     /// moved it, nothing saved in it stays behind. (Only files: rounds makes no directories in
     /// one it clears.)
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let Ok(fd) = rustix::fs::openat(
             self,
             ".",
@@ -158,7 +154,7 @@ impl Dir {
     }
 
     /// Removes the entry `name` if it is an empty directory; anything else stays.
-    pub fn remove_empty(&self, name: &OsStr) {
+    pub(crate) fn remove_empty(&self, name: &OsStr) {
         let _ = rustix::fs::unlinkat(self, name, AtFlags::REMOVEDIR);
     }
 
@@ -175,7 +171,7 @@ impl AsFd for Dir {
 
 impl Target {
     /// The file at `path`: its directory opened (and made) as [`Dir::create_all`] does.
-    pub fn new(path: &Path) -> io::Result<Target> {
+    pub(crate) fn new(path: &Path) -> io::Result<Target> {
         let name = path
             .file_name()
             .ok_or_else(|| invalid(format!("{}: not a file name", path.display())))?;
@@ -187,7 +183,7 @@ impl Target {
     }
 
     /// The path as given (a transcript's path, a message).
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         match &self.shown {
             Some(path) => path.clone(),
             None => self.dir.path.join(&self.name),
@@ -195,25 +191,25 @@ impl Target {
     }
 
     /// `target`, named by `path` (the same file by another path: an absolute one, say).
-    pub fn renamed(target: Target, path: PathBuf) -> Target {
+    pub(crate) fn renamed(target: Target, path: PathBuf) -> Target {
         Target {
             shown: Some(path),
             ..target
         }
     }
 
-    pub fn dir(&self) -> &Dir {
+    pub(crate) fn dir(&self) -> &Dir {
         &self.dir
     }
 
-    pub fn name(&self) -> &OsStr {
+    pub(crate) fn name(&self) -> &OsStr {
         &self.name
     }
 
     /// A new, empty, private file at the name: made beside it and renamed over whatever file is
     /// there, so nothing that was there is truncated or written through. A symbolic link or a
     /// directory there is refused.
-    pub fn create(&self) -> io::Result<File> {
+    pub(crate) fn create(&self) -> io::Result<File> {
         self.refuse_link()?;
         let (tmp, file) = self.temp()?;
         if let Err(e) = rustix::fs::renameat(&self.dir, &tmp, &self.dir, &self.name) {
@@ -225,7 +221,7 @@ impl Target {
 
     /// Writes the whole file at once: `bytes` go to a new file that replaces the name only when
     /// complete, so a reader never sees half of it.
-    pub fn write(&self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write(&self, bytes: &[u8]) -> io::Result<()> {
         self.refuse_link()?;
         let (tmp, mut file) = self.temp()?;
         let done = file
@@ -245,7 +241,7 @@ impl Target {
 
     /// Opens the file for appending, creating it (0600) if missing. It must be a regular file
     /// with a single link: a link planted there would make rounds append to its target.
-    pub fn append(&self) -> io::Result<File> {
+    pub(crate) fn append(&self) -> io::Result<File> {
         let flags = OFlags::WRONLY
             | OFlags::APPEND
             | OFlags::CREATE
@@ -312,19 +308,20 @@ impl Target {
 }
 
 /// Makes `path`'s directory (as [`Dir::create_all`]) and writes `bytes` as the whole new file.
-pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Target::new(path)?.write(bytes)
 }
 
 /// Makes `path`'s directory and a new empty private file at `path` (see [`Target::create`]).
-pub fn create_private(path: &Path) -> io::Result<File> {
+#[cfg(test)]
+pub(crate) fn create_private(path: &Path) -> io::Result<File> {
     Target::new(path)?.create()
 }
 
 /// `path` with the longest part of it that exists resolved (symbolic links followed), the rest
 /// as given. Only for a directory the user named in their own environment (`ROUNDS_HOME`), at
 /// setup, before any tool runs: it may sit behind links of theirs.
-pub fn resolve_existing(path: &Path) -> PathBuf {
+pub(crate) fn resolve_existing(path: &Path) -> PathBuf {
     let mut existing = path;
     loop {
         if let Ok(real) = std::fs::canonicalize(existing) {

@@ -14,20 +14,20 @@ use crate::tools::assemble::{AssembleError, assemble};
 
 /// One listed tool.
 #[derive(Debug, Serialize)]
-pub struct Listed {
-    pub name: String,
-    pub class: Class,
+pub(crate) struct Listed {
+    pub(crate) name: String,
+    pub(crate) class: Class,
     /// Whether the allowlist offers it to the model.
-    pub offered: bool,
-    pub origin: String,
-    pub description: String,
-    pub input_schema: Value,
+    pub(crate) offered: bool,
+    pub(crate) origin: String,
+    pub(crate) description: String,
+    pub(crate) input_schema: Value,
 }
 
 /// The tools a run would have, and the sandbox their processes would run in.
-pub struct Inventory {
-    pub tools: Vec<Listed>,
-    pub sandbox: Summary,
+pub(crate) struct Inventory {
+    pub(crate) tools: Vec<Listed>,
+    pub(crate) sandbox: Summary,
 }
 
 /// Why the tools could not be listed: a flag or a tool source is wrong.
@@ -41,7 +41,7 @@ pub enum InventoryError {
 
 /// Assembles the tools the flags name (starting and stopping MCP servers) and lists them; the
 /// error says which flag or tool source is wrong.
-pub async fn list(flags: &ToolFlags) -> Result<Inventory, InventoryError> {
+pub(crate) async fn list(flags: &ToolFlags) -> Result<Inventory, InventoryError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env_all: Vec<_> = std::env::vars_os().collect();
     let workspace = config::workspace(flags, &cwd)?;

@@ -8,7 +8,7 @@
 //! rule out all three.
 
 /// The longest run of backticks in `text`.
-pub fn longest_backticks(text: &str) -> usize {
+pub(crate) fn longest_backticks(text: &str) -> usize {
     let (mut longest, mut run) = (0, 0);
     for c in text.chars() {
         run = if c == '`' { run + 1 } else { 0 };
@@ -19,7 +19,7 @@ pub fn longest_backticks(text: &str) -> usize {
 
 /// `text` as a fenced code block (with `info` after the opening fence), whose fence is longer
 /// than any backtick run inside it, so no line of it can close the block.
-pub fn fenced(text: &str, info: &str) -> String {
+pub(crate) fn fenced(text: &str, info: &str) -> String {
     let fence = "`".repeat((longest_backticks(text) + 1).max(3));
     format!("{fence}{info}\n{}\n{fence}", text.trim_end_matches('\n'))
 }
@@ -28,7 +28,7 @@ pub fn fenced(text: &str, info: &str) -> String {
 /// inside it; empty text is the empty string. Line breaks become spaces, as a code span shows
 /// them anyway, so that none can start a block: a caller who wants them seen escapes them
 /// first (`terminal::line`).
-pub fn code_span(text: &str) -> String {
+pub(crate) fn code_span(text: &str) -> String {
     if text.is_empty() {
         return String::new();
     }
@@ -50,7 +50,7 @@ pub fn code_span(text: &str) -> String {
 
 /// `text` as a code span in a GFM table cell: a `|` is written `\|`, which the table reads as
 /// part of the cell (and GitHub shows as `|` inside the span) instead of the cell's end.
-pub fn cell_span(text: &str) -> String {
+pub(crate) fn cell_span(text: &str) -> String {
     code_span(&text.replace('|', "\\|"))
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// A client builder with rounds' TLS, user agent and connection timeout; callers add what is
 /// theirs (redirect policy, a resolver) and build.
-pub fn builder(connect_timeout: Duration) -> reqwest::ClientBuilder {
+pub(crate) fn builder(connect_timeout: Duration) -> reqwest::ClientBuilder {
     // reqwest is built without a bundled crypto provider; ring is ours. An `Err` means one is
     // already installed, which is all we need.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -16,7 +16,7 @@ pub fn builder(connect_timeout: Duration) -> reqwest::ClientBuilder {
 }
 
 /// A transport error with its causes (reqwest's top-level message alone says little).
-pub fn describe(e: &reqwest::Error) -> String {
+pub(crate) fn describe(e: &reqwest::Error) -> String {
     let mut msg = if e.is_connect() {
         "connection failed".to_owned()
     } else if e.is_timeout() {
@@ -34,7 +34,7 @@ pub fn describe(e: &reqwest::Error) -> String {
 }
 
 /// Cuts text for error messages at a character boundary.
-pub fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();
     }

@@ -20,7 +20,7 @@ pub enum Signal {
 }
 
 impl Signal {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Signal::Interrupt => "SIGINT",
             Signal::Terminate => "SIGTERM",
@@ -60,7 +60,7 @@ pub enum Status {
 
 impl Status {
     /// The name in the transcript, `--output json` and the summary line.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Completed => "completed",
             Status::Error => "error",
@@ -76,7 +76,7 @@ impl Status {
         }
     }
 
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Status::Completed => 0,
             Status::Error => 1,
@@ -96,7 +96,7 @@ impl Status {
 
     /// The status a record names, with its exit code telling which signal interrupted it. A
     /// batch's `incomplete` is no run's status, so no record names it.
-    pub fn from_record(name: &str, exit_code: u8) -> Option<Status> {
+    pub(crate) fn from_record(name: &str, exit_code: u8) -> Option<Status> {
         Some(match name {
             "completed" => Status::Completed,
             "error" => Status::Error,
@@ -144,7 +144,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// A run that ended before its first round, or never started (bad flags, a missing key).
-    pub fn new(status: Status, error: Option<String>) -> Outcome {
+    pub(crate) fn new(status: Status, error: Option<String>) -> Outcome {
         Outcome {
             run_id: None,
             status,
@@ -163,16 +163,16 @@ impl Outcome {
     }
 
     /// A run that never started: bad flags, a missing key, an empty prompt.
-    pub fn usage_error(message: String) -> Outcome {
+    pub(crate) fn usage_error(message: String) -> Outcome {
         Outcome::new(Status::Usage, Some(message))
     }
 
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         self.status.exit_code()
     }
 
     /// Ends the run with `status` and `error`, keeping what happened before.
-    pub fn end(mut self, status: Status, error: impl std::fmt::Display) -> Outcome {
+    pub(crate) fn end(mut self, status: Status, error: impl std::fmt::Display) -> Outcome {
         self.status = status;
         self.error = Some(error.to_string());
         self

@@ -16,24 +16,24 @@ const BUILTIN: &str = include_str!("../data/prices.toml");
 /// USD per million tokens of each kind.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
+pub(crate) struct Price {
+    pub(crate) input: f64,
+    pub(crate) output: f64,
     /// Tokens written to the prompt cache (the 5-minute cache); `input` when not given.
     #[serde(default)]
-    pub cache_write: Option<f64>,
+    pub(crate) cache_write: Option<f64>,
     /// Tokens written to the hour-long cache; `cache_write` when not given.
     #[serde(default)]
-    pub cache_write_1h: Option<f64>,
+    pub(crate) cache_write_1h: Option<f64>,
     /// Tokens read from the prompt cache; `input` when not given.
     #[serde(default)]
-    pub cache_read: Option<f64>,
+    pub(crate) cache_read: Option<f64>,
 }
 
 impl Price {
     /// What `usage` costs, in USD; cache writes at the hour-long cache's rate when
     /// `hour_long_cache`.
-    pub fn cost(&self, usage: &Usage, hour_long_cache: bool) -> f64 {
+    pub(crate) fn cost(&self, usage: &Usage, hour_long_cache: bool) -> f64 {
         let write = match hour_long_cache {
             false => self.cache_write,
             true => self.cache_write_1h.or(self.cache_write),
@@ -49,7 +49,7 @@ impl Price {
 }
 
 /// The compiled-in model aliases (`-m sonnet`), `name → provider/model`.
-pub fn builtin_aliases() -> std::collections::BTreeMap<String, String> {
+pub(crate) fn builtin_aliases() -> std::collections::BTreeMap<String, String> {
     toml::from_str::<File>(BUILTIN)
         .map(|f| f.aliases)
         .unwrap_or_default()
@@ -57,9 +57,9 @@ pub fn builtin_aliases() -> std::collections::BTreeMap<String, String> {
 
 /// What the catalog knows of one model.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ModelInfo {
-    pub price: Option<Price>,
-    pub context_window: Option<u64>,
+pub(crate) struct ModelInfo {
+    pub(crate) price: Option<Price>,
+    pub(crate) context_window: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -105,7 +105,7 @@ struct Compiled {
 }
 
 /// Every known model, `--prices` entries first.
-pub struct Catalog {
+pub(crate) struct Catalog {
     entries: Vec<Compiled>,
 }
 
@@ -146,7 +146,7 @@ pub enum TableError {
 
 impl Catalog {
     /// The compiled-in table, with `overrides` (a `--prices` file) in front of it.
-    pub fn load(overrides: Option<&Path>) -> Result<Catalog, PricesError> {
+    pub(crate) fn load(overrides: Option<&Path>) -> Result<Catalog, PricesError> {
         let mut entries = Vec::new();
         if let Some(path) = overrides {
             let text = std::fs::read_to_string(path).map_err(|source| PricesError::Read {
@@ -165,7 +165,7 @@ impl Catalog {
 
     /// What is known of `model` at `provider` (an OpenAI-compatible server's models match only
     /// entries without a provider, since its prices are not OpenAI's).
-    pub fn lookup(&self, provider: &str, model: &str) -> ModelInfo {
+    pub(crate) fn lookup(&self, provider: &str, model: &str) -> ModelInfo {
         let mut info = ModelInfo::default();
         let matching = self.entries.iter().filter(|e| {
             e.matcher.is_match(model) && e.provider.as_deref().is_none_or(|p| p == provider)

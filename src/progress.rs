@@ -19,7 +19,7 @@ static SHOWN: Mutex<Option<MultiProgress>> = Mutex::new(None);
 
 /// Writes `text` to stderr; while progress is on screen, above it (the bars are redrawn
 /// below), so a warning never leaves half a spinner line behind.
-pub fn eprint_above(text: &[u8]) {
+pub(crate) fn eprint_above(text: &[u8]) {
     use std::io::Write;
     let shown = SHOWN.lock().ok().and_then(|s| s.clone());
     let write = || {
@@ -32,7 +32,7 @@ pub fn eprint_above(text: &[u8]) {
     }
 }
 
-pub struct Progress {
+pub(crate) struct Progress {
     multi: MultiProgress,
     round: ProgressBar,
     max_rounds: u32,
@@ -48,7 +48,7 @@ struct State {
 
 impl Progress {
     /// Progress for a terminal, or `None` when stderr is not one.
-    pub fn for_terminal(max_rounds: u32) -> Option<Progress> {
+    pub(crate) fn for_terminal(max_rounds: u32) -> Option<Progress> {
         if !std::io::stderr().is_terminal() {
             return None;
         }

@@ -8,7 +8,7 @@
 
 /// Which dialect of the OpenAI APIs a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
+pub(crate) enum Flavor {
     /// api.openai.com: `developer` role, `max_completion_tokens`.
     OpenAi,
     /// A compatible server: `system` role, `max_tokens`.
@@ -17,7 +17,7 @@ pub enum Flavor {
 
 /// The wire APIs rounds speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
+pub(crate) enum Wire {
     /// Anthropic Messages, SSE.
     Anthropic,
     /// OpenAI Chat Completions, SSE (OpenAI and every compatible server).
@@ -31,7 +31,7 @@ pub enum Wire {
 impl Wire {
     /// The path a base URL gets for `model` (each SDK's convention: Anthropic's and Gemini's
     /// base URL is `http://host:port`, OpenAI's ends in `/v1`).
-    pub fn url(self, base_url: &str, model: &str) -> String {
+    pub(crate) fn url(self, base_url: &str, model: &str) -> String {
         let base = base_url.trim_end_matches('/');
         match self {
             Wire::Anthropic => format!("{base}/v1/messages"),
@@ -42,34 +42,34 @@ impl Wire {
     }
 
     /// Whether `--api` may move this wire to the other OpenAI one.
-    pub fn is_openai(self) -> bool {
+    pub(crate) fn is_openai(self) -> bool {
         matches!(self, Wire::Chat | Wire::Responses)
     }
 }
 
 /// One built-in provider.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// As in `-m NAME/MODEL`.
-    pub name: &'static str,
-    pub wire: Wire,
+    pub(crate) name: &'static str,
+    pub(crate) wire: Wire,
     /// For the OpenAI wires: OpenAI itself, or a compatible server.
-    pub flavor: Flavor,
+    pub(crate) flavor: Flavor,
     /// The variable holding the key (also read from `{VAR}_FILE`).
-    pub key_var: &'static str,
+    pub(crate) key_var: &'static str,
     /// Whether a run needs a key (local servers take one only if they were set up with one).
-    pub key_required: bool,
+    pub(crate) key_required: bool,
     /// Other variables that hold this provider's keys: never passed to a tool either.
-    pub also_secret: &'static [&'static str],
+    pub(crate) also_secret: &'static [&'static str],
     /// The variable that overrides the URL (`--base-url` overrides both).
-    pub url_var: Option<&'static str>,
-    pub default_url: &'static str,
+    pub(crate) url_var: Option<&'static str>,
+    pub(crate) default_url: &'static str,
     /// Bare model names that are this provider's (`claude-…` is Anthropic's).
-    pub bare_prefixes: &'static [&'static str],
+    pub(crate) bare_prefixes: &'static [&'static str],
 }
 
 /// The built-in providers.
-pub const PROVIDERS: &[Entry] = &[
+pub(crate) const PROVIDERS: &[Entry] = &[
     Entry {
         name: "anthropic",
         wire: Wire::Anthropic,
@@ -135,26 +135,26 @@ const fn local(name: &'static str, key_var: &'static str, default_url: &'static 
 }
 
 /// The entry named `name`.
-pub fn find(name: &str) -> Option<&'static Entry> {
+pub(crate) fn find(name: &str) -> Option<&'static Entry> {
     PROVIDERS.iter().find(|e| e.name == name)
 }
 
 /// The entry a bare model name belongs to.
-pub fn for_bare(model: &str) -> Option<&'static Entry> {
+pub(crate) fn for_bare(model: &str) -> Option<&'static Entry> {
     PROVIDERS
         .iter()
         .find(|e| e.bare_prefixes.iter().any(|p| model.starts_with(p)))
 }
 
 /// Every variable that holds a provider's key.
-pub fn key_vars() -> impl Iterator<Item = &'static str> {
+pub(crate) fn key_vars() -> impl Iterator<Item = &'static str> {
     PROVIDERS
         .iter()
         .flat_map(|e| std::iter::once(e.key_var).chain(e.also_secret.iter().copied()))
 }
 
 /// The names, as errors and help list them.
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     PROVIDERS.iter().map(|e| e.name).collect()
 }
 

@@ -19,7 +19,7 @@ pub trait Store: Send {
 /// Why a record could not be opened or written. Which record failed matters to the face: an
 /// unwritable default transcript gets a hint (`--no-transcript`, `ROUNDS_HOME`).
 #[derive(Debug, thiserror::Error)]
-pub enum RecordsError {
+pub(crate) enum RecordsError {
     /// The transcript file could not be created or written.
     #[error(transparent)]
     Transcript(#[from] WriteError),
@@ -33,15 +33,15 @@ pub enum RecordsError {
 
 /// The transcript writer and the optional store, written together.
 #[derive(Default)]
-pub struct Records {
-    pub transcript: Option<Writer>,
-    pub store: Option<Box<dyn Store>>,
+pub(crate) struct Records {
+    pub(crate) transcript: Option<Writer>,
+    pub(crate) store: Option<Box<dyn Store>>,
 }
 
 impl Records {
     /// Creates the transcript and connects to the store, before any model call: an unwritable
     /// file or an unreachable database is the user's to fix (a usage error).
-    pub async fn open(
+    pub(crate) async fn open(
         transcript: Option<&crate::files::Target>,
         store: Option<&str>,
     ) -> Result<Records, RecordsError> {
@@ -57,7 +57,7 @@ impl Records {
         })
     }
 
-    pub async fn write(&mut self, line: &Line) -> Result<(), RecordsError> {
+    pub(crate) async fn write(&mut self, line: &Line) -> Result<(), RecordsError> {
         if let Some(w) = self.transcript.as_mut() {
             w.write(line)?;
         }
@@ -67,7 +67,7 @@ impl Records {
         Ok(())
     }
 
-    pub fn transcript_path(&self) -> Option<PathBuf> {
+    pub(crate) fn transcript_path(&self) -> Option<PathBuf> {
         self.transcript.as_ref().map(|w| w.path().to_owned())
     }
 }

@@ -32,10 +32,10 @@ use std::sync::{Arc, Mutex};
 use aho_corasick::{AhoCorasick, MatchKind};
 
 /// The shortest value redacted, in bytes (after trimming whitespace).
-pub const MIN_SECRET_BYTES: usize = 8;
+pub(crate) const MIN_SECRET_BYTES: usize = 8;
 
 /// Words that make a variable's value a secret, wherever they are in its name, in any case.
-pub const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD"];
+pub(crate) const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD"];
 
 /// Name endings of variables that hold where a secret is (a path), not the secret.
 const LOCATION_SUFFIXES: &[&str] = &["_FILE", "_PATH", "_DIR"];
@@ -51,11 +51,11 @@ pub struct Redactor {
 /// The names streams found, for whoever handed them the redactor: a call's output is redacted
 /// as it streams, inside the tool, and the result records what was found there.
 #[derive(Debug, Clone, Default)]
-pub struct Seen(Arc<Mutex<BTreeSet<String>>>);
+pub(crate) struct Seen(Arc<Mutex<BTreeSet<String>>>);
 
 impl Seen {
     /// The names found so far, sorted; forgets them.
-    pub fn take(&self) -> Vec<String> {
+    pub(crate) fn take(&self) -> Vec<String> {
         let mut names = self.0.lock().unwrap_or_else(|e| e.into_inner());
         std::mem::take(&mut *names).into_iter().collect()
     }
@@ -80,7 +80,7 @@ impl Redactor {
     /// A redactor for `secrets`, `(name, value)` pairs in order of preference: a value held by
     /// several names is reported under the first. Short values are dropped (see
     /// [`MIN_SECRET_BYTES`]).
-    pub fn new(secrets: impl IntoIterator<Item = (String, Vec<u8>)>) -> Redactor {
+    pub(crate) fn new(secrets: impl IntoIterator<Item = (String, Vec<u8>)>) -> Redactor {
         let mut seen = BTreeSet::new();
         let mut names = Vec::new();
         let mut values = Vec::new();
@@ -123,7 +123,7 @@ impl Redactor {
     /// The redactor of a run: the provider key it resolved (`(variable, key)`), the variables
     /// of its environment `env` that the rules name, and the variables `extra` names
     /// (`--redact`). A `--redact` name that is unset or too short to redact is warned about.
-    pub fn for_run(
+    pub(crate) fn for_run(
         provider_key: Option<(String, &str)>,
         env: &[(OsString, OsString)],
         extra: &[String],
@@ -162,12 +162,12 @@ impl Redactor {
     }
 
     /// Whether there is anything to redact.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.inner.is_none()
     }
 
     /// The names of the variables whose values are redacted, sorted, each once.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         let Some(inner) = &self.inner else {
             return Vec::new();
         };
@@ -177,7 +177,7 @@ impl Redactor {
 
     /// Replaces every secret in `text` with its marker; returns the names of those it found
     /// (sorted, each once), and leaves `text` untouched when there were none.
-    pub fn redact(&self, text: &mut String) -> Vec<String> {
+    pub(crate) fn redact(&self, text: &mut String) -> Vec<String> {
         let Some(inner) = &self.inner else {
             return Vec::new();
         };
@@ -197,7 +197,7 @@ impl Redactor {
     }
 
     /// A redactor for output that arrives in pieces, or `None` when there is nothing to redact.
-    pub fn stream(&self) -> Option<Stream> {
+    pub(crate) fn stream(&self) -> Option<Stream> {
         self.inner.as_ref().map(|inner| Stream {
             inner: inner.clone(),
             pending: Vec::new(),
@@ -206,7 +206,7 @@ impl Redactor {
     }
 
     /// The same redactor, its streams noting in `seen` the names they find.
-    pub fn noting(&self, seen: &Seen) -> Redactor {
+    pub(crate) fn noting(&self, seen: &Seen) -> Redactor {
         Redactor {
             inner: self.inner.clone(),
             seen: Some(seen.clone()),
@@ -270,7 +270,7 @@ fn names_a_secret(name: &str) -> bool {
 /// Redaction of a stream: a secret may be split across pieces, so the last `longest - 1`
 /// bytes, which may be the start of one, are held back until the next piece (or the end)
 /// decides. What comes out is what redacting the whole at once would give.
-pub struct Stream {
+pub(crate) struct Stream {
     inner: Arc<Inner>,
     pending: Vec<u8>,
     seen: Option<Seen>,
@@ -278,7 +278,7 @@ pub struct Stream {
 
 impl Stream {
     /// Takes the next piece; appends to `out` what is decided.
-    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn push(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
         self.pending.extend_from_slice(bytes);
         // A match starting before `cut` has every byte it could have, so it is the match a
         // search of the whole would find there; one starting later may still grow.
@@ -292,7 +292,7 @@ impl Stream {
     }
 
     /// The end of the stream: appends the rest to `out`.
-    pub fn finish(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
         let mut found = BTreeSet::new();
         let last = self
             .inner

@@ -23,7 +23,7 @@ use crate::transcript::{End, Event, RetryNote, Round, Start, VERSION};
 /// a terminal's stderr unless quiet.
 /// A reader of the event stream that goes away ends the run (`cancel`): no more tokens are
 /// spent on events nobody reads.
-pub fn observer(
+pub(crate) fn observer(
     mode: OutputMode,
     quiet: bool,
     max_rounds: u32,
@@ -40,7 +40,7 @@ pub fn observer(
 }
 
 /// Prints the run's result on stdout in the chosen mode.
-pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
+pub(crate) fn print_outcome(mode: OutputMode, outcome: &Outcome) {
     let mut bytes = match mode {
         // The events already told everything, ending with `end` — except for a run that never
         // started, which gets an `end` event here so stdout always ends with one.
@@ -83,14 +83,14 @@ pub fn print_outcome(mode: OutputMode, outcome: &Outcome) {
 }
 
 /// `rounds export`: the rebuilt transcript, on stdout as it is.
-pub fn print_export(jsonl: &str) {
+pub(crate) fn print_export(jsonl: &str) {
     let mut out = std::io::stdout().lock();
     // As for the answer: a reader that went away has all it wanted.
     let _ = out.write_all(jsonl.as_bytes()).and_then(|()| out.flush());
 }
 
 /// A document for stdout as it is (a completion script, a man page).
-pub fn print_document(bytes: &[u8]) {
+pub(crate) fn print_document(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(bytes).and_then(|()| out.flush());
 }
@@ -98,7 +98,7 @@ pub fn print_document(bytes: &[u8]) {
 /// Text for a person, through a pager when `page` (stdout is a terminal): `$PAGER` run with
 /// `sh -c`, else `less`, with `LESS=FRX` unless set (quit at once when it fits one screen, keep
 /// colours, leave the screen as it is). A pager that cannot start means printing directly.
-pub fn print_paged(text: &str, page: bool) {
+pub(crate) fn print_paged(text: &str, page: bool) {
     if page && through_pager(text) {
         return;
     }
@@ -132,7 +132,7 @@ fn through_pager(text: &str) -> bool {
 
 /// `rounds runs`: a table (time, status, rounds, tokens, prompt; the transcript below), or one
 /// JSON array.
-pub fn print_runs(json: bool, runs: &[crate::runs::Summary], dir: &std::path::Path) {
+pub(crate) fn print_runs(json: bool, runs: &[crate::runs::Summary], dir: &std::path::Path) {
     let mut out = String::new();
     if json {
         out = serde_json::to_string_pretty(runs).unwrap_or_default();
@@ -184,7 +184,7 @@ fn shorten(text: &str, max: usize) -> String {
 
 /// `rounds runs --prune`: what went (or would go) and what stayed and why (what could not be
 /// removed is the command's failure, said by `commands::report`).
-pub fn print_pruned(pruned: &crate::runs::Pruned, dry_run: bool) {
+pub(crate) fn print_pruned(pruned: &crate::runs::Pruned, dry_run: bool) {
     let verb = if dry_run { "would remove" } else { "removed" };
     let mut out = String::new();
     for path in &pruned.removed {
@@ -213,7 +213,7 @@ pub fn print_pruned(pruned: &crate::runs::Pruned, dry_run: bool) {
 }
 
 /// The stderr lines that close a run: the error if any, then a one-line summary.
-pub fn print_summary(outcome: &Outcome, quiet: bool) {
+pub(crate) fn print_summary(outcome: &Outcome, quiet: bool) {
     if let Some(error) = &outcome.error {
         print_failure(outcome.status, error);
     }
@@ -267,14 +267,14 @@ struct Versioned<'a> {
 
 /// `--output stream-json`: every event as one line on stdout, flushed at once. When the reader
 /// goes away (broken pipe), the events stop and the run is cancelled (exit 141, as SIGPIPE).
-pub struct StreamJson {
+pub(crate) struct StreamJson {
     round: AtomicU32,
     closed: AtomicBool,
     cancel: Cancel,
 }
 
 impl StreamJson {
-    pub fn new(cancel: Cancel) -> StreamJson {
+    pub(crate) fn new(cancel: Cancel) -> StreamJson {
         StreamJson {
             round: AtomicU32::new(0),
             closed: AtomicBool::new(false),
@@ -350,7 +350,7 @@ impl Observer for StreamJson {
 /// An error on stderr, labelled (`error`, `usage error`).
 /// An error on stderr: `rounds: usage error: …` for what the user can fix (exit 2), else
 /// `rounds: error: …`.
-pub fn print_failure(status: Status, message: &str) {
+pub(crate) fn print_failure(status: Status, message: &str) {
     let label = match status {
         Status::Usage => "usage error",
         _ => "error",
@@ -360,7 +360,7 @@ pub fn print_failure(status: Status, message: &str) {
 
 /// `rounds tools`: a table (name, class, offered, origin, then the description), or one JSON
 /// array with the schemas.
-pub fn print_tool_list(json: bool, inventory: &Inventory) {
+pub(crate) fn print_tool_list(json: bool, inventory: &Inventory) {
     let tools = &inventory.tools;
     let mut out = String::new();
     if json {
@@ -463,7 +463,7 @@ fn first_sentence(text: &str) -> &str {
 
 /// How log lines look on stderr: `rounds: warning: …`, like every other line rounds writes
 /// there, with control characters escaped (a warning may quote a tool server or a provider).
-pub struct LogStyle;
+pub(crate) struct LogStyle;
 
 impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for LogStyle
 where
@@ -494,10 +494,10 @@ where
 }
 
 /// Log lines go to stderr through [`crate::progress::eprint_above`], one whole line at a time.
-pub struct LogWriter;
+pub(crate) struct LogWriter;
 
 /// One log line being formatted.
-pub struct LogLine(Vec<u8>);
+pub(crate) struct LogLine(Vec<u8>);
 
 impl std::io::Write for LogLine {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -526,7 +526,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
 
 /// Whether stdout and stderr get colour: `--color always|never`, else (auto) only on a
 /// terminal and never when `NO_COLOR` is set (to anything).
-pub fn set_color(choice: crate::cli::Color) {
+pub(crate) fn set_color(choice: crate::cli::Color) {
     use crate::cli::Color;
     let allowed = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let on = |terminal: bool| match choice {

@@ -16,11 +16,11 @@ use crate::conversation::Usage;
 use crate::transcript::{Line, Record, Start, VERSION};
 
 /// The directory under `$ROUNDS_HOME` that holds one folder per day.
-pub const DIR: &str = "runs";
+pub(crate) const DIR: &str = "runs";
 
 /// How many transcripts, newest first, a search for a workspace's newest run reads the start of
 /// before giving up.
-pub const MAX_SCAN: usize = 1000;
+pub(crate) const MAX_SCAN: usize = 1000;
 
 /// The longest first or last line read from a transcript for a summary. A start line holds the
 /// prompt (stdin included, up to 16 MiB, escaped as JSON); a last line the final answer or a
@@ -36,7 +36,7 @@ pub fn new_id(now: jiff::Timestamp, salt: u32) -> String {
 
 /// Where the transcript of `run_id` goes by default: under the day the id starts with (so the
 /// folder and the id never disagree about a run that started at midnight).
-pub fn transcript_path(home: &Path, run_id: &str) -> PathBuf {
+pub(crate) fn transcript_path(home: &Path, run_id: &str) -> PathBuf {
     let day =
         day_of(run_id).unwrap_or_else(|| jiff::Timestamp::now().strftime("%Y-%m-%d").to_string());
     home.join(DIR).join(day).join(format!("{run_id}.jsonl"))
@@ -58,7 +58,7 @@ fn day_of(run_id: &str) -> Option<String> {
 
 /// Whether `text` can be a run id (and so a file name): letters, digits, `.`, `_`, `-`, not
 /// starting with `.`.
-pub fn is_run_id(text: &str) -> bool {
+pub(crate) fn is_run_id(text: &str) -> bool {
     !text.is_empty()
         && !text.starts_with('.')
         && text
@@ -68,7 +68,7 @@ pub fn is_run_id(text: &str) -> bool {
 
 /// The transcripts under `runs`, newest first: day folders by name, then transcripts by name
 /// (run ids sort by time). Symlinks are not followed.
-pub fn newest_first(runs: &Path) -> impl Iterator<Item = PathBuf> {
+pub(crate) fn newest_first(runs: &Path) -> impl Iterator<Item = PathBuf> {
     let mut days = entries(runs, |t| t.is_dir());
     days.sort();
     days.into_iter().rev().flat_map(|day| {
@@ -92,7 +92,7 @@ fn entries(dir: &Path, keep: impl Fn(std::fs::FileType) -> bool) -> Vec<PathBuf>
 
 /// The newest transcript under `runs`; with `workspace`, the newest whose start line names that
 /// workspace (a canonical path, as start lines record it), among the newest [`MAX_SCAN`].
-pub fn newest(runs: &Path, workspace: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn newest(runs: &Path, workspace: Option<&Path>) -> Option<PathBuf> {
     let mut all = newest_first(runs);
     let Some(workspace) = workspace else {
         return all.next();
@@ -102,7 +102,7 @@ pub fn newest(runs: &Path, workspace: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// The transcript of run `run_id` under `runs`: in the day folder its id names, else in any.
-pub fn find(runs: &Path, run_id: &str) -> Option<PathBuf> {
+pub(crate) fn find(runs: &Path, run_id: &str) -> Option<PathBuf> {
     if !is_run_id(run_id) {
         return None;
     }
@@ -140,7 +140,7 @@ fn open_regular(path: &Path) -> io::Result<File> {
 /// Why a transcript's first or last line could not be read (what `rounds runs` shows as the
 /// run's error).
 #[derive(Debug, thiserror::Error)]
-pub enum LineError {
+pub(crate) enum LineError {
     #[error("{0}")]
     Io(#[from] io::Error),
     #[error("{0}")]
@@ -152,7 +152,7 @@ pub enum LineError {
 }
 
 /// The start line of the transcript at `path`, reading nothing after it.
-pub fn read_start(path: &Path) -> Result<Start, LineError> {
+pub(crate) fn read_start(path: &Path) -> Result<Start, LineError> {
     let file = open_regular(path)?;
     let mut line = Vec::new();
     BufReader::new(file.take(MAX_LINE)).read_until(b'\n', &mut line)?;
@@ -222,7 +222,7 @@ pub struct Summary {
 }
 
 /// Sums up the transcript at `path` from its first and last lines.
-pub fn summarize(path: &Path) -> Summary {
+pub(crate) fn summarize(path: &Path) -> Summary {
     let mut summary = Summary {
         path: path.to_owned(),
         run_id: path
@@ -273,7 +273,7 @@ pub fn summarize(path: &Path) -> Summary {
 }
 
 /// The newest `limit` runs under `runs` (every run when `limit` is 0), newest first.
-pub fn list(runs: &Path, limit: usize) -> Vec<Summary> {
+pub(crate) fn list(runs: &Path, limit: usize) -> Vec<Summary> {
     let limit = if limit == 0 { usize::MAX } else { limit };
     newest_first(runs)
         .take(limit)
@@ -284,10 +284,10 @@ pub fn list(runs: &Path, limit: usize) -> Vec<Summary> {
 /// A text that is not an age (`--older-than`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("expected an age such as 30d, 12h or 2w, got {0:?}")]
-pub struct BadAge(pub String);
+pub(crate) struct BadAge(pub String);
 
 /// An age such as `30d`: a whole number and one of `s`, `m`, `h`, `d`, `w`.
-pub fn parse_age(text: &str) -> Result<Duration, BadAge> {
+pub(crate) fn parse_age(text: &str) -> Result<Duration, BadAge> {
     let bad = || BadAge(text.to_owned());
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
     let (number, unit) = text.split_at(split);
@@ -308,20 +308,20 @@ pub fn parse_age(text: &str) -> Result<Duration, BadAge> {
 
 /// What a prune removed (or, dry, would remove).
 #[derive(Debug, Default)]
-pub struct Pruned {
+pub(crate) struct Pruned {
     /// Transcripts and `.outputs` folders, in the order removed.
-    pub removed: Vec<PathBuf>,
+    pub(crate) removed: Vec<PathBuf>,
     /// Old transcripts kept because a newer run resumed from them (its `--resume` needs them).
-    pub kept: Vec<PathBuf>,
-    pub bytes: u64,
-    pub errors: Vec<(PathBuf, String)>,
+    pub(crate) kept: Vec<PathBuf>,
+    pub(crate) bytes: u64,
+    pub(crate) errors: Vec<(PathBuf, String)>,
 }
 
 /// Removes every transcript under `runs` last written before `cutoff`, with its `.outputs`
 /// folder, and `.outputs` folders left without their transcript; then empty day folders. A
 /// transcript that a kept run was resumed from is kept too: the newer run's `--resume` reads
 /// the whole chain. With `dry_run`, only reports.
-pub fn prune(runs: &Path, cutoff: SystemTime, dry_run: bool) -> Pruned {
+pub(crate) fn prune(runs: &Path, cutoff: SystemTime, dry_run: bool) -> Pruned {
     let old = |meta: &std::fs::Metadata| meta.modified().is_ok_and(|t| t < cutoff);
     let mut days = entries(runs, |t| t.is_dir());
     days.sort();

@@ -22,7 +22,7 @@ use toml::de::{DeTable, DeValue};
 use crate::cli::Cli;
 use crate::trust::{Refusal, Source};
 
-pub use crate::trust::settle::settle;
+pub(crate) use crate::trust::settle::settle;
 
 /// One setting from a file, `-c` or a queue row: the flag's long name, its values (one per
 /// repetition; none for a switch turned on) and where it came from.
@@ -74,13 +74,13 @@ pub struct SettingsError(String);
 
 /// A settings file and whether it is the user's own (trusted) or the project's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SettingsFile {
-    pub path: PathBuf,
-    pub users: bool,
+pub(crate) struct SettingsFile {
+    pub(crate) path: PathBuf,
+    pub(crate) users: bool,
 }
 
 /// The settings files, in ascending precedence: the user's, then the project's.
-pub fn files(env: &dyn Fn(&str) -> Option<String>, cwd: &Path) -> Vec<SettingsFile> {
+pub(crate) fn files(env: &dyn Fn(&str) -> Option<String>, cwd: &Path) -> Vec<SettingsFile> {
     let user = env("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -101,7 +101,7 @@ pub fn files(env: &dyn Fn(&str) -> Option<String>, cwd: &Path) -> Vec<SettingsFi
 
 /// Reads `files` and `overrides` (`-c key=value`), with `profile` chosen, each value with its
 /// source. Nothing is decided here (see [`settle`]).
-pub fn load(
+pub(crate) fn load(
     files: &[SettingsFile],
     profile: Option<&str>,
     overrides: &[String],
@@ -314,7 +314,7 @@ fn suggest(known: &BTreeMap<String, bool>, key: &str) -> String {
 
 /// Why the command line could not be read.
 #[derive(Debug)]
-pub enum ParseError {
+pub(crate) enum ParseError {
     /// Bad flags, or `--help`/`--version` (clap prints those itself).
     Clap(clap::Error),
     /// A settings file or `-c` is wrong (a usage error).
@@ -323,7 +323,7 @@ pub enum ParseError {
 
 /// Parses `args` with the settings files and `-c` applied beneath them (for a run, and for
 /// `rounds config`, which shows the result); other subcommands take their flags as given.
-pub fn parse(
+pub(crate) fn parse(
     args: Vec<OsString>,
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,

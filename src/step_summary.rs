@@ -18,7 +18,7 @@ const MAX_ANSWER: usize = 64 * 1024;
 
 /// Opens `path` for appending, before the run starts (so no tool of the run can have changed
 /// what it names; see `files`). A failure is a warning: the run goes on without a summary.
-pub fn open(path: &Path) -> Option<std::fs::File> {
+pub(crate) fn open(path: &Path) -> Option<std::fs::File> {
     match crate::files::Target::new(path).and_then(|t| t.append()) {
         Ok(file) => Some(file),
         Err(e) => {
@@ -30,7 +30,7 @@ pub fn open(path: &Path) -> Option<std::fs::File> {
 
 /// Appends the run's summary to `file` (from [`open`]). A failure is a warning: the run itself
 /// went as its status says.
-pub fn append(mut file: std::fs::File, outcome: &Outcome) {
+pub(crate) fn append(mut file: std::fs::File, outcome: &Outcome) {
     let start = outcome
         .transcript
         .as_deref()
@@ -49,7 +49,7 @@ pub fn append(mut file: std::fs::File, outcome: &Outcome) {
 
 /// The summary as Markdown, starting and ending with a blank line so it stands apart from
 /// whatever else the step appends.
-pub fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&str>) -> String {
+pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&str>) -> String {
     let status = outcome.status;
     let mark = match status {
         Status::Completed => "✅",

@@ -14,7 +14,7 @@ fn is_unsafe(c: char) -> bool {
 
 /// `text` with every control character escaped as `\x1b`, `\r`, `\u{202e}`…, keeping newlines
 /// and tabs: for multi-line text shown as such (an answer, an error).
-pub fn text(text: &str) -> Cow<'_, str> {
+pub(crate) fn text(text: &str) -> Cow<'_, str> {
     escape(text, true)
 }
 

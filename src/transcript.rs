@@ -19,17 +19,17 @@ use crate::outcome::{Outcome, Status};
 use crate::process::sandbox::Summary;
 
 mod event;
-pub use event::Event;
+pub(crate) use event::Event;
 
 /// The schema version written in every line's `v`.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 /// One transcript line: `{"v":1,"type":…,…}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    pub v: u32,
+pub(crate) struct Record {
+    pub(crate) v: u32,
     #[serde(flatten)]
-    pub line: Line,
+    pub(crate) line: Line,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +81,7 @@ pub struct Start {
 impl Start {
     /// The prompt as the user gave it: `prompt` without the workspace line the run put in
     /// front of it for the model (what `rounds runs`, `show` and step summaries show).
-    pub fn user_prompt(&self) -> &str {
+    pub(crate) fn user_prompt(&self) -> &str {
         let opening = format!("Workspace root: {}\n\n", self.workspace);
         self.prompt.strip_prefix(&opening).unwrap_or(&self.prompt)
     }
@@ -296,7 +296,7 @@ struct EndRecord {
 /// An end line whose status is none rounds writes (with that exit code).
 #[derive(Debug, thiserror::Error)]
 #[error("unknown status {0:?}")]
-pub struct UnknownStatus(pub String);
+pub(crate) struct UnknownStatus(pub String);
 
 impl TryFrom<EndRecord> for End {
     type Error = UnknownStatus;
@@ -346,7 +346,7 @@ impl Writer {
     }
 
     /// Creates the file `target` names, in its directory opened before (see `files`).
-    pub fn create_at(target: &crate::files::Target) -> Result<Writer, WriteError> {
+    pub(crate) fn create_at(target: &crate::files::Target) -> Result<Writer, WriteError> {
         let path = target.path();
         match target.create() {
             Ok(file) => Ok(Writer { file, path }),
@@ -354,7 +354,7 @@ impl Writer {
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -412,7 +412,7 @@ pub enum ReadError {
 
 /// The largest transcript `read` accepts. Tool results are capped, so real transcripts stay far
 /// below this; anything larger is not one, and reading it whole would only exhaust memory.
-pub const MAX_READ_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_READ_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reads a transcript. A torn last line (no newline and not valid JSON) is skipped and reported
 /// in `torn_tail`; any other bad line is an error naming it. Only regular files are read, up to
@@ -504,7 +504,7 @@ const MAX_CHAIN: usize = 100;
 
 /// Reads the transcript at `path` and, through `resumed_from`, the runs it continued, oldest
 /// first. Every file must exist: a conversation with a missing middle would mislead the model.
-pub fn read_chain(path: &Path) -> Result<Vec<Transcript>, ReadError> {
+pub(crate) fn read_chain(path: &Path) -> Result<Vec<Transcript>, ReadError> {
     let mut chain = vec![read(path)?];
     while let Some(earlier) = chain.last().and_then(|t| t.start.resumed_from.clone()) {
         if chain.len() >= MAX_CHAIN {
@@ -523,7 +523,7 @@ pub fn read_chain(path: &Path) -> Result<Vec<Transcript>, ReadError> {
 /// The conversation a chain of transcripts recorded, in the neutral form every provider can
 /// continue: each run's prompt, then per round the assistant turn (tagged with the provider
 /// that produced it, so its signatures only go back there) and its tool results.
-pub fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Message> {
+pub(crate) fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Message> {
     use crate::conversation::Message;
     let mut history = Vec::new();
     // The view the requests had: results elided then are elided again.
@@ -586,7 +586,7 @@ fn answers(round: &Round) -> Vec<ToolResult> {
 }
 
 /// The error result a resumed call without a recorded result gets.
-pub const NO_RESULT: &str = "no result was recorded for this call (the run stopped before it \
+pub(crate) const NO_RESULT: &str = "no result was recorded for this call (the run stopped before it \
                              finished, or the transcript was edited); it may or may not have run";
 
 #[cfg(test)]

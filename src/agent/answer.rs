@@ -8,11 +8,11 @@ use serde_json::Value;
 /// The schema itself is not one that compiles.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct InvalidSchema(#[source] Box<jsonschema::ValidationError<'static>>);
+pub(crate) struct InvalidSchema(#[source] Box<jsonschema::ValidationError<'static>>);
 
 /// Why a final answer is not an acceptable one; the message is what the model is shown.
 #[derive(Debug, thiserror::Error)]
-pub enum AnswerError {
+pub(crate) enum AnswerError {
     #[error("the final answer is not JSON: {0}")]
     NotJson(#[source] serde_json::Error),
     /// Each validation error, with where in the answer it is.
@@ -24,20 +24,20 @@ pub enum AnswerError {
 }
 
 /// A compiled output schema.
-pub struct OutputSchema {
-    pub schema: Value,
+pub(crate) struct OutputSchema {
+    pub(crate) schema: Value,
     validator: jsonschema::Validator,
 }
 
 impl OutputSchema {
-    pub fn new(schema: Value) -> Result<OutputSchema, InvalidSchema> {
+    pub(crate) fn new(schema: Value) -> Result<OutputSchema, InvalidSchema> {
         let validator =
             jsonschema::validator_for(&schema).map_err(|e| InvalidSchema(Box::new(e)))?;
         Ok(OutputSchema { schema, validator })
     }
 
     /// What the system prompt says when the provider has no native structured output.
-    pub fn instruction(&self) -> String {
+    pub(crate) fn instruction(&self) -> String {
         format!(
             "\n\nYour final answer (the message without tool calls) must be only a JSON value, \
              with no other text, that validates against this JSON Schema:\n{}\n",
@@ -46,7 +46,7 @@ impl OutputSchema {
     }
 
     /// The answer as JSON, or why it is not an acceptable one (one error per line).
-    pub fn check(&self, answer: &str) -> Result<Value, AnswerError> {
+    pub(crate) fn check(&self, answer: &str) -> Result<Value, AnswerError> {
         let text = unfenced(answer.trim());
         let value: Value = serde_json::from_str(text).map_err(AnswerError::NotJson)?;
         let errors: Vec<String> = self
@@ -65,7 +65,7 @@ impl OutputSchema {
     }
 
     /// The user turn that asks for the answer again.
-    pub fn corrective(&self, errors: &AnswerError) -> String {
+    pub(crate) fn corrective(&self, errors: &AnswerError) -> String {
         format!(
             "{errors}\n\nReply again with only the corrected JSON value, no other text, valid \
              against the JSON Schema you were given."

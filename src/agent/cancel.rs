@@ -9,7 +9,7 @@ use crate::outcome::Status;
 
 /// A cancellation that carries its reason. Clones share it.
 #[derive(Clone, Default)]
-pub struct Cancel {
+pub(crate) struct Cancel {
     token: CancellationToken,
     reason: Arc<Mutex<Option<(Status, String)>>>,
 }
@@ -18,7 +18,7 @@ impl Cancel {
     /// Cancels the run, ending it with `status` and `message`. The first reason stands, except
     /// that a signal replaces a deadline: the user's word is the last. Returns the status of an
     /// earlier cancellation, if there was one.
-    pub fn cancel(&self, status: Status, message: impl Into<String>) -> Option<Status> {
+    pub(crate) fn cancel(&self, status: Status, message: impl Into<String>) -> Option<Status> {
         let Ok(mut reason) = self.reason.lock() else {
             self.token.cancel();
             return None;
@@ -36,23 +36,19 @@ impl Cancel {
         earlier
     }
 
-    pub fn is_cancelled(&self) -> bool {
-        self.token.is_cancelled()
-    }
-
     /// The token tasks select on; cancelling it directly records no reason.
-    pub fn token(&self) -> &CancellationToken {
+    pub(crate) fn token(&self) -> &CancellationToken {
         &self.token
     }
 
     /// Why the run was cancelled, once it was.
-    pub fn reason(&self) -> Option<(Status, String)> {
+    pub(crate) fn reason(&self) -> Option<(Status, String)> {
         self.reason.lock().ok().and_then(|r| r.clone())
     }
 }
 
 /// Cancels the run with `Timeout` after `after`; dropping the guard stops the timer.
-pub fn deadline(after: std::time::Duration, cancel: Cancel) -> AbortOnDrop {
+pub(crate) fn deadline(after: std::time::Duration, cancel: Cancel) -> AbortOnDrop {
     AbortOnDrop(tokio::spawn(async move {
         tokio::time::sleep(after).await;
         let secs = after.as_secs_f64();
@@ -64,7 +60,7 @@ pub fn deadline(after: std::time::Duration, cancel: Cancel) -> AbortOnDrop {
 }
 
 /// Aborts its task when dropped.
-pub struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

@@ -21,7 +21,7 @@ const HARDER: f64 = 0.4;
 const FRAMING: u64 = 32;
 
 /// The context budget of a run.
-pub struct Context {
+pub(crate) struct Context {
     window: u64,
     /// Bytes every request carries besides the conversation (system prompt, tool definitions).
     fixed: u64,
@@ -30,7 +30,7 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(window: u64, fixed_bytes: u64) -> Context {
+    pub(crate) fn new(window: u64, fixed_bytes: u64) -> Context {
         Context {
             window,
             fixed: fixed_bytes,
@@ -39,13 +39,13 @@ impl Context {
     }
 
     /// The estimated size of a request over `history`, in tokens.
-    pub fn estimate(&self, history: &[Message]) -> u64 {
+    pub(crate) fn estimate(&self, history: &[Message]) -> u64 {
         ((self.fixed + bytes(history)) as f64 * self.tokens_per_byte) as u64
     }
 
     /// Learns from what the provider reported for a request over `history`: code and JSON
     /// often take more tokens per byte than prose.
-    pub fn calibrate(&mut self, history: &[Message], reported_input: u64) {
+    pub(crate) fn calibrate(&mut self, history: &[Message], reported_input: u64) {
         let bytes = self.fixed + bytes(history);
         if bytes > 0 && reported_input > 0 {
             self.tokens_per_byte = (reported_input as f64 / bytes as f64).clamp(0.1, 1.0);
@@ -54,7 +54,7 @@ impl Context {
 
     /// Elides the oldest tool results when the next request would pass `HIGH` of the window;
     /// returns the ids elided now.
-    pub fn fit(&self, history: &mut [Message]) -> Vec<String> {
+    pub(crate) fn fit(&self, history: &mut [Message]) -> Vec<String> {
         if (self.estimate(history) as f64) <= HIGH * self.window as f64 {
             return Vec::new();
         }
@@ -62,7 +62,7 @@ impl Context {
     }
 
     /// After the provider refused a request as too long: elide down to `HARDER`.
-    pub fn fit_harder(&self, history: &mut [Message]) -> Vec<String> {
+    pub(crate) fn fit_harder(&self, history: &mut [Message]) -> Vec<String> {
         self.elide_to(history, HARDER)
     }
 

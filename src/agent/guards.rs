@@ -25,7 +25,7 @@ use crate::conversation::{Block, ErrorKind, Message, ToolResult, ToolUse};
 use crate::transcript::{GuardKind, GuardNote, Round};
 
 /// What becomes of a call as it arrives in the stream.
-pub enum Admit {
+pub(crate) enum Admit {
     /// Run it.
     Run,
     /// Do not run it: this is its result.
@@ -33,16 +33,16 @@ pub enum Admit {
 }
 
 /// The guards of one response (one attempt at a round's request).
-pub struct Response {
+pub(crate) struct Response {
     max_calls: u32,
     calls: u32,
     /// The first call of each (tool, arguments) in this response, by key.
     firsts: HashMap<String, String>,
-    pub notes: Vec<GuardNote>,
+    pub(crate) notes: Vec<GuardNote>,
 }
 
 impl Response {
-    pub fn new(max_calls: u32) -> Response {
+    pub(crate) fn new(max_calls: u32) -> Response {
         Response {
             max_calls: max_calls.max(1),
             calls: 0,
@@ -52,7 +52,7 @@ impl Response {
     }
 
     /// Decides about the next call of the response.
-    pub fn admit(&mut self, call: &ToolUse) -> Admit {
+    pub(crate) fn admit(&mut self, call: &ToolUse) -> Admit {
         self.calls += 1;
         if self.calls > self.max_calls {
             if self.calls == self.max_calls + 1 {
@@ -98,12 +98,12 @@ impl Response {
     }
 
     /// Whether the response has asked for more calls than it may: read no further.
-    pub fn is_cut(&self) -> bool {
+    pub(crate) fn is_cut(&self) -> bool {
         self.calls > self.max_calls
     }
 
     /// Counts the `cut` note's calls: every call the response had asked for once reading stopped.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         let calls = self.calls;
         if let Some(cut) = self.notes.iter_mut().find(|n| n.kind == GuardKind::Cut) {
             cut.count = Some(calls);
@@ -112,7 +112,7 @@ impl Response {
 }
 
 /// Repetition across the rounds of a run.
-pub struct Repeats {
+pub(crate) struct Repeats {
     max: u32,
     seen: HashMap<String, Seen>,
 }
@@ -123,7 +123,7 @@ struct Seen {
 }
 
 impl Repeats {
-    pub fn new(max: u32) -> Repeats {
+    pub(crate) fn new(max: u32) -> Repeats {
         Repeats {
             max: max.max(1),
             seen: HashMap::new(),
@@ -134,7 +134,7 @@ impl Repeats {
     /// out): adds the note to the result of a call that returned the same result for the
     /// `max`-th time, records it in the round's guards, and returns why the run is stuck when a
     /// call did so again after its note.
-    pub fn check(&mut self, round: &mut Round) -> Option<String> {
+    pub(crate) fn check(&mut self, round: &mut Round) -> Option<String> {
         let notes = &mut round.guards;
         let mut stuck = None;
         for result in round.results.iter_mut() {
@@ -180,7 +180,7 @@ impl Repeats {
     /// model stuck before the resume is not given a fresh allowance by it. Results the guards
     /// made (dropped calls, copies) are not counts, and the note `check` added to a result is
     /// taken off again before it is compared.
-    pub fn seed(&mut self, history: &[Message]) {
+    pub(crate) fn seed(&mut self, history: &[Message]) {
         let mut calls: HashMap<&str, &ToolUse> = HashMap::new();
         for message in history {
             match message {

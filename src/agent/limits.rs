@@ -15,41 +15,41 @@ pub enum OnMaxRounds {
 
 /// Which tool outcomes end the run (`--fail-on`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FailOn {
+pub(crate) struct FailOn {
     /// Any error result except a denial.
-    pub tool_error: bool,
+    pub(crate) tool_error: bool,
     /// A call outside its rule, or to a tool the allowlist did not offer.
-    pub denied: bool,
+    pub(crate) denied: bool,
 }
 
 /// Limits the loop enforces itself.
 #[derive(Debug, Clone)]
-pub struct LoopLimits {
-    pub max_rounds: u32,
+pub(crate) struct LoopLimits {
+    pub(crate) max_rounds: u32,
     /// The whole run's deadline (`--timeout`), counted from the loop's start.
-    pub deadline: Option<Duration>,
+    pub(crate) deadline: Option<Duration>,
     /// The model's context window in tokens: requests are kept inside it by eliding the
     /// oldest tool results.
-    pub context_window: u64,
-    pub max_tokens: Option<u32>,
-    pub max_parallel: usize,
+    pub(crate) context_window: u64,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) max_parallel: usize,
     /// The most tool calls one response may ask for (`--max-calls-per-round`).
-    pub max_calls_per_round: u32,
+    pub(crate) max_calls_per_round: u32,
     /// How many times the same call may return the same result before the model is told, and
     /// ended as stuck at the next (`--max-repeats`).
-    pub max_repeats: u32,
-    pub budget_tokens: Option<u64>,
+    pub(crate) max_repeats: u32,
+    pub(crate) budget_tokens: Option<u64>,
     /// The most the run may cost (`--budget-usd`); needs the model's price.
-    pub budget_usd: Option<f64>,
-    pub on_max_rounds: OnMaxRounds,
-    pub fail_on: FailOn,
-    pub retry: RetryPolicy,
+    pub(crate) budget_usd: Option<f64>,
+    pub(crate) on_max_rounds: OnMaxRounds,
+    pub(crate) fail_on: FailOn,
+    pub(crate) retry: RetryPolicy,
 }
 
 impl LoopLimits {
     /// The limits as the transcript's start line records them, with the tool timeout the
     /// toolbox enforces.
-    pub fn record(&self, tool_timeout: Duration) -> transcript::Limits {
+    pub(crate) fn record(&self, tool_timeout: Duration) -> transcript::Limits {
         transcript::Limits {
             max_rounds: self.max_rounds,
             max_tokens: self.max_tokens,

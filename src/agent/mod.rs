@@ -22,27 +22,29 @@ mod context;
 mod guards;
 mod limits;
 mod observer;
-pub mod scheduler;
+pub(crate) mod scheduler;
 
-pub use answer::OutputSchema;
-pub use cancel::Cancel;
-pub use limits::{FailOn, LoopLimits, OnMaxRounds};
-pub use observer::{Fanout, Observer, Quiet};
+pub(crate) use answer::OutputSchema;
+pub(crate) use cancel::Cancel;
+pub(crate) use limits::{FailOn, LoopLimits, OnMaxRounds};
+#[cfg(test)]
+pub(crate) use observer::Quiet;
+pub(crate) use observer::{Fanout, Observer};
 use scheduler::Scheduler;
 
 /// The parts of a run the loop drives.
-pub struct Agent {
-    pub provider: Arc<dyn Provider>,
-    pub toolbox: Arc<Toolbox>,
-    pub system: String,
-    pub limits: LoopLimits,
+pub(crate) struct Agent {
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) toolbox: Arc<Toolbox>,
+    pub(crate) system: String,
+    pub(crate) limits: LoopLimits,
     /// Prompt caching asked of the provider, or none (`--no-cache`).
-    pub cache: Option<Cache>,
+    pub(crate) cache: Option<Cache>,
     /// The model's price, when known: each round's cost, and `--budget-usd`.
-    pub price: Option<Price>,
+    pub(crate) price: Option<Price>,
     /// `--output-schema`: what the final answer must be.
-    pub output_schema: Option<OutputSchema>,
-    pub observer: Arc<dyn Observer>,
+    pub(crate) output_schema: Option<OutputSchema>,
+    pub(crate) observer: Arc<dyn Observer>,
 }
 
 /// How one round ended: its record (when the model answered, or tools ran before a failure or
@@ -70,7 +72,7 @@ impl Agent {
     /// the run. `history` holds the conversation so far and grows with every round. A
     /// cancellation ends the run with the status its reason names; the deadline is the loop's
     /// own. The outcome's duration and transcript are the caller's to fill in.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         history: &mut Vec<Message>,
         records: &mut Records,
@@ -617,7 +619,7 @@ fn final_text(blocks: &[Block]) -> String {
 }
 
 /// The current time as RFC 3339 UTC with millisecond precision.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     let now = jiff::Timestamp::now();
     format!("{now:.3}")
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::conversation::{ToolResult, ToolUse};
 use crate::transcript::{End, RetryNote, Round, Start};
 
-pub trait Observer: Send + Sync {
+pub(crate) trait Observer: Send + Sync {
     fn started(&self, start: &Start) {
         let _ = start;
     }
@@ -43,11 +43,13 @@ pub trait Observer: Send + Sync {
 }
 
 /// An observer that ignores everything.
-pub struct Quiet;
+#[cfg(test)]
+pub(crate) struct Quiet;
+#[cfg(test)]
 impl Observer for Quiet {}
 
 /// Several observers as one.
-pub struct Fanout(pub Vec<Arc<dyn Observer>>);
+pub(crate) struct Fanout(pub Vec<Arc<dyn Observer>>);
 
 impl Observer for Fanout {
     fn started(&self, start: &Start) {

@@ -30,7 +30,7 @@ struct Job {
 type Span = Arc<Mutex<Option<(Instant, Instant)>>>;
 
 /// The tool calls of one round.
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     toolbox: Arc<Toolbox>,
     jobs: Option<mpsc::UnboundedSender<Job>>,
     pending: Vec<(ToolUse, oneshot::Receiver<ToolResult>)>,
@@ -40,7 +40,7 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(
+    pub(crate) fn new(
         toolbox: Arc<Toolbox>,
         max_parallel: usize,
         cancel: CancellationToken,
@@ -67,7 +67,7 @@ impl Scheduler {
     }
 
     /// Queues a call; it starts as soon as the scheduling rules allow. Never blocks.
-    pub fn submit(&mut self, call: ToolUse) {
+    pub(crate) fn submit(&mut self, call: ToolUse) {
         let class = self.toolbox.class_of(&call);
         let (reply, rx) = oneshot::channel();
         self.pending.push((call.clone(), rx));
@@ -79,31 +79,31 @@ impl Scheduler {
     }
 
     /// Records a call that must not run, with an error result, in its place in the order.
-    pub fn refuse(&mut self, call: ToolUse, why: &str) {
+    pub(crate) fn refuse(&mut self, call: ToolUse, why: &str) {
         let result = ToolResult::error(&call, ErrorKind::Denied, why);
         self.answer(call, result);
     }
 
     /// Records a call that is not run, with the result it gets instead, in its place in the order.
-    pub fn answer(&mut self, call: ToolUse, result: ToolResult) {
+    pub(crate) fn answer(&mut self, call: ToolUse, result: ToolResult) {
         let (reply, rx) = oneshot::channel();
         let _ = reply.send(result);
         self.pending.push((call, rx));
     }
 
     /// Whether any call was submitted (and may have started).
-    pub fn has_calls(&self) -> bool {
+    pub(crate) fn has_calls(&self) -> bool {
         !self.pending.is_empty()
     }
 
     /// Stops every call that has not finished (their results say they were cancelled).
-    pub fn cancel(&self) {
+    pub(crate) fn cancel(&self) {
         self.cancel.cancel();
     }
 
     /// Waits for every submitted call and returns the results in submission order, with the
     /// wall time from the first call's start to the last call's end.
-    pub async fn finish(mut self) -> (Vec<ToolResult>, Duration) {
+    pub(crate) async fn finish(mut self) -> (Vec<ToolResult>, Duration) {
         self.jobs = None;
         let mut results = Vec::with_capacity(self.pending.len());
         for (call, rx) in self.pending.drain(..) {

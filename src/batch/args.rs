@@ -14,98 +14,98 @@ use crate::cli::Cli;
 // The flags of `rounds batch` itself (no doc comment: it would become the command's about).
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Batch")]
-pub struct BatchFlags {
+pub(crate) struct BatchFlags {
     /// The jobs: a JSONL file (or - for stdin), one job per line: {"id": …, "prompt": …} plus
     /// any of model, workspace, allow, deny, system, output_schema, max_rounds, max_tokens,
     /// timeout, budget_tokens, budget_usd, temperature, reasoning_effort for that job.
     #[arg(value_name = "JOBS", index = 1)]
-    pub jobs_file: Option<PathBuf>,
+    pub(crate) jobs_file: Option<PathBuf>,
 
     /// Make each job's prompt from FILE, its {{field}} placeholders filled from the job's line
     /// (which then may hold any fields).
     #[arg(long, value_name = "FILE")]
-    pub template: Option<PathBuf>,
+    pub(crate) template: Option<PathBuf>,
 
     /// How many jobs run at once.
     #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 4,
           value_parser = clap::value_parser!(u16).range(1..=1024))]
-    pub parallel: u16,
+    pub(crate) parallel: u16,
 
     /// The batch's directory: DIR/<id>.jsonl per job, DIR/results.jsonl (one line per job, as
     /// jobs finish). Running the same batch again skips the jobs that completed and resumes the
     /// interrupted ones.
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 
     /// Also run again the jobs that ended without completing (from the start).
     #[arg(long)]
-    pub retry_failed: bool,
+    pub(crate) retry_failed: bool,
 
     /// Run only the jobs whose id hashes to shard I of N (0-based), e.g. --shard 0/4: shards
     /// split a batch between machines with no coordination.
     #[arg(long, value_name = "I/N", value_parser = super::jobs::Shard::parse)]
-    pub shard: Option<super::jobs::Shard>,
+    pub(crate) shard: Option<super::jobs::Shard>,
 
     /// Requests per minute to each provider, shared by all the jobs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub rpm: Option<u32>,
+    pub(crate) rpm: Option<u32>,
 
     /// Tokens (input + output) per minute to each provider, shared by all the jobs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub tpm: Option<u64>,
+    pub(crate) tpm: Option<u64>,
 
     /// Each job's token budget (--budget-tokens is the whole batch's).
     #[arg(long, value_name = "N")]
-    pub job_budget_tokens: Option<u64>,
+    pub(crate) job_budget_tokens: Option<u64>,
 
     /// Each job's budget in USD (--budget-usd is the whole batch's).
     #[arg(long, value_name = "USD")]
-    pub job_budget_usd: Option<f64>,
+    pub(crate) job_budget_usd: Option<f64>,
 
     /// Write a JUnit XML report to FILE: a testcase per job, a failure for each job that did
     /// not complete.
     #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
 
     /// Append a Markdown summary to FILE (GitHub Actions' job summary by default).
     #[arg(long, value_name = "FILE", env = "GITHUB_STEP_SUMMARY")]
-    pub step_summary: Option<PathBuf>,
+    pub(crate) step_summary: Option<PathBuf>,
 
     /// Put the jobs in the store (--store) as a queue and print the batch id; workers run them.
     #[arg(long, requires = "store", conflicts_with_all = ["worker", "shard"])]
-    pub enqueue: bool,
+    pub(crate) enqueue: bool,
 
     /// Run jobs of the queued batch --batch ID from the store until none is left.
     #[arg(long, requires_all = ["store", "batch"])]
-    pub worker: bool,
+    pub(crate) worker: bool,
 
     /// Apply every run flag the batch was queued with, and every job's own values. Without it
     /// a worker takes from the queue only what a project file could set (the model, tighter
     /// limits, longer deny lists…): anyone who can write the store could otherwise point the
     /// worker's key at their endpoint, or run hooks on it.
     #[arg(long, requires = "worker")]
-    pub trust_queue: bool,
+    pub(crate) trust_queue: bool,
 
     /// The queued batch's id (with --worker; with --enqueue, the id to give it).
     #[arg(long = "batch", value_name = "ID")]
-    pub batch: Option<String>,
+    pub(crate) batch: Option<String>,
 
     /// A worker's hold on a job: renewed while it runs; when its worker dies, the job returns
     /// to the queue this long after the last renewal.
     #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = lease_secs)]
-    pub lease: f64,
+    pub(crate) lease: f64,
 
     /// How many workers may take a job whose worker died before it is given up.
     #[arg(long, value_name = "N", default_value_t = 3,
           value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_attempts: u32,
+    pub(crate) max_attempts: u32,
 
     #[command(subcommand)]
-    pub command: Option<BatchCommand>,
+    pub(crate) command: Option<BatchCommand>,
 }
 
 #[derive(Debug, Clone, Subcommand)]
-pub enum BatchCommand {
+pub(crate) enum BatchCommand {
     /// Counts of a queued batch's jobs by state, and the jobs running longest.
     Status(StatusArgs),
     /// Write a queued batch's results.jsonl (and --junit) as a local batch does.
@@ -113,24 +113,24 @@ pub enum BatchCommand {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// The PostgreSQL database the batch was queued in.
     #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
-    pub store: String,
-    pub batch: String,
+    pub(crate) store: String,
+    pub(crate) batch: String,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct ResultsArgs {
+pub(crate) struct ResultsArgs {
     #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
-    pub store: String,
-    pub batch: String,
+    pub(crate) store: String,
+    pub(crate) batch: String,
     /// Where results.jsonl goes.
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Also write a JUnit XML report to FILE.
     #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
 }
 
 /// The ids of the run flags about one run's own prompt and records (`cli::ONE_RUN`), which a
@@ -159,15 +159,15 @@ fn why_not_per_job(id: &str) -> &'static str {
 }
 
 /// A parsed `rounds batch` command line.
-pub struct Parsed {
-    pub flags: BatchFlags,
+pub(crate) struct Parsed {
+    pub(crate) flags: BatchFlags,
     /// The matches, from which each job's `Cli` is made afresh.
-    pub matches: ArgMatches,
+    pub(crate) matches: ArgMatches,
 }
 
 impl Parsed {
     /// The run flags as a single run would have them.
-    pub fn cli(&self) -> Result<Cli, clap::Error> {
+    pub(crate) fn cli(&self) -> Result<Cli, clap::Error> {
         let mut cli = Cli::from_arg_matches(&self.matches)?;
         // `--step-summary` (and GITHUB_STEP_SUMMARY) is the batch's own report: a job that
         // appended its run's summary too would bury it under one section per job.
@@ -177,7 +177,7 @@ impl Parsed {
 
     /// The run flags given on the command line, as words that parse back to them: what a
     /// queued batch keeps for its workers (their environment is their own).
-    pub fn run_words(&self) -> Result<Vec<String>, BatchError> {
+    pub(crate) fn run_words(&self) -> Result<Vec<String>, BatchError> {
         let mut words = Vec::new();
         let cli = Cli::command();
         let one_run = one_run_ids();
@@ -218,7 +218,7 @@ impl Parsed {
 /// The run flags a batch was queued with (`queued`, words of [`Parsed::run_words`]), decided
 /// by `trust` as a queue row (trusted with `trusted`) beneath the worker's own (`worker`): the
 /// words to put before the worker's, and what was refused.
-pub fn queued(
+pub(crate) fn queued(
     queued: &[String],
     worker: &ArgMatches,
     trusted: bool,
@@ -269,7 +269,7 @@ pub fn queued(
 }
 
 /// The run flags of `words` a worker applies only with `--trust-queue`.
-pub fn untrusted_in_queue(words: &[String]) -> Vec<String> {
+pub(crate) fn untrusted_in_queue(words: &[String]) -> Vec<String> {
     let mut keys: Vec<String> = words
         .iter()
         .filter_map(|w| w.strip_prefix("--"))
@@ -282,7 +282,7 @@ pub fn untrusted_in_queue(words: &[String]) -> Vec<String> {
 }
 
 /// `rounds batch` with only its own flags (the man page lists the run flags once, above).
-pub fn own_command() -> clap::Command {
+pub(crate) fn own_command() -> clap::Command {
     let cmd = clap::Command::new("rounds batch").after_help(AFTER_HELP);
     // --store is a run flag, but the queue's flags require it.
     let store = Cli::command()
@@ -298,7 +298,7 @@ pub fn own_command() -> clap::Command {
 
 /// `rounds batch` with every run flag. A flag given twice takes the last value, so a worker's
 /// flags can follow (and override) the ones its batch was queued with.
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     let cmd = clap::Command::new("rounds batch")
         .after_help(AFTER_HELP)
         .max_term_width(100)
@@ -349,7 +349,7 @@ pub fn command() -> clap::Command {
 
 /// Parses `rounds batch`'s words (without "rounds batch"). `Err` is clap's, to print as clap
 /// does (help and version included).
-pub fn parse<I: IntoIterator<Item = OsString>>(words: I) -> Result<Parsed, clap::Error> {
+pub(crate) fn parse<I: IntoIterator<Item = OsString>>(words: I) -> Result<Parsed, clap::Error> {
     let argv = std::iter::once(OsString::from("rounds batch")).chain(words);
     let matches = command().try_get_matches_from(argv)?;
     let flags = BatchFlags::from_arg_matches(&matches)?;
@@ -357,7 +357,7 @@ pub fn parse<I: IntoIterator<Item = OsString>>(words: I) -> Result<Parsed, clap:
 }
 
 /// A run flag given that a batch cannot honour, with why.
-pub fn refused(matches: &ArgMatches) -> Option<BatchError> {
+pub(crate) fn refused(matches: &ArgMatches) -> Option<BatchError> {
     one_run_ids().into_iter().find_map(|id| {
         let id = id.as_str();
         (matches.value_source(id) == Some(ValueSource::CommandLine)).then(|| {
@@ -377,7 +377,7 @@ pub fn refused(matches: &ArgMatches) -> Option<BatchError> {
 /// `--lease` out of its range.
 #[derive(Debug, thiserror::Error)]
 #[error("expected 1 to 86400 seconds, got {0:?}")]
-pub struct LeaseError(String);
+pub(crate) struct LeaseError(String);
 
 fn lease_secs(s: &str) -> Result<f64, LeaseError> {
     match s.parse::<f64>() {

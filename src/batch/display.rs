@@ -15,7 +15,7 @@ use super::report::Summary;
 use crate::terminal;
 
 /// The live view of a running batch; does nothing off a terminal or with `-q`.
-pub struct Display {
+pub(crate) struct Display {
     live: Option<Live>,
 }
 
@@ -36,7 +36,7 @@ fn style(template: &str) -> ProgressStyle {
 }
 
 impl Display {
-    pub fn new(total: u64, quiet: bool) -> Display {
+    pub(crate) fn new(total: u64, quiet: bool) -> Display {
         if quiet || !std::io::stderr().is_terminal() {
             return Display { live: None };
         }
@@ -65,7 +65,7 @@ impl Display {
         }
     }
 
-    pub fn started(&self, key: usize, id: &str) {
+    pub(crate) fn started(&self, key: usize, id: &str) {
         let Some(live) = &self.live else { return };
         let line = live.multi.add(ProgressBar::new_spinner());
         line.set_style(style("  {spinner:.green} {msg} {elapsed:.dim}"));
@@ -79,7 +79,7 @@ impl Display {
         self.refresh();
     }
 
-    pub fn round(&self, key: usize, round: u32) {
+    pub(crate) fn round(&self, key: usize, round: u32) {
         let Some(live) = &self.live else { return };
         if let Ok(s) = live.state.lock()
             && let Some((line, name)) = s.running.get(&key)
@@ -88,7 +88,7 @@ impl Display {
         }
     }
 
-    pub fn finished(&self, key: usize, completed: bool) {
+    pub(crate) fn finished(&self, key: usize, completed: bool) {
         let Some(live) = &self.live else { return };
         if let Ok(mut s) = live.state.lock() {
             if let Some((line, _)) = s.running.remove(&key) {
@@ -104,7 +104,7 @@ impl Display {
 
 impl Display {
     /// Takes the live view off the terminal, before the final table.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         if let Some(live) = &self.live {
             live.bar.finish_and_clear();
             let _ = live.multi.clear();
@@ -119,7 +119,7 @@ impl Drop for Display {
 }
 
 /// The lines of the jobs file that are no jobs, each with its number.
-pub fn bad_lines(source: &str, bad: &[BadLine]) {
+pub(crate) fn bad_lines(source: &str, bad: &[BadLine]) {
     let mut err = std::io::stderr().lock();
     for b in bad {
         let _ = writeln!(
@@ -134,22 +134,22 @@ pub fn bad_lines(source: &str, bad: &[BadLine]) {
 
 /// What went wrong while the batch goes on (a queue that failed, a job this worker cannot
 /// run, a report that could not be written), said as any command's failure is.
-pub fn error(e: super::BatchError) {
+pub(crate) fn error(e: super::BatchError) {
     crate::commands::say(&e.into());
 }
 
-pub fn warning(message: &str) {
+pub(crate) fn warning(message: &str) {
     eprintln!("rounds: warning: {}", terminal::text(message));
 }
 
 /// One line of a command's product on stdout (a queued batch's id, a status table).
-pub fn stdout(text: &str) {
+pub(crate) fn stdout(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// The table that closes a batch, on stderr.
-pub fn summary(s: &Summary, results: Option<&std::path::Path>, backoffs: u32, seconds: f64) {
+pub(crate) fn summary(s: &Summary, results: Option<&std::path::Path>, backoffs: u32, seconds: f64) {
     let mut text = format!(
         "rounds batch: {} of {} job{} completed in {seconds:.1}s\n",
         s.completed,

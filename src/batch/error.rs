@@ -80,7 +80,7 @@ pub enum BatchError {
 impl BatchError {
     /// What the user can fix before any job runs is a usage error; failures of what was
     /// working are errors. Exhaustive on purpose: a new kind must choose.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         match self {
             BatchError::Flags(_)
             | BatchError::NotPerJob { .. }

@@ -18,7 +18,7 @@ async fn jobs(store: &str, batch: &str) -> Result<Vec<JobRow>, BatchError> {
 }
 
 /// `rounds batch status --store URL ID`: counts by state and the jobs running longest.
-pub async fn status(a: &StatusArgs) -> Result<Status, BatchError> {
+pub(crate) async fn status(a: &StatusArgs) -> Result<Status, BatchError> {
     let jobs = jobs(&a.store, &a.batch).await?;
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
     for j in &jobs {
@@ -61,7 +61,7 @@ pub async fn status(a: &StatusArgs) -> Result<Status, BatchError> {
 
 /// `rounds batch results --store URL ID --out DIR`: the batch's `results.jsonl` (and `--junit`)
 /// as a local batch writes them; a job not done yet is `not_started`, with its state.
-pub async fn results(a: &ResultsArgs) -> Result<Status, BatchError> {
+pub(crate) async fn results(a: &ResultsArgs) -> Result<Status, BatchError> {
     let started = Instant::now();
     let jobs = jobs(&a.store, &a.batch).await?;
     let lines: Vec<ResultLine> = jobs

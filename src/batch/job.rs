@@ -33,28 +33,28 @@ pub enum SetupError {
 }
 
 /// What every job of a batch resolves against.
-pub struct Setup {
-    pub parsed: Parsed,
-    pub env_all: Vec<(OsString, OsString)>,
-    pub cwd: PathBuf,
+pub(crate) struct Setup {
+    pub(crate) parsed: Parsed,
+    pub(crate) env_all: Vec<(OsString, OsString)>,
+    pub(crate) cwd: PathBuf,
     /// `None`: jobs come from a jobs file; `Some(trusted)`: from the queue, trusted with
     /// `--trust-queue`.
-    pub queue: Option<bool>,
+    pub(crate) queue: Option<bool>,
 }
 
 /// Where a job's run writes, and what it continues.
-pub struct Placement<'a> {
+pub(crate) struct Placement<'a> {
     /// Made through the batch's directory, held open since before any job ran.
-    pub transcript: crate::files::Target,
+    pub(crate) transcript: crate::files::Target,
     /// The transcript a resumed job continues (its prompt is then "Continue from where you
     /// left off.").
-    pub resume: Option<&'a Path>,
+    pub(crate) resume: Option<&'a Path>,
     /// `--store` for the job's run (a worker's jobs always have it).
-    pub store: Option<&'a str>,
+    pub(crate) store: Option<&'a str>,
 }
 
 impl Setup {
-    pub fn new(parsed: Parsed) -> Setup {
+    pub(crate) fn new(parsed: Parsed) -> Setup {
         Setup {
             parsed,
             env_all: std::env::vars_os().collect(),
@@ -122,7 +122,7 @@ impl Setup {
     }
 
     /// The job's run, configured; `Err` is the usage error that ends it before it starts.
-    pub fn config(&self, job: &Job, at: &Placement<'_>) -> Result<Config, SetupError> {
+    pub(crate) fn config(&self, job: &Job, at: &Placement<'_>) -> Result<Config, SetupError> {
         let cli = self.cli(job, at)?;
         let env = |name: &str| std::env::var(name).ok();
         let mut no_stdin = || Ok(String::new());
@@ -171,7 +171,7 @@ impl Setup {
 
 /// Runs one configured job: `cancel` stops it (the batch watches the signals), and what it
 /// spends counts against the batch's budget.
-pub async fn run(
+pub(crate) async fn run(
     config: Config,
     key: usize,
     cancel: Cancel,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 /// The fields a job line may set besides `id` and `prompt`: those of [`Overrides`], read from
 /// its schema, so a field added there is a field here with no list to keep.
-pub fn override_names() -> &'static [String] {
+pub(crate) fn override_names() -> &'static [String] {
     static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     NAMES.get_or_init(|| {
         let schema = schemars::schema_for!(Overrides);
@@ -74,7 +74,7 @@ pub enum Rules {
 }
 
 impl Rules {
-    pub fn into_vec(self) -> Vec<String> {
+    pub(crate) fn into_vec(self) -> Vec<String> {
         match self {
             Rules::One(s) => vec![s],
             Rules::Many(v) => v,
@@ -82,7 +82,7 @@ impl Rules {
     }
 }
 
-pub use crate::provider::Effort;
+pub(crate) use crate::provider::Effort;
 
 /// A line that is not a job, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,7 +93,7 @@ pub struct BadLine {
 
 /// Why a line of the jobs file is no job (its message is the bad line's).
 #[derive(Debug, thiserror::Error)]
-pub enum LineError {
+pub(crate) enum LineError {
     #[error("not JSON: {0}")]
     NotJson(serde_json::Error),
     #[error("not a JSON object")]
@@ -280,7 +280,7 @@ enum Part {
 impl Template {
     /// `{{name}}` (spaces inside the braces allowed) is a placeholder; a `{{` that is not closed
     /// is text.
-    pub fn parse(text: &str) -> Template {
+    pub(crate) fn parse(text: &str) -> Template {
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(open) = rest.find("{{") {
@@ -302,7 +302,7 @@ impl Template {
     }
 
     /// The prompt for one line: strings go in as they are, other values as JSON.
-    pub fn fill(&self, fields: &Map<String, Value>) -> Result<String, LineError> {
+    pub(crate) fn fill(&self, fields: &Map<String, Value>) -> Result<String, LineError> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
@@ -321,17 +321,17 @@ impl Template {
 /// `--shard` that is no shard.
 #[derive(Debug, thiserror::Error)]
 #[error("expected I/N with 0 <= I < N (as 0/4), got {0:?}")]
-pub struct ShardError(String);
+pub(crate) struct ShardError(String);
 
 /// `--shard I/N`: this process runs the jobs whose id hashes to I modulo N.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u64,
-    pub count: u64,
+pub(crate) struct Shard {
+    pub(crate) index: u64,
+    pub(crate) count: u64,
 }
 
 impl Shard {
-    pub fn parse(s: &str) -> Result<Shard, ShardError> {
+    pub(crate) fn parse(s: &str) -> Result<Shard, ShardError> {
         let bad = || ShardError(s.to_owned());
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let index: u64 = i.trim().parse().map_err(|_| bad())?;
@@ -342,14 +342,14 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
-    pub fn contains(&self, id: &str) -> bool {
+    pub(crate) fn contains(&self, id: &str) -> bool {
         fnv1a(id.as_bytes()) % self.count == self.index
     }
 }
 
 /// FNV-1a, 64 bits: the same on every machine and in every release, unlike std's hasher, so
 /// shards agree without talking to each other.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         hash ^= u64::from(*b);

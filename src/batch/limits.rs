@@ -79,14 +79,14 @@ struct GateState {
 
 /// The requests of every job to one endpoint pass here.
 #[derive(Debug, Default)]
-pub struct Gate {
+pub(crate) struct Gate {
     state: Mutex<GateState>,
     /// 429s that closed the gate (a 429 that arrives while it is closed only extends the wait).
     backoffs: AtomicU32,
 }
 
 impl Gate {
-    pub fn new(rpm: Option<u32>, tpm: Option<u64>) -> Gate {
+    pub(crate) fn new(rpm: Option<u32>, tpm: Option<u64>) -> Gate {
         let now = Instant::now();
         Gate {
             state: Mutex::new(GateState {
@@ -125,7 +125,7 @@ impl Gate {
     }
 
     /// Waits until a request of about `tokens` may go.
-    pub async fn admit(&self, tokens: u64) {
+    pub(crate) async fn admit(&self, tokens: u64) {
         loop {
             let wait = self.try_admit(Instant::now(), tokens);
             if wait.is_zero() {
@@ -136,7 +136,7 @@ impl Gate {
     }
 
     /// A response used `used` tokens of the `reserved` its request was admitted with.
-    pub fn settle(&self, reserved: u64, used: u64) {
+    pub(crate) fn settle(&self, reserved: u64, used: u64) {
         if let Ok(mut s) = self.state.lock()
             && let Some(b) = s.tokens.as_mut()
         {
@@ -157,14 +157,14 @@ impl Gate {
         }
     }
 
-    pub fn backoffs(&self) -> u32 {
+    pub(crate) fn backoffs(&self) -> u32 {
         self.backoffs.load(Ordering::Relaxed)
     }
 }
 
 /// `--budget-tokens` / `--budget-usd` of the whole batch: what its jobs have spent so far.
 #[derive(Debug, Default)]
-pub struct Budget {
+pub(crate) struct Budget {
     tokens: Option<u64>,
     usd: Option<f64>,
     used_tokens: AtomicU64,
@@ -173,7 +173,7 @@ pub struct Budget {
 }
 
 impl Budget {
-    pub fn new(tokens: Option<u64>, usd: Option<f64>) -> Budget {
+    pub(crate) fn new(tokens: Option<u64>, usd: Option<f64>) -> Budget {
         Budget {
             tokens,
             usd,
@@ -181,7 +181,7 @@ impl Budget {
         }
     }
 
-    pub fn add(&self, usage: &Usage, cost_usd: Option<f64>) {
+    pub(crate) fn add(&self, usage: &Usage, cost_usd: Option<f64>) {
         self.used_tokens.fetch_add(usage.total(), Ordering::Relaxed);
         if let Some(c) = cost_usd.filter(|c| c.is_finite() && *c > 0.0) {
             self.used_micro_usd
@@ -190,7 +190,7 @@ impl Budget {
     }
 
     /// Why the batch may make no more requests, once its budget is spent.
-    pub fn spent(&self) -> Option<String> {
+    pub(crate) fn spent(&self) -> Option<String> {
         let tokens = self.used_tokens.load(Ordering::Relaxed);
         if let Some(budget) = self.tokens.filter(|b| tokens >= *b) {
             return Some(format!(
@@ -205,10 +205,10 @@ impl Budget {
 }
 
 /// Per endpoint: one client and one gate, made on first use.
-pub struct Pool {
+pub(crate) struct Pool {
     rpm: Option<u32>,
     tpm: Option<u64>,
-    pub budget: Arc<Budget>,
+    pub(crate) budget: Arc<Budget>,
     endpoints: Mutex<HashMap<String, Endpoint>>,
 }
 
@@ -216,7 +216,7 @@ pub struct Pool {
 type Endpoint = (Option<reqwest::Client>, Arc<Gate>);
 
 impl Pool {
-    pub fn new(rpm: Option<u32>, tpm: Option<u64>, budget: Budget) -> Pool {
+    pub(crate) fn new(rpm: Option<u32>, tpm: Option<u64>, budget: Budget) -> Pool {
         Pool {
             rpm,
             tpm,
@@ -240,7 +240,7 @@ impl Pool {
     }
 
     /// How many shared backoffs 429s caused, over all endpoints.
-    pub fn backoffs(&self) -> u32 {
+    pub(crate) fn backoffs(&self) -> u32 {
         self.endpoints
             .lock()
             .map(|all| all.values().map(|(_, g)| g.backoffs()).sum())
@@ -248,7 +248,7 @@ impl Pool {
     }
 
     /// The provider source of one job, which `cancel` stops when the batch's budget is spent.
-    pub fn for_job(self: &Arc<Self>, cancel: Cancel) -> Arc<dyn ProviderSource> {
+    pub(crate) fn for_job(self: &Arc<Self>, cancel: Cancel) -> Arc<dyn ProviderSource> {
         Arc::new(JobProviders {
             pool: self.clone(),
             cancel,

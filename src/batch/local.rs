@@ -16,7 +16,7 @@ use super::{BatchError, Control, Finish, Reports};
 use crate::outcome::{Outcome, Status};
 
 /// Runs `jobs` (this shard's) and reports them; returns the batch's status.
-pub async fn run(
+pub(crate) async fn run(
     setup: Setup,
     jobs: Vec<Job>,
     bad: &[BadLine],

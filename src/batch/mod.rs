@@ -18,20 +18,20 @@ use std::time::Instant;
 use crate::agent::Cancel;
 use crate::outcome::{Signal, Status};
 
-pub mod args;
+pub(crate) mod args;
 mod display;
 mod error;
 mod inspect;
 mod job;
 pub mod jobs;
-pub mod limits;
+pub(crate) mod limits;
 mod local;
 mod out;
 mod queue;
 pub mod report;
 pub mod results;
 
-pub use error::BatchError;
+pub(crate) use error::BatchError;
 
 use args::{BatchCommand, BatchFlags, Parsed};
 use jobs::{BadLine, Jobs, Template};
@@ -42,7 +42,7 @@ use crate::commands::Failure;
 /// Runs `rounds batch` with its words (after "batch"). `Ok` is the status the batch ends with
 /// once it said what it did: completed, incomplete (some job did not complete; each job's own
 /// status is in `results.jsonl`) or interrupted.
-pub fn main(words: Vec<OsString>) -> Result<Status, Failure> {
+pub(crate) fn main(words: Vec<OsString>) -> Result<Status, Failure> {
     // Help, and bad flags, as clap says them.
     let parsed = args::parse(words.clone()).map_err(Failure::Flags)?;
     let cli = parsed.cli().map_err(BatchError::Flags)?;
@@ -121,7 +121,7 @@ fn load(flags: &BatchFlags) -> Result<(Jobs, String), BatchError> {
 
 /// Which jobs are running (so a signal stops them all), and whether a signal came.
 #[derive(Default)]
-pub struct Control {
+pub(crate) struct Control {
     state: Mutex<ControlState>,
 }
 
@@ -133,7 +133,7 @@ struct ControlState {
 
 impl Control {
     /// A job may start: its cancellation, or `None` once a signal came.
-    pub fn start(&self, key: usize) -> Option<Cancel> {
+    pub(crate) fn start(&self, key: usize) -> Option<Cancel> {
         let mut s = self.state.lock().ok()?;
         if s.signal.is_some() {
             return None;
@@ -143,14 +143,14 @@ impl Control {
         Some(cancel)
     }
 
-    pub fn done(&self, key: usize) {
+    pub(crate) fn done(&self, key: usize) {
         if let Ok(mut s) = self.state.lock() {
             s.running.remove(&key);
         }
     }
 
     /// Why no job may start any more.
-    pub fn stopped(&self) -> Option<String> {
+    pub(crate) fn stopped(&self) -> Option<String> {
         self.signal().map(|s| {
             format!(
                 "the batch was interrupted by {} before this job started",
@@ -159,7 +159,7 @@ impl Control {
         })
     }
 
-    pub fn signal(&self) -> Option<Signal> {
+    pub(crate) fn signal(&self) -> Option<Signal> {
         self.state.lock().ok().and_then(|s| s.signal)
     }
 

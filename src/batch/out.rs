@@ -32,14 +32,14 @@ fn transcript_name(id: &str) -> String {
 /// The batch's directory, absolute (transcripts name each other by absolute path), held open
 /// from before the first job ran: every file of the batch is made through it (see `files`).
 #[derive(Debug, Clone)]
-pub struct OutDir {
+pub(crate) struct OutDir {
     root: PathBuf,
     dir: Dir,
 }
 
 /// What a job does in this batch, decided from what its directory holds.
 #[derive(Debug)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Nothing to continue: a new run (setting aside a transcript that is there, if any).
     Fresh { set_aside: bool },
     /// Continue the interrupted transcript, once it is set aside; `prior` is what the runs
@@ -52,7 +52,7 @@ pub enum Plan {
 impl OutDir {
     /// Creates the directory (private to its owner) if need be; no component of `path` may be
     /// a symbolic link.
-    pub fn create(path: &Path) -> std::io::Result<OutDir> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<OutDir> {
         let dir = Dir::create_all(path)?;
         // Its files are named by the absolute path, the saved outputs of a job's cut results
         // too: the model reads that name from its workspace, which need not be this directory.
@@ -64,7 +64,7 @@ impl OutDir {
     }
 
     /// A new directory of an unpredictable name in the temp dir (a worker without `--out`).
-    pub fn temp(prefix: &str) -> std::io::Result<OutDir> {
+    pub(crate) fn temp(prefix: &str) -> std::io::Result<OutDir> {
         let dir = Dir::temp(prefix)?;
         Ok(OutDir {
             root: dir.path().to_owned(),
@@ -72,28 +72,28 @@ impl OutDir {
         })
     }
 
-    pub fn transcript(&self, id: &str) -> PathBuf {
+    pub(crate) fn transcript(&self, id: &str) -> PathBuf {
         self.root.join(transcript_name(id))
     }
 
     /// The job's transcript, to create.
-    pub fn transcript_target(&self, id: &str) -> std::io::Result<Target> {
+    pub(crate) fn transcript_target(&self, id: &str) -> std::io::Result<Target> {
         let target = self.dir.target(transcript_name(id))?;
         // Named by the absolute path, as the transcripts that continue it will name it.
         Ok(Target::renamed(target, self.root.join(transcript_name(id))))
     }
 
-    pub fn results(&self) -> PathBuf {
+    pub(crate) fn results(&self) -> PathBuf {
         self.root.join(RESULTS)
     }
 
-    pub fn results_target(&self) -> std::io::Result<Target> {
+    pub(crate) fn results_target(&self) -> std::io::Result<Target> {
         Ok(Target::renamed(self.dir.target(RESULTS)?, self.results()))
     }
 
     /// Moves the job's transcript to `attempts/<id>.N.jsonl` with the first free N and returns
     /// where it went.
-    pub fn set_aside(&self, id: &str) -> std::io::Result<PathBuf> {
+    pub(crate) fn set_aside(&self, id: &str) -> std::io::Result<PathBuf> {
         let attempts = self.dir.subdir(OsStr::new(ATTEMPTS))?;
         let stem = file_stem(id);
         let from = transcript_name(id);
@@ -113,7 +113,7 @@ impl OutDir {
 
     /// Where an earlier run of the job, exported from the store, goes:
     /// `attempts/<id>.<run id>.jsonl`.
-    pub fn attempt_target(&self, id: &str, run_id: &str) -> std::io::Result<Target> {
+    pub(crate) fn attempt_target(&self, id: &str, run_id: &str) -> std::io::Result<Target> {
         let attempts = self.dir.subdir(OsStr::new(ATTEMPTS))?;
         let name = format!("{}.{run_id}.jsonl", file_stem(id));
         let target = attempts.target(name.as_str())?;
@@ -121,14 +121,14 @@ impl OutDir {
     }
 
     /// Gives back a transcript `set_aside` moved (a job that did not start after all).
-    pub fn put_back(&self, id: &str, aside: &Path) -> std::io::Result<()> {
+    pub(crate) fn put_back(&self, id: &str, aside: &Path) -> std::io::Result<()> {
         let attempts = self.dir.subdir(OsStr::new(ATTEMPTS))?;
         let name = aside.file_name().unwrap_or_default();
         attempts.rename_new(name, &self.dir, OsStr::new(&transcript_name(id)))
     }
 
     /// What `job` does, from its transcript (read only; nothing moves yet).
-    pub fn plan(&self, job: &Job, retry_failed: bool) -> Plan {
+    pub(crate) fn plan(&self, job: &Job, retry_failed: bool) -> Plan {
         let path = self.transcript(job.id.as_str());
         if std::fs::symlink_metadata(&path).is_err() {
             return Plan::Fresh { set_aside: false };

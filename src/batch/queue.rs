@@ -38,7 +38,11 @@ struct Spec {
 }
 
 /// `rounds batch JOBS --store URL --enqueue`: prints the batch id.
-pub async fn enqueue(parsed: &Parsed, jobs: &[Job], bad: &[BadLine]) -> Result<Status, BatchError> {
+pub(crate) async fn enqueue(
+    parsed: &Parsed,
+    jobs: &[Job],
+    bad: &[BadLine],
+) -> Result<Status, BatchError> {
     let url = store_url(parsed).ok_or(BatchError::NoStore)?;
     let words = parsed.run_words()?;
     let untrusted = args::untrusted_in_queue(&words);
@@ -91,7 +95,7 @@ fn new_batch_id() -> String {
 /// Completed when every job it ran completed, incomplete when one did not, interrupted on a
 /// signal; a usage error when this worker cannot run jobs at all, an error when the queue
 /// failed.
-pub async fn work(words: Vec<OsString>, started: Instant) -> Result<Status, BatchError> {
+pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Status, BatchError> {
     let Joined {
         parsed,
         trusted,

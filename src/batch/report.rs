@@ -12,14 +12,14 @@ use crate::{markdown, terminal};
 #[derive(Debug, Default)]
 pub struct Summary {
     /// Jobs by status, in the order of the README's exit table (not started last).
-    pub by_status: BTreeMap<String, usize>,
-    pub jobs: usize,
-    pub completed: usize,
-    pub usage: Usage,
-    pub cost_usd: Option<f64>,
+    pub(crate) by_status: BTreeMap<String, usize>,
+    pub(crate) jobs: usize,
+    pub(crate) completed: usize,
+    pub(crate) usage: Usage,
+    pub(crate) cost_usd: Option<f64>,
     /// The slowest jobs: (id, milliseconds), slowest first.
-    pub slowest: Vec<(String, u64)>,
-    pub bad_lines: usize,
+    pub(crate) slowest: Vec<(String, u64)>,
+    pub(crate) bad_lines: usize,
 }
 
 impl Summary {
@@ -113,7 +113,7 @@ pub fn junit(results: &[ResultLine], bad: &[BadLine], seconds: f64) -> String {
 /// Text for XML content and attribute values: the five markup characters as entities, and
 /// the characters XML 1.0 cannot hold at all (most C0 controls, lone surrogates cannot occur in
 /// a `str`, U+FFFE and U+FFFF) as a visible `\u{…}`.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -16,7 +16,7 @@ use crate::transcript::Transcript;
 
 /// The status of a job the batch never started (stopped by a signal or the batch's budget, or
 /// given up after its workers died).
-pub const NOT_STARTED: &str = "not_started";
+pub(crate) const NOT_STARTED: &str = "not_started";
 
 /// One job's line in `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,12 +46,17 @@ pub struct ResultLine {
 }
 
 impl ResultLine {
-    pub fn completed(&self) -> bool {
+    pub(crate) fn completed(&self) -> bool {
         self.status == Status::Completed.as_str()
     }
 
     /// A job's result from its finished run; `prior` is what earlier runs of it did.
-    pub fn finished(job: &Job, outcome: &Outcome, run_id: Option<String>, prior: &Prior) -> Self {
+    pub(crate) fn finished(
+        job: &Job,
+        outcome: &Outcome,
+        run_id: Option<String>,
+        prior: &Prior,
+    ) -> Self {
         let mut usage = prior.usage;
         usage.add(&outcome.usage);
         let cost_usd = match (prior.cost_usd, outcome.cost_usd) {
@@ -76,7 +81,7 @@ impl ResultLine {
     }
 
     /// A job's result as its transcript chain (oldest first) recorded it.
-    pub fn recorded(job: &Job, path: &Path, chain: &[Transcript]) -> Self {
+    pub(crate) fn recorded(job: &Job, path: &Path, chain: &[Transcript]) -> Self {
         let prior = Prior::of(chain);
         let last = chain.last();
         let end = last.and_then(|t| t.end.as_ref());
@@ -98,7 +103,7 @@ impl ResultLine {
     }
 
     /// A job that never ran, and why.
-    pub fn not_started(job: &Job, why: &str) -> Self {
+    pub(crate) fn not_started(job: &Job, why: &str) -> Self {
         ResultLine {
             id: job.id.clone(),
             line: job.line,
@@ -119,15 +124,15 @@ impl ResultLine {
 
 /// What the earlier runs of a job did (the transcripts a resume continues).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Prior {
-    pub rounds: u32,
-    pub usage: Usage,
-    pub cost_usd: Option<f64>,
-    pub duration_ms: u64,
+pub(crate) struct Prior {
+    pub(crate) rounds: u32,
+    pub(crate) usage: Usage,
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) duration_ms: u64,
 }
 
 impl Prior {
-    pub fn of(chain: &[Transcript]) -> Prior {
+    pub(crate) fn of(chain: &[Transcript]) -> Prior {
         let mut prior = Prior::default();
         for t in chain {
             for r in &t.rounds {
@@ -144,14 +149,14 @@ impl Prior {
 }
 
 /// `results.jsonl`, written a whole line at a time.
-pub struct ResultsFile {
+pub(crate) struct ResultsFile {
     path: PathBuf,
     file: Mutex<std::fs::File>,
 }
 
 impl ResultsFile {
     /// Creates (or empties) the file with `first` in it: the results the batch already has.
-    pub fn create(
+    pub(crate) fn create(
         target: &crate::files::Target,
         first: &[ResultLine],
     ) -> std::io::Result<ResultsFile> {
@@ -166,11 +171,11 @@ impl ResultsFile {
         Ok(results)
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    pub fn append(&self, line: &ResultLine) -> std::io::Result<()> {
+    pub(crate) fn append(&self, line: &ResultLine) -> std::io::Result<()> {
         let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
         let mut file = self
@@ -183,7 +188,7 @@ impl ResultsFile {
 
 /// The lines of an earlier `results.jsonl` by id (the last line of an id wins); none when
 /// there is no such file or it cannot be read.
-pub fn previous(path: &Path) -> HashMap<String, ResultLine> {
+pub(crate) fn previous(path: &Path) -> HashMap<String, ResultLine> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return HashMap::new();
     };

@@ -11,7 +11,7 @@ use crate::settings::Layers;
 use crate::{render, terminal};
 
 /// `rounds config`.
-pub fn config(layers: &Layers) -> Result<(), Failure> {
+pub(crate) fn config(layers: &Layers) -> Result<(), Failure> {
     let env = |name: &str| std::env::var(name).ok();
     render::print_export(&text(layers, &env));
     Ok(())

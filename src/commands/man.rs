@@ -23,7 +23,7 @@ type Part = fn(&Man, &mut dyn Write) -> std::io::Result<()>;
 const PREAMBLE: [&str; 2] = [".ie \\n(.g .ds Aq \\(aq", ".el .ds Aq '"];
 
 /// `rounds man`.
-pub fn man() -> Result<(), Failure> {
+pub(crate) fn man() -> Result<(), Failure> {
     let page = page().map_err(Failure::Man)?;
     render::print_document(page.as_bytes());
     Ok(())

@@ -13,12 +13,12 @@ mod config;
 mod man;
 mod report;
 
-pub use config::config;
-pub use man::man;
-pub use report::{Ended, Failure, RunEnd, report, say};
+pub(crate) use config::config;
+pub(crate) use man::man;
+pub(crate) use report::{Ended, Failure, RunEnd, report, say};
 
 /// `rounds tools`: the tools a run with these flags would have.
-pub fn tools(args: ToolsArgs) -> Result<(), Failure> {
+pub(crate) fn tools(args: ToolsArgs) -> Result<(), Failure> {
     let rt = crate::runtime().map_err(Failure::Runtime)?;
     let listed = rt.block_on(inventory::list(&args.tools));
     let listed = listed.map_err(Failure::Tools)?;
@@ -28,7 +28,7 @@ pub fn tools(args: ToolsArgs) -> Result<(), Failure> {
 
 /// `rounds export --store URL RUN_ID [--out FILE]`: prints the run's transcript (or writes it
 /// to FILE).
-pub fn export(args: &ExportArgs) -> Result<(), Failure> {
+pub(crate) fn export(args: &ExportArgs) -> Result<(), Failure> {
     let rt = crate::runtime().map_err(Failure::Runtime)?;
     let jsonl = rt.block_on(store::export(&args.store, &args.run_id))?;
     match &args.out {
@@ -42,7 +42,7 @@ pub fn export(args: &ExportArgs) -> Result<(), Failure> {
 
 /// `rounds runs`: the newest runs, or `--prune AGE`, which fails when something could not be
 /// removed.
-pub fn runs(args: &RunsArgs) -> Result<(), Failure> {
+pub(crate) fn runs(args: &RunsArgs) -> Result<(), Failure> {
     let dir = runs_dir()?;
     if let Some(age) = args.prune {
         let cutoff = std::time::SystemTime::now()
@@ -62,7 +62,7 @@ pub fn runs(args: &RunsArgs) -> Result<(), Failure> {
 
 /// `rounds show FILE|RUN_ID|last`: the run as text (coloured and paged on a terminal), or as
 /// an HTML page with `--html`.
-pub fn show(args: &ShowArgs) -> Result<(), Failure> {
+pub(crate) fn show(args: &ShowArgs) -> Result<(), Failure> {
     let path = find_run(&args.run)?;
     let transcript = transcript::read(&path)?;
     let shown = path.display().to_string();
@@ -83,7 +83,7 @@ pub fn show(args: &ShowArgs) -> Result<(), Failure> {
 }
 
 /// `rounds completions SHELL`.
-pub fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
+pub(crate) fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
     use clap::CommandFactory;
     let mut script = Vec::new();
     // batch parses its own flags: complete them from its own parser, not the stub.

@@ -63,7 +63,7 @@ pub enum Failure {
 
 impl Failure {
     /// The status the command ends with. Exhaustive on purpose: a new kind must choose.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         match self {
             Failure::Flags(e) if !e.use_stderr() => Status::Completed,
             Failure::Flags(_)
@@ -83,7 +83,7 @@ impl Failure {
 
     /// A run that could not start, as its outcome: what `--output json` prints as the run's
     /// JSON object, and stream-json as its `end` event.
-    pub fn into_outcome(self) -> Outcome {
+    pub(crate) fn into_outcome(self) -> Outcome {
         Outcome::new(self.status(), Some(self.to_string()))
     }
 }
@@ -129,7 +129,7 @@ pub struct RunEnd {
 /// Says how the program ended and returns its exit code: a failure's message on stderr; a
 /// run's outcome on stdout in its output mode (the answer, or one JSON object), its error and
 /// summary line on stderr, and its step summary.
-pub fn report(ended: Ended) -> u8 {
+pub(crate) fn report(ended: Ended) -> u8 {
     let status = match ended {
         Ended::Done(status) => status,
         Ended::Failed(failure) => {
@@ -157,7 +157,7 @@ pub fn report(ended: Ended) -> u8 {
 /// A failure's message on stderr (`rounds: usage error: …`, `rounds: error: …`). A batch says
 /// this way what goes wrong while it goes on (a queue that failed, a job this worker cannot
 /// run) too.
-pub fn say(failure: &Failure) {
+pub(crate) fn say(failure: &Failure) {
     match failure {
         // clap writes help and version to stdout, its errors to stderr, in its own words.
         Failure::Flags(e) => {

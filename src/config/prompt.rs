@@ -12,7 +12,7 @@ pub(super) const MAX_STDIN_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What is on the other end of stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StdinKind {
+pub(crate) enum StdinKind {
     Terminal,
     /// A pipe or a regular file: something a user deliberately fed us.
     Piped,
@@ -21,7 +21,7 @@ pub enum StdinKind {
 }
 
 /// Looks at the process's real stdin.
-pub fn stdin_kind() -> StdinKind {
+pub(crate) fn stdin_kind() -> StdinKind {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return StdinKind::Terminal;
@@ -42,7 +42,7 @@ pub fn stdin_kind() -> StdinKind {
 
 /// Reads the real stdin to its end, bounded. If a pipe stays silent for a while, says on stderr
 /// what rounds is waiting for, so a CI step that hangs explains itself.
-pub fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
+pub(crate) fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut buf = Vec::new();

@@ -72,7 +72,7 @@ fn check_url(url: &str) -> Result<(), ConfigError> {
 
 /// The provider a model spec (already un-aliased) names, without reading anything: `"replay"`
 /// for `replay:FILE`, `None` when it names none.
-pub fn provider_of(spec: &str) -> Option<&str> {
+pub(crate) fn provider_of(spec: &str) -> Option<&str> {
     if spec.starts_with("replay:") {
         return Some("replay");
     }

@@ -101,7 +101,7 @@ pub(super) fn outputs_dir(transcript: Option<&Target>) -> Result<Dir, ConfigErro
 }
 
 /// `RUN.outputs` for the transcript `RUN.jsonl`.
-pub fn outputs_name(transcript: &Target) -> std::ffi::OsString {
+pub(crate) fn outputs_name(transcript: &Target) -> std::ffi::OsString {
     Path::new(transcript.name())
         .with_extension("outputs")
         .into_os_string()

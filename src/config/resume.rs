@@ -11,17 +11,17 @@ use crate::transcript::{self, ReadError};
 use crate::trust::{self, Source};
 
 /// The conversation a resumed run continues.
-pub struct Resume {
-    pub path: PathBuf,
+pub(crate) struct Resume {
+    pub(crate) path: PathBuf,
     /// The transcript is a run rounds kept for this user (see `own_run`).
-    pub own_run: bool,
-    pub history: Vec<Message>,
+    pub(crate) own_run: bool,
+    pub(crate) history: Vec<Message>,
     /// The id of the chain's first run: the prompt-cache key stays the same across resumes.
-    pub origin_run_id: String,
+    pub(crate) origin_run_id: String,
     /// Every transcript of the chain, oldest first (`path` last).
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
     /// The start line of the run resumed (`path`'s).
-    pub start: transcript::Start,
+    pub(crate) start: transcript::Start,
 }
 
 /// `--resume FILE`, or `--resume last`: the newest run in this run's workspace (`-w`, else the

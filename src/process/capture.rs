@@ -26,7 +26,8 @@ pub struct SpillFile {
 
 impl SpillFile {
     /// The spill file at `path`, its directory opened (and made) now.
-    pub fn at(path: &std::path::Path, max: u64) -> std::io::Result<SpillFile> {
+    #[cfg(test)]
+    pub(crate) fn at(path: &std::path::Path, max: u64) -> std::io::Result<SpillFile> {
         let target = crate::files::Target::new(path)?;
         Ok(SpillFile {
             dir: target.dir().clone(),
@@ -36,7 +37,7 @@ impl SpillFile {
         })
     }
 
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.dir.path().join(&self.name)
     }
 }
@@ -51,7 +52,7 @@ pub struct Limits {
 }
 
 #[derive(Debug)]
-pub struct Capture {
+pub(crate) struct Capture {
     limits: Limits,
     /// Everything, while it still fits in head + tail.
     small: Vec<u8>,
@@ -70,21 +71,21 @@ pub struct Capture {
 /// A finished capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Captured {
-    pub head: Vec<u8>,
+    pub(crate) head: Vec<u8>,
     /// Empty unless the output overflowed.
-    pub tail: Vec<u8>,
-    pub total: u64,
+    pub(crate) tail: Vec<u8>,
+    pub(crate) total: u64,
     /// Newlines in the whole output.
-    pub lines: u64,
-    pub overflowed: bool,
-    pub spilled: Option<PathBuf>,
+    pub(crate) lines: u64,
+    pub(crate) overflowed: bool,
+    pub(crate) spilled: Option<PathBuf>,
     /// The spill file stopped at its cap: it holds only the start of the output.
-    pub spill_capped: bool,
-    pub spill_error: Option<String>,
+    pub(crate) spill_capped: bool,
+    pub(crate) spill_error: Option<String>,
 }
 
 impl Capture {
-    pub fn new(limits: Limits) -> Capture {
+    pub(crate) fn new(limits: Limits) -> Capture {
         Capture {
             small: Vec::new(),
             head: Vec::new(),
@@ -100,7 +101,7 @@ impl Capture {
         }
     }
 
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         match self.redact.take() {
             None => self.keep(bytes),
             Some(mut stream) => {
@@ -169,7 +170,7 @@ impl Capture {
         }
     }
 
-    pub fn finish(mut self) -> Captured {
+    pub(crate) fn finish(mut self) -> Captured {
         if let Some(mut stream) = self.redact.take() {
             let mut out = Vec::new();
             stream.finish(&mut out);
@@ -258,7 +259,7 @@ fn utf8_suffix(b: &[u8]) -> &[u8] {
 }
 
 /// Caps text already in memory (any tool's result) the same way, spilling the whole to `spill`.
-pub fn cap_text(text: &str, max: usize, spill: Option<SpillFile>) -> Captured {
+pub(crate) fn cap_text(text: &str, max: usize, spill: Option<SpillFile>) -> Captured {
     let mut c = Capture::new(Limits {
         head: max * 2 / 3,
         tail: max / 3,

@@ -22,8 +22,8 @@ use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-pub mod capture;
-pub mod pin;
+pub(crate) mod capture;
+pub(crate) mod pin;
 pub mod sandbox;
 mod seccomp;
 pub mod supervisor;
@@ -36,7 +36,7 @@ pub const SUPERVISE_ARG: &str = "__rounds-supervise";
 
 /// Environment variables a tool process gets from rounds' own environment by default: enough
 /// for shells and toolchains to work, nothing that usually holds a credential.
-pub const BASE_ENV: &[&str] = &[
+pub(crate) const BASE_ENV: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -58,13 +58,13 @@ pub const BASE_ENV: &[&str] = &[
 
 /// Whether `name` is a variable that holds a provider's key (`providers::key_vars`): never
 /// passed to a tool, whatever the flags say.
-pub fn is_key_var(name: &str) -> bool {
+pub(crate) fn is_key_var(name: &str) -> bool {
     crate::providers::key_vars().any(|v| v == name)
 }
 
 /// Builds the environment of tool processes from rounds' environment: `BASE_ENV`, every `LC_*`,
 /// and the names the user passed through (never a provider key).
-pub fn tool_env(
+pub(crate) fn tool_env(
     get: &dyn Fn(&str) -> Option<OsString>,
     all_names: &[String],
     extra: &[String],
@@ -207,7 +207,7 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
 /// Starts `argv` under the supervisor as a long-lived server talking over stdio (an MCP
 /// server), in `sandbox`, with stdin, stdout and stderr piped. The tree ends when the returned
 /// child is sent SIGTERM (see `terminate`) or when rounds exits.
-pub fn spawn_server(
+pub(crate) fn spawn_server(
     argv: &[OsString],
     env: &[(OsString, OsString)],
     cwd: &Path,
@@ -250,7 +250,7 @@ fn supervisor_command(
 }
 
 /// Ends a supervised process tree and reaps the supervisor; bounded in time.
-pub async fn terminate(child: &mut tokio::process::Child) {
+pub(crate) async fn terminate(child: &mut tokio::process::Child) {
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
     stop(child, pid).await;
     reap_orphans_async().await;
@@ -319,7 +319,7 @@ fn supervisor_program() -> PathBuf {
 
 /// Makes this process's memory and environment unreadable by other processes of the same user
 /// (and, with the supervisor dropping `CAP_SYS_PTRACE`, by tool processes running as root).
-pub fn protect_self() {
+pub(crate) fn protect_self() {
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
 }
 
@@ -367,7 +367,7 @@ const REAP_PATIENCE: Duration = Duration::from_secs(2);
 /// started, with all its descendants; returns how many processes it killed. Does nothing unless
 /// `become_subreaper` succeeded. Called after every `run` and `terminate`; the wiring also calls
 /// it at exit, after the MCP servers are shut down.
-pub fn reap_orphans() -> usize {
+pub(crate) fn reap_orphans() -> usize {
     if !SUBREAPER.load(Ordering::SeqCst) {
         return 0;
     }
@@ -433,11 +433,11 @@ async fn reap_orphans_async() {
 /// What rounds needs of `/proc/PID/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ProcStat {
-    pub pid: i32,
-    pub ppid: i32,
-    pub zombie: bool,
+    pub(crate) pid: i32,
+    pub(crate) ppid: i32,
+    pub(crate) zombie: bool,
     /// Start time after boot, in clock ticks: with the pid, identifies a process.
-    pub start: u64,
+    pub(crate) start: u64,
 }
 
 pub(crate) fn proc_stat(pid: i32) -> Option<ProcStat> {

@@ -29,7 +29,7 @@ pub struct Pin {
 
 /// Why a pinned directory cannot be granted: the tool is not started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PinError {
+pub(crate) enum PinError {
     #[error("pinned directory {}: not an absolute path without `..`", .0.display())]
     NotAbsolute(PathBuf),
     #[error("pinned directory {}: {} is a symbolic link", dir.display(), link.display())]
@@ -57,7 +57,7 @@ impl Pin {
     /// Opens the directory (`O_PATH`) if it is still the pinned one; `Ok(None)` when it no longer
     /// exists (a tool removed it): leaving it out only takes rights away, as for a writable
     /// directory that does not exist.
-    pub fn open(&self) -> Result<Option<OwnedFd>, PinError> {
+    pub(crate) fn open(&self) -> Result<Option<OwnedFd>, PinError> {
         let open_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mut components = self.dir.components();
         if components.next() != Some(Component::RootDir) {

@@ -74,7 +74,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mode::Off => "off",
             Mode::ReadOnly => "read-only",
@@ -84,7 +84,7 @@ impl Mode {
 }
 
 /// The values `--sandbox` accepts, for help texts and completions.
-pub const FLAG_VALUES: &[&str] = &["workspace-write", "read-only", "off", "require"];
+pub(crate) const FLAG_VALUES: &[&str] = &["workspace-write", "read-only", "off", "require"];
 
 /// What is wrong with the sandbox a run asks for: a usage error, before any model call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,7 +108,7 @@ pub enum SandboxError {
 
 /// The supervisor cannot read the sandbox it was given in [`SUPERVISOR_ENV`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EnvError {
+pub(crate) enum EnvError {
     #[error("not text")]
     NotText,
     #[error("bad sandbox mode in {0:?}")]
@@ -119,7 +119,7 @@ pub enum EnvError {
 
 /// Why the rules of a child could not be built: the program is not started.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfineError {
+pub(crate) enum ConfineError {
     #[error(transparent)]
     Pin(#[from] PinError),
     #[error("Landlock: {0}")]
@@ -129,7 +129,7 @@ pub enum ConfineError {
 }
 
 /// Parses a `--sandbox` value: the mode and whether it is required (`require`).
-pub fn parse_flag(value: &str) -> Result<(Mode, bool), SandboxError> {
+pub(crate) fn parse_flag(value: &str) -> Result<(Mode, bool), SandboxError> {
     match value {
         "off" => Ok((Mode::Off, false)),
         "read-only" => Ok((Mode::ReadOnly, false)),
@@ -153,7 +153,7 @@ pub struct Sandbox {
     /// when a command starts are left out: that only takes rights away.
     pub write: Vec<PathBuf>,
     /// Whether tool processes may use the network.
-    pub network: bool,
+    pub(crate) network: bool,
     /// Writable directories granted only while they are the directory rounds created
     /// ([`Sandbox::pin`]); each is also in `write`.
     pub pins: Vec<Pin>,
@@ -216,7 +216,7 @@ impl Sandbox {
     /// Pins every writable directory to what it is now (see [`Sandbox::pin`]): called before
     /// any tool runs. A directory whose path is not its resolved path (a link in it) is not
     /// pinned: the walk would refuse it.
-    pub fn pin_all(&mut self) {
+    pub(crate) fn pin_all(&mut self) {
         use std::os::unix::fs::MetadataExt;
         for dir in self.write.clone() {
             let real = std::fs::canonicalize(&dir);
@@ -246,7 +246,7 @@ impl Sandbox {
         });
     }
 
-    pub fn is_off(&self) -> bool {
+    pub(crate) fn is_off(&self) -> bool {
         self.mode == Mode::Off
     }
 
@@ -261,7 +261,7 @@ impl Sandbox {
 
     /// `--sandbox-write` directories must exist (Landlock rules hold open directories); the
     /// message names the first that does not.
-    pub fn check_dirs(extra_write: &[PathBuf]) -> Result<(), SandboxError> {
+    pub(crate) fn check_dirs(extra_write: &[PathBuf]) -> Result<(), SandboxError> {
         match extra_write.iter().find(|dir| !dir.is_dir()) {
             Some(dir) => Err(SandboxError::NotADirectory(dir.clone())),
             None => Ok(()),
@@ -282,7 +282,7 @@ impl Sandbox {
     }
 
     /// The restrictions in force for tool processes on a kernel that supports `support`.
-    pub fn enforced(&self, support: Support) -> Enforced {
+    pub(crate) fn enforced(&self, support: Support) -> Enforced {
         let wanted = self.wanted();
         let abi = support.landlock_abi;
         Enforced {
@@ -361,7 +361,7 @@ impl Sandbox {
     }
 
     /// The `"sandbox"` field of the transcript's `start` line.
-    pub fn summary(&self, support: Support) -> Summary {
+    pub(crate) fn summary(&self, support: Support) -> Summary {
         Summary {
             mode: self.mode,
             required: self.require,
@@ -557,7 +557,8 @@ pub struct Support {
 
 impl Support {
     /// A kernel without Landlock or seccomp.
-    pub fn none() -> Support {
+    #[cfg(test)]
+    pub(crate) fn none() -> Support {
         Support {
             landlock_abi: 0,
             seccomp: false,

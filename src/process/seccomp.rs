@@ -21,17 +21,17 @@ use seccompiler::{
 };
 
 #[cfg(target_arch = "x86_64")]
-pub const ARCH: Option<TargetArch> = Some(TargetArch::x86_64);
+pub(crate) const ARCH: Option<TargetArch> = Some(TargetArch::x86_64);
 #[cfg(target_arch = "aarch64")]
-pub const ARCH: Option<TargetArch> = Some(TargetArch::aarch64);
+pub(crate) const ARCH: Option<TargetArch> = Some(TargetArch::aarch64);
 #[cfg(target_arch = "riscv64")]
-pub const ARCH: Option<TargetArch> = Some(TargetArch::riscv64);
+pub(crate) const ARCH: Option<TargetArch> = Some(TargetArch::riscv64);
 #[cfg(not(any(
     target_arch = "x86_64",
     target_arch = "aarch64",
     target_arch = "riscv64"
 )))]
-pub const ARCH: Option<TargetArch> = None;
+pub(crate) const ARCH: Option<TargetArch> = None;
 
 /// On x86_64, the x32 ABI reaches the same calls under other numbers.
 #[cfg(target_arch = "x86_64")]
@@ -45,7 +45,7 @@ const SYS_FCHMODAT2: i64 = 452;
 
 /// Why a filter could not be built: the command does not start without it.
 #[derive(Debug, thiserror::Error)]
-pub enum FilterError {
+pub(crate) enum FilterError {
     #[error("no seccomp support for this architecture")]
     UnknownArch,
     #[error("{0}")]
@@ -109,7 +109,7 @@ fn compile(calls: Vec<(i64, Vec<SeccompRule>)>, errno: i32) -> Result<BpfProgram
 /// Creating a file with a setuid mode (`open(O_CREAT, 04755)`) stays possible, but only as an
 /// empty file: the supervisor drops `CAP_FSETID`, so the first write or truncation clears the
 /// bit again.
-pub fn file_owner_filter() -> Result<BpfProgram, FilterError> {
+pub(crate) fn file_owner_filter() -> Result<BpfProgram, FilterError> {
     let build = || -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
         use SeccompCmpOp::MaskedEq;
         let mut calls = Vec::new();
@@ -130,7 +130,7 @@ pub fn file_owner_filter() -> Result<BpfProgram, FilterError> {
 /// `socket(2)` is refused (EACCES) unless it makes a UNIX socket or a TCP socket (stream,
 /// protocol 0 or TCP: not SCTP or MPTCP, which Landlock's TCP rules may not cover);
 /// `io_uring_setup(2)` is refused, since io_uring can create sockets without `socket(2)`.
-pub fn socket_filter() -> Result<BpfProgram, FilterError> {
+pub(crate) fn socket_filter() -> Result<BpfProgram, FilterError> {
     let build = || -> Result<Vec<SeccompRule>, BackendError> {
         use SeccompCmpOp::{Eq, MaskedEq, Ne};
         let unix = libc::AF_UNIX as u64;

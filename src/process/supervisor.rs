@@ -44,7 +44,7 @@ use signal_hook::iterator::Signals;
 use super::sandbox::{self, Sandbox};
 
 /// How long descendants get between SIGTERM and SIGKILL.
-pub const GRACE: Duration = Duration::from_millis(500);
+pub(crate) const GRACE: Duration = Duration::from_millis(500);
 
 /// Exit code when the program could not be started (as shells do).
 const CANNOT_RUN: i32 = 127;
@@ -345,7 +345,7 @@ fn terminate_tree(main_pid: i32, status: &mut Option<i32>) {
 }
 
 /// Every live (non-zombie) process below `root`, found through `/proc`.
-pub fn descendants(root: i32) -> Vec<i32> {
+pub(crate) fn descendants(root: i32) -> Vec<i32> {
     let table = super::proc_table();
     super::descendants_in(&table, root)
         .into_iter()

@@ -24,19 +24,19 @@ use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolU
 
 const NAME: &str = "anthropic";
 /// Ids rounds gives calls whose own id is missing or unusable (see `CallIds`).
-pub const GENERATED_ID_PREFIX: &str = "toolu_rounds_";
+pub(crate) const GENERATED_ID_PREFIX: &str = "toolu_rounds_";
 const API_VERSION: &str = "2023-06-01";
 /// The beta that lets a breakpoint ask for the hour-long cache.
 const EXTENDED_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
 /// Anthropic requires `max_tokens`; this is used when the user did not set one.
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-pub struct Anthropic {
+pub(crate) struct Anthropic {
     endpoint: Endpoint,
 }
 
 impl Anthropic {
-    pub fn new(endpoint: Endpoint) -> Anthropic {
+    pub(crate) fn new(endpoint: Endpoint) -> Anthropic {
         Anthropic { endpoint }
     }
 }
@@ -70,7 +70,7 @@ impl Provider for Anthropic {
 // ---- request ----
 
 #[derive(Debug, Serialize)]
-pub struct WireRequest<'a> {
+pub(crate) struct WireRequest<'a> {
     model: &'a str,
     max_tokens: u32,
     stream: bool,
@@ -140,7 +140,7 @@ enum WireContent {
 /// request's whole prompt, read back by the next round), and the last block of the previous
 /// request's newest message (what the previous round wrote, in case this round added more than
 /// the 20 blocks the API looks back from a breakpoint).
-pub fn build_request<'a>(
+pub(crate) fn build_request<'a>(
     model: &'a str,
     request: &Request<'a>,
     options: &Options,
@@ -460,7 +460,7 @@ impl Partial {
 
 /// Anthropic stream events → neutral events.
 #[derive(Debug, Default)]
-pub struct AnthropicMapper {
+pub(crate) struct AnthropicMapper {
     open: BTreeMap<usize, Partial>,
     usage: Usage,
     stop: Option<StopReason>,
@@ -577,7 +577,7 @@ impl Mapper for AnthropicMapper {
 
 impl AnthropicMapper {
     /// The mapper of the response that follows `history`.
-    pub fn after(history: &[Message]) -> AnthropicMapper {
+    pub(crate) fn after(history: &[Message]) -> AnthropicMapper {
         AnthropicMapper {
             ids: CallIds::after(history),
             ..AnthropicMapper::default()

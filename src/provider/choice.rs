@@ -22,10 +22,10 @@ use crate::providers::{Entry, Flavor, Wire};
 use crate::transcript::Transcript;
 
 /// The default output cap for local servers (see [`ProviderChoice::default_max_tokens`]).
-pub const LOCAL_MAX_TOKENS: u32 = 4096;
+pub(crate) const LOCAL_MAX_TOKENS: u32 = 4096;
 
 /// Which endpoint to talk to, with what credentials.
-pub enum ProviderChoice {
+pub(crate) enum ProviderChoice {
     /// A built-in provider, over the wire API `wire` (its entry's, or the other OpenAI one
     /// with `--api`).
     Api {
@@ -48,7 +48,11 @@ pub struct OptionError(String);
 
 impl ProviderChoice {
     /// A built-in provider over its own wire API.
-    pub fn new(entry: &'static Entry, base_url: String, key: Option<String>) -> ProviderChoice {
+    pub(crate) fn new(
+        entry: &'static Entry,
+        base_url: String,
+        key: Option<String>,
+    ) -> ProviderChoice {
         ProviderChoice::Api {
             entry,
             wire: entry.wire,
@@ -58,7 +62,7 @@ impl ProviderChoice {
         }
     }
 
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             ProviderChoice::Api { entry, .. } => entry.name,
             ProviderChoice::Replay { .. } => "replay",
@@ -66,7 +70,7 @@ impl ProviderChoice {
     }
 
     /// Where requests go (`None` for a replay).
-    pub fn base_url(&self) -> Option<&str> {
+    pub(crate) fn base_url(&self) -> Option<&str> {
         match self {
             ProviderChoice::Api { base_url, .. } => Some(base_url),
             ProviderChoice::Replay { .. } => None,
@@ -76,7 +80,7 @@ impl ProviderChoice {
     /// The key the provider sends, with the variable that names it (whether it came from that
     /// variable, `{VAR}_FILE` or `--api-key-file`): what the run must never write or send
     /// elsewhere.
-    pub fn key(&self) -> Option<(String, &str)> {
+    pub(crate) fn key(&self) -> Option<(String, &str)> {
         match self {
             ProviderChoice::Api { entry, key, .. } => {
                 Some((entry.key_var.to_owned(), key.as_deref()?))
@@ -87,7 +91,7 @@ impl ProviderChoice {
 
     /// Picks the wire API (`--api`), then checks `options` against the provider and `model` and
     /// keeps them. The error says which flag the provider or model cannot take, and why.
-    pub fn configure(
+    pub(crate) fn configure(
         self,
         api: Api,
         options: Options,
@@ -105,7 +109,7 @@ impl ProviderChoice {
     /// The output cap of a run whose user set none: local servers (ollama, llamacpp, vllm)
     /// otherwise let a degenerate response run until their own limit. Anthropic has its own
     /// (its API requires one); the hosted APIs keep theirs.
-    pub fn default_max_tokens(&self) -> Option<u32> {
+    pub(crate) fn default_max_tokens(&self) -> Option<u32> {
         match self {
             ProviderChoice::Api { entry, .. } if entry.flavor == Flavor::Compatible => {
                 Some(LOCAL_MAX_TOKENS)
@@ -252,7 +256,7 @@ pub enum Api {
 }
 
 impl Api {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Api::Auto => "auto",
             Api::Chat => "chat",
@@ -264,10 +268,10 @@ impl Api {
 /// The HTTP client could not be set up (its TLS configuration failed).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot set up the HTTP client: {0}")]
-pub struct BuildError(String);
+pub(crate) struct BuildError(String);
 
 /// The provider for `choice`, asking for `model`, with streams cut after `idle` without data.
-pub fn build(
+pub(crate) fn build(
     choice: &ProviderChoice,
     model: &str,
     idle: Duration,
@@ -277,7 +281,7 @@ pub fn build(
 
 /// [`build`] over `shared`, a client (and so a connection pool) that other providers use too,
 /// or a new one.
-pub fn build_with(
+pub(crate) fn build_with(
     choice: &ProviderChoice,
     model: &str,
     idle: Duration,

@@ -8,23 +8,23 @@ use reqwest::header::HeaderMap;
 use super::{EventStream, Mapper, Options, ProviderError, http};
 use crate::providers::Flavor;
 
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The provider's name as the user wrote it (`anthropic`, `ollama`, …).
-    pub name: &'static str,
-    pub flavor: Flavor,
-    pub client: reqwest::Client,
+    pub(crate) name: &'static str,
+    pub(crate) flavor: Flavor,
+    pub(crate) client: reqwest::Client,
     /// The whole URL a request goes to (see `providers::Wire::url`).
-    pub url: String,
-    pub key: Option<String>,
-    pub model: String,
+    pub(crate) url: String,
+    pub(crate) key: Option<String>,
+    pub(crate) model: String,
     /// How long a response may go without content.
-    pub idle: Duration,
-    pub options: Options,
+    pub(crate) idle: Duration,
+    pub(crate) options: Options,
 }
 
 impl Endpoint {
     /// Headers with the key under `header` (`x-api-key`), if there is a key.
-    pub fn key_header(&self, header: &'static str) -> Result<HeaderMap, ProviderError> {
+    pub(crate) fn key_header(&self, header: &'static str) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.key {
             headers.insert(header, http::secret_header(key)?);
@@ -33,7 +33,7 @@ impl Endpoint {
     }
 
     /// Headers with the key as `Authorization: Bearer KEY`, if there is a key.
-    pub fn bearer(&self) -> Result<HeaderMap, ProviderError> {
+    pub(crate) fn bearer(&self) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.key {
             headers.insert(
@@ -45,7 +45,7 @@ impl Endpoint {
     }
 
     /// POSTs `wire` and reads the streamed answer through `mapper`.
-    pub async fn send<M: Mapper>(
+    pub(crate) async fn send<M: Mapper>(
         &self,
         headers: HeaderMap,
         wire: &impl serde::Serialize,

@@ -42,7 +42,7 @@ pub enum Failure {
 
 impl Failure {
     /// Whether the same request may succeed if tried again.
-    pub fn retryable(self) -> bool {
+    pub(crate) fn retryable(self) -> bool {
         matches!(
             self,
             Failure::RateLimited
@@ -55,7 +55,7 @@ impl Failure {
 
     /// The kind of an HTTP error: its status, refined by the error body (JSON, as each provider
     /// writes it; anything else is left to the status).
-    pub fn of_http(status: u16, body: &[u8]) -> Failure {
+    pub(crate) fn of_http(status: u16, body: &[u8]) -> Failure {
         let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let error = &json["error"];
         let field = |name: &str| error[name].as_str().unwrap_or("").to_ascii_lowercase();
@@ -81,7 +81,7 @@ impl Failure {
 
     /// The kind of an error a provider reported inside a stream, by its `type` (Anthropic's
     /// `overloaded_error`, …): a server error unless it says otherwise.
-    pub fn of_stream(kind: &str) -> Failure {
+    pub(crate) fn of_stream(kind: &str) -> Failure {
         match kind {
             "overloaded_error" => Failure::Overloaded,
             "rate_limit_error" => Failure::RateLimited,

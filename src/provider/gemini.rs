@@ -21,16 +21,16 @@ use crate::conversation::{Block, CallIds, Message, StopReason, ToolUse, Usage};
 const NAME: &str = "gemini";
 /// Ids of calls Gemini sent without one. The prefix is how the request builder knows not to send
 /// them back as `id`: the API would look for a call it never issued.
-pub const GENERATED_ID_PREFIX: &str = "gemini_call_";
+pub(crate) const GENERATED_ID_PREFIX: &str = "gemini_call_";
 /// A bare error body is about a kilobyte; beyond this the stray lines are not JSON we can use.
 const MAX_STRAY_BYTES: usize = 16 * 1024;
 
-pub struct Gemini {
+pub(crate) struct Gemini {
     endpoint: Endpoint,
 }
 
 impl Gemini {
-    pub fn new(endpoint: Endpoint) -> Gemini {
+    pub(crate) fn new(endpoint: Endpoint) -> Gemini {
         Gemini { endpoint }
     }
 }
@@ -93,7 +93,7 @@ struct FunctionResponse {
 // ---- request: gemini_request.rs ----
 
 mod request;
-pub use request::build_request;
+pub(crate) use request::build_request;
 #[cfg(test)]
 use request::{UNSIGNED_CALL, validates_call_signatures};
 
@@ -156,7 +156,7 @@ type Pending = (bool, String);
 
 /// Gemini `GenerateContentResponse` chunks → neutral events.
 #[derive(Debug, Default)]
-pub struct GeminiMapper {
+pub(crate) struct GeminiMapper {
     pending: Option<Pending>,
     ids: CallIds,
     emitted_calls: bool,
@@ -170,7 +170,7 @@ pub struct GeminiMapper {
 
 impl GeminiMapper {
     /// The mapper of the response that follows `history`.
-    pub fn after(history: &[Message]) -> GeminiMapper {
+    pub(crate) fn after(history: &[Message]) -> GeminiMapper {
         GeminiMapper {
             ids: CallIds::after(history),
             ..GeminiMapper::default()

@@ -10,12 +10,12 @@ use crate::net::{clip, describe};
 
 /// Builds the providers' HTTP client. Connection setup is bounded; the response body is bounded
 /// by the idle timeout in `provider::drive`, not by a total timeout (a long answer is legitimate).
-pub fn client() -> Result<reqwest::Client, reqwest::Error> {
+pub(crate) fn client() -> Result<reqwest::Client, reqwest::Error> {
     crate::net::builder(Duration::from_secs(30)).build()
 }
 
 /// A header value holding a secret: marked sensitive so it never shows in debug output.
-pub fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
+pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
     let mut v = HeaderValue::from_str(value).map_err(|_| ProviderError::Transport {
         provider: "config".into(),
         message: "the API key contains characters that cannot be sent in a header".into(),
@@ -27,7 +27,7 @@ pub fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
 /// POSTs `wire` as JSON and returns the response once its status says a stream follows. The
 /// wait for the response head is bounded by `idle` like every wait for the body: a server that
 /// accepts the connection and never answers is a stall (retried), not a hang.
-pub async fn post(
+pub(crate) async fn post(
     client: &reqwest::Client,
     provider: &str,
     url: &str,
@@ -158,7 +158,7 @@ async fn expect_event_stream(
 /// The provider's own error text from an error body, in whichever shape the provider uses:
 /// `{"error":{"message","type"}}` (Anthropic, OpenAI, Gemini), `{"message"}` (vLLM),
 /// `{"error":"…"}` (Ollama native), or plain text.
-pub fn error_text(body: &[u8]) -> String {
+pub(crate) fn error_text(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let Ok(json) = serde_json::from_str::<serde_json::Value>(text.trim()) else {
         return clip(text.trim(), 500);
@@ -186,7 +186,7 @@ pub fn error_text(body: &[u8]) -> String {
 
 /// `retry-after-ms` (milliseconds), else `retry-after` in seconds (fractions allowed). HTTP-date
 /// forms are ignored: backoff applies instead.
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
         && let Ok(wait) = Duration::try_from_secs_f64(ms / 1000.0)

@@ -17,53 +17,52 @@ use crate::conversation::ToolSpec;
 use crate::conversation::{Block, Message, StopReason, Usage};
 use crate::net::clip;
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 mod choice;
 mod endpoint;
 mod failure;
-pub mod gemini;
-pub mod http;
-pub mod openai;
-pub mod openai_responses;
-pub mod options;
-pub mod progress;
-pub mod replay;
-pub mod retry;
-pub mod sse;
+pub(crate) mod gemini;
+pub(crate) mod http;
+pub(crate) mod openai;
+pub(crate) mod openai_responses;
+pub(crate) mod options;
+pub(crate) mod progress;
+pub(crate) mod replay;
+pub(crate) mod retry;
+pub(crate) mod sse;
 #[cfg(test)]
-pub mod testing;
+pub(crate) mod testing;
 
-pub use choice::{Api, BuildError, OptionError, ProviderChoice, build, build_with};
-pub use endpoint::Endpoint;
-pub use failure::Failure;
-pub use options::{Effort, Options, Parallel};
-pub use progress::{MAX_RESPONSE_BYTES, Progress};
+pub(crate) use choice::{Api, BuildError, OptionError, ProviderChoice, build, build_with};
+pub(crate) use failure::Failure;
+pub(crate) use options::{Effort, Options, Parallel};
+pub(crate) use progress::{MAX_RESPONSE_BYTES, Progress};
 
 /// Everything a provider needs for one request.
-pub struct Request<'a> {
-    pub system: &'a str,
-    pub messages: &'a [Message],
+pub(crate) struct Request<'a> {
+    pub(crate) system: &'a str,
+    pub(crate) messages: &'a [Message],
     /// The tools offered this round; empty means the model gets no tools.
-    pub tools: &'a [&'a ToolSpec],
+    pub(crate) tools: &'a [&'a ToolSpec],
     /// Cap on the response's output tokens, when the user set one.
-    pub max_tokens: Option<u32>,
+    pub(crate) max_tokens: Option<u32>,
     /// Whether the model may call the offered tools in this response.
-    pub tool_choice: ToolChoice,
+    pub(crate) tool_choice: ToolChoice,
     /// Prompt caching for this request; `None` asks for none (`--no-cache`).
-    pub cache: Option<&'a Cache>,
+    pub(crate) cache: Option<&'a Cache>,
     /// `--output-schema`: the JSON Schema the final answer must follow, for providers with
     /// native structured output (the others are told in the system prompt).
-    pub output_schema: Option<&'a serde_json::Value>,
+    pub(crate) output_schema: Option<&'a serde_json::Value>,
 }
 
 /// How a run asks providers to cache the prompt it resends every round. Anthropic needs
 /// explicit breakpoints (with this lifetime); OpenAI routes requests with the same key to the
 /// same cache; Gemini caches implicitly and needs nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cache {
-    pub ttl: CacheTtl,
+pub(crate) struct Cache {
+    pub(crate) ttl: CacheTtl,
     /// Stable for the run, and across `--resume` of it: the first run's id.
-    pub key: String,
+    pub(crate) key: String,
 }
 
 /// `--cache-ttl`.
@@ -78,14 +77,14 @@ pub enum CacheTtl {
 /// Whether a response may call tools. `None` still sends the tool definitions: providers
 /// reject a history holding tool calls when the request defines no tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolChoice {
+pub(crate) enum ToolChoice {
     Auto,
     None,
 }
 
 /// What a provider stream yields, in order.
 #[derive(Debug, Clone, PartialEq)]
-pub enum StreamEvent {
+pub(crate) enum StreamEvent {
     /// A piece of answer text, for live display; the whole text also arrives as a `Block`.
     TextDelta(String),
     /// A piece of reasoning, for live display.
@@ -99,11 +98,12 @@ pub enum StreamEvent {
 }
 
 /// A boxed stream of events; dropping it cancels the request.
-pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+pub(crate) type EventStream =
+    Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 
 /// One model endpoint.
 #[async_trait]
-pub trait Provider: Send + Sync {
+pub(crate) trait Provider: Send + Sync {
     /// The provider's name as the user wrote it (`anthropic`, `ollama`, …).
     fn name(&self) -> &str;
     /// The model name sent to the provider.
@@ -121,7 +121,7 @@ pub trait Provider: Send + Sync {
 /// Why a model request failed. Messages name the provider and carry the provider's own error
 /// text; they never contain a key.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum ProviderError {
+pub(crate) enum ProviderError {
     /// A non-success HTTP status before any streaming.
     #[error("{provider}: HTTP {status} {message}")]
     Http {
@@ -173,7 +173,7 @@ pub enum ProviderError {
 
 impl ProviderError {
     /// What kind of failure this is, as decided where it was made.
-    pub fn kind(&self) -> Failure {
+    pub(crate) fn kind(&self) -> Failure {
         match self {
             ProviderError::Http { kind, .. } | ProviderError::Stream { kind, .. } => *kind,
             ProviderError::Transport { .. } | ProviderError::Truncated { .. } => Failure::Network,
@@ -187,22 +187,22 @@ impl ProviderError {
 
     /// Whether the provider refused the request as longer than the model's context window (a
     /// smaller request may succeed).
-    pub fn is_context_overflow(&self) -> bool {
+    pub(crate) fn is_context_overflow(&self) -> bool {
         self.kind() == Failure::ContextTooLong
     }
 
     /// Whether trying the same request again may succeed.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         self.kind().retryable()
     }
 }
 
 /// What mapping an event (or the end of the body) gives: nothing but the events it pushed, or
 /// the error that ends the response.
-pub type Mapped = Result<(), ProviderError>;
+pub(crate) type Mapped = Result<(), ProviderError>;
 
 /// A provider's wire-to-neutral state machine. Pure: no I/O, so it is tested by feeding events.
-pub trait Mapper: Send + 'static {
+pub(crate) trait Mapper: Send + 'static {
     /// The provider name used in error messages.
     fn provider(&self) -> &str;
 
@@ -234,16 +234,16 @@ pub trait Mapper: Send + 'static {
 
 /// The bounds [`drive`] holds a response to.
 #[derive(Debug, Clone, Copy)]
-pub struct Bounds {
+pub(crate) struct Bounds {
     /// How long the response may go without progress (`--idle-timeout`).
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// The most content it may carry ([`MAX_RESPONSE_BYTES`]).
-    pub max_bytes: u64,
+    pub(crate) max_bytes: u64,
 }
 
 /// Runs `mapper` over a byte stream: decode SSE, map, enforce the idle timeout and the cap on
 /// the response's content, and end with `Done` or an error (never a silent end).
-pub fn drive<S, E, M>(body: S, mapper: M, idle: Duration) -> EventStream
+pub(crate) fn drive<S, E, M>(body: S, mapper: M, idle: Duration) -> EventStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display,
@@ -257,7 +257,7 @@ where
 }
 
 /// [`drive`] with explicit bounds.
-pub fn drive_within<S, E, M>(body: S, mapper: M, bounds: Bounds) -> EventStream
+pub(crate) fn drive_within<S, E, M>(body: S, mapper: M, bounds: Bounds) -> EventStream
 where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display,
@@ -412,7 +412,7 @@ fn deadline_after(idle: Duration) -> tokio::time::Instant {
 mod drive_tests;
 
 /// Parses an event's JSON data, naming the provider and event on failure.
-pub fn parse_json<T: serde::de::DeserializeOwned>(
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     provider: &str,
     data: &str,
 ) -> Result<T, ProviderError> {

@@ -20,16 +20,16 @@ use super::{
 use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
 /// Ids rounds gives calls whose own id is missing or unusable (see `CallIds`).
-pub const GENERATED_ID_PREFIX: &str = "call_rounds_";
+pub(crate) const GENERATED_ID_PREFIX: &str = "call_rounds_";
 
-pub use crate::providers::Flavor;
+pub(crate) use crate::providers::Flavor;
 
-pub struct OpenAi {
+pub(crate) struct OpenAi {
     endpoint: Endpoint,
 }
 
 impl OpenAi {
-    pub fn new(endpoint: Endpoint) -> OpenAi {
+    pub(crate) fn new(endpoint: Endpoint) -> OpenAi {
         OpenAi { endpoint }
     }
 }
@@ -61,7 +61,7 @@ impl Provider for OpenAi {
 // ---- request ----
 
 #[derive(Debug, Serialize)]
-pub struct WireRequest<'a> {
+pub(crate) struct WireRequest<'a> {
     model: &'a str,
     stream: bool,
     stream_options: StreamOptions,
@@ -108,7 +108,7 @@ struct WireFunction<'a> {
 }
 
 /// The request body for `request`.
-pub fn build_request<'a>(
+pub(crate) fn build_request<'a>(
     model: &'a str,
     flavor: Flavor,
     request: &Request<'a>,
@@ -323,7 +323,7 @@ struct PartialCall {
 
 /// Chat Completions chunks → neutral events.
 #[derive(Debug)]
-pub struct OpenAiMapper {
+pub(crate) struct OpenAiMapper {
     provider: &'static str,
     text: String,
     reasoning: String,
@@ -338,7 +338,7 @@ pub struct OpenAiMapper {
 }
 
 impl OpenAiMapper {
-    pub fn new(provider: &'static str) -> OpenAiMapper {
+    pub(crate) fn new(provider: &'static str) -> OpenAiMapper {
         OpenAiMapper {
             provider,
             text: String::new(),
@@ -354,7 +354,7 @@ impl OpenAiMapper {
     }
 
     /// For the response that follows `history`: generated ids are unique in the conversation.
-    pub fn after(mut self, history: &[Message]) -> OpenAiMapper {
+    pub(crate) fn after(mut self, history: &[Message]) -> OpenAiMapper {
         self.ids = CallIds::after(history);
         self
     }

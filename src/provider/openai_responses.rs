@@ -24,14 +24,14 @@ use super::{
 use crate::conversation::{Block, CallDefect, StopReason, ToolUse, Usage};
 
 mod request;
-pub use request::{WireRequest, build_request};
+pub(crate) use request::build_request;
 
-pub struct OpenAiResponses {
+pub(crate) struct OpenAiResponses {
     endpoint: Endpoint,
 }
 
 impl OpenAiResponses {
-    pub fn new(endpoint: Endpoint) -> OpenAiResponses {
+    pub(crate) fn new(endpoint: Endpoint) -> OpenAiResponses {
         OpenAiResponses { endpoint }
     }
 }
@@ -278,7 +278,7 @@ impl Partial {
 
 /// Responses stream events → neutral events.
 #[derive(Debug)]
-pub struct ResponsesMapper {
+pub(crate) struct ResponsesMapper {
     provider: &'static str,
     open: BTreeMap<u64, Partial>,
     /// A function call was emitted: the response asks for tools.
@@ -289,7 +289,7 @@ pub struct ResponsesMapper {
 }
 
 impl ResponsesMapper {
-    pub fn new(provider: &'static str) -> ResponsesMapper {
+    pub(crate) fn new(provider: &'static str) -> ResponsesMapper {
         ResponsesMapper {
             provider,
             open: BTreeMap::new(),

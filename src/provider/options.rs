@@ -27,7 +27,7 @@ pub enum Effort {
 
 impl Effort {
     /// The value OpenAI takes (`reasoning.effort`, `reasoning_effort`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Effort::Low => "low",
             Effort::Medium => "medium",
@@ -38,7 +38,7 @@ impl Effort {
     /// A thinking budget for the APIs that take tokens rather than a level (Anthropic, Gemini
     /// 2.5). Low is Anthropic's minimum; high stays within every Gemini 2.5 model's maximum
     /// (Flash: 24576).
-    pub fn budget_tokens(self) -> u32 {
+    pub(crate) fn budget_tokens(self) -> u32 {
         match self {
             Effort::Low => 1024,
             Effort::Medium => 8192,
@@ -64,7 +64,7 @@ pub enum Parallel {
 
 impl Parallel {
     /// The OpenAI APIs' `parallel_tool_calls` field, when tools are offered.
-    pub fn openai_field(self, flavor: Flavor) -> Option<bool> {
+    pub(crate) fn openai_field(self, flavor: Flavor) -> Option<bool> {
         match (self, flavor) {
             (Parallel::On, _) | (Parallel::Auto, Flavor::OpenAi) => Some(true),
             (Parallel::Off, _) => Some(false),
@@ -76,28 +76,28 @@ impl Parallel {
 /// The sampling and reasoning options of every request of a run. Empty by default: nothing is
 /// sent and each model uses its own defaults.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Options {
-    pub reasoning_effort: Option<Effort>,
+pub(crate) struct Options {
+    pub(crate) reasoning_effort: Option<Effort>,
     /// `--thinking-budget`: tokens of extended thinking (Anthropic) or `thinkingBudget` (Gemini).
-    pub thinking_budget: Option<u32>,
+    pub(crate) thinking_budget: Option<u32>,
     /// `--temperature`, 0 to 2 (clap checks the range).
-    pub temperature: Option<f64>,
-    pub parallel_tool_calls: Parallel,
+    pub(crate) temperature: Option<f64>,
+    pub(crate) parallel_tool_calls: Parallel,
 }
 
 /// Anthropic rejects a smaller `budget_tokens`.
-pub const ANTHROPIC_MIN_BUDGET: u32 = 1024;
+pub(crate) const ANTHROPIC_MIN_BUDGET: u32 = 1024;
 
 impl Options {
     /// Anthropic extended thinking: the budget given, else the effort's; `None` is thinking off.
-    pub fn anthropic_thinking(&self) -> Option<u32> {
+    pub(crate) fn anthropic_thinking(&self) -> Option<u32> {
         self.thinking_budget
             .or(self.reasoning_effort.map(Effort::budget_tokens))
     }
 
     /// Anthropic's `max_tokens`, which must exceed the thinking budget: the user's cap (setup has
     /// checked it is larger), else the default answer room on top of the budget.
-    pub fn anthropic_max_tokens(&self, requested: Option<u32>) -> u32 {
+    pub(crate) fn anthropic_max_tokens(&self, requested: Option<u32>) -> u32 {
         match (requested, self.anthropic_thinking()) {
             (Some(n), _) => n,
             (None, Some(budget)) => budget.saturating_add(DEFAULT_MAX_TOKENS),
@@ -108,7 +108,7 @@ impl Options {
 
 /// Whether `model` is one of OpenAI's reasoning families (o1, o3, o4, gpt-5), which the Responses
 /// API serves best: their reasoning items can be carried from round to round there.
-pub fn is_openai_reasoning_family(model: &str) -> bool {
+pub(crate) fn is_openai_reasoning_family(model: &str) -> bool {
     let name = model.strip_prefix("ft:").unwrap_or(model);
     let family = |prefix: &str| {
         name.strip_prefix(prefix)
@@ -120,7 +120,7 @@ pub fn is_openai_reasoning_family(model: &str) -> bool {
 /// Whether `model` is an OpenAI reasoning model: the reasoning families except their chat
 /// variants (`gpt-5-chat-latest`). These reject `temperature`, and their reasoning items can be
 /// asked for encrypted.
-pub fn is_openai_reasoning_model(model: &str) -> bool {
+pub(crate) fn is_openai_reasoning_model(model: &str) -> bool {
     is_openai_reasoning_family(model) && !model.contains("-chat")
 }
 

@@ -16,32 +16,32 @@ use serde_json::Value;
 /// short. What it stops is a broken or hostile server: a response is held several times over
 /// (the mapper's partial block, the finished block, the transcript line), and 480 MiB of text
 /// once took 1.5 GB of memory while 1.6 GiB aborted the process with no `end` line.
-pub const MAX_RESPONSE_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const MAX_RESPONSE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// What a block counts besides its content: an empty block still costs its bookkeeping and its
 /// place in the transcript, so a stream of empty blocks is bounded too (32k of them at the cap,
 /// where real responses have tens).
-pub const BLOCK_BYTES: u64 = 1024;
+pub(crate) const BLOCK_BYTES: u64 = 1024;
 
 /// Content a response has carried so far, in bytes. It only grows; the driver compares it
 /// before and after each event.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Progress(u64);
+pub(crate) struct Progress(u64);
 
 impl Progress {
     /// Text arrived: answer or thinking text, a signature, a tool's name, id or input fragment.
     /// Empty text is no progress (servers send empty deltas as keep-alives).
-    pub fn text(&mut self, s: &str) {
+    pub(crate) fn text(&mut self, s: &str) {
         self.bytes(s.len());
     }
 
     /// `n` bytes of content arrived (for content measured rather than seen as one string).
-    pub fn bytes(&mut self, n: usize) {
+    pub(crate) fn bytes(&mut self, n: usize) {
         self.0 = self.0.saturating_add(u64::try_from(n).unwrap_or(u64::MAX));
     }
 
     /// A JSON value arrived whole (a tool's input): counted as its compact serialization.
-    pub fn json(&mut self, value: &Value) {
+    pub(crate) fn json(&mut self, value: &Value) {
         let mut counter = Counter(0);
         // Writing to a counter cannot fail; a value that could not serialize counts nothing.
         let _ = serde_json::to_writer(&mut counter, value);
@@ -49,12 +49,12 @@ impl Progress {
     }
 
     /// A new block (text, thinking, a tool call, …) started.
-    pub fn block(&mut self) {
+    pub(crate) fn block(&mut self) {
         self.0 = self.0.saturating_add(BLOCK_BYTES);
     }
 
     /// Bytes counted so far.
-    pub fn total(self) -> u64 {
+    pub(crate) fn total(self) -> u64 {
         self.0
     }
 }
@@ -74,7 +74,7 @@ impl std::io::Write for Counter {
 }
 
 /// A byte count as messages show it: whole MiB when it is one, else bytes.
-pub fn show_bytes(n: u64) -> String {
+pub(crate) fn show_bytes(n: u64) -> String {
     const MIB: u64 = 1024 * 1024;
     if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)

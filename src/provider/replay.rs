@@ -10,14 +10,14 @@ use super::{EventStream, Provider, ProviderError, Request, StreamEvent};
 use crate::conversation::{Block, StopReason};
 use crate::transcript::{Round, Transcript};
 
-pub struct Replay {
+pub(crate) struct Replay {
     model: String,
     rounds: Vec<Round>,
     next: AtomicUsize,
 }
 
 impl Replay {
-    pub fn new(transcript: &Transcript) -> Replay {
+    pub(crate) fn new(transcript: &Transcript) -> Replay {
         Replay {
             model: transcript.start.model.clone(),
             rounds: transcript.rounds.clone(),

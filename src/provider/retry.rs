@@ -11,22 +11,22 @@ use std::time::Duration;
 use super::ProviderError;
 
 /// The longest `retry-after` that is waited out rather than reported.
-pub const MAX_HONOURED_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const MAX_HONOURED_WAIT: Duration = Duration::from_secs(60);
 /// The longest backoff between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Retries after the first attempt (`--max-retries`).
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// The first backoff; it doubles with each retry (`--retry-delay`).
-    pub base: Duration,
+    pub(crate) base: Duration,
 }
 
 impl RetryPolicy {
     /// The wait before retry number `retry` (1 for the first retry) after `error`, or `None`
     /// when the error must not be retried.
-    pub fn delay(&self, error: &ProviderError, retry: u32) -> Option<Duration> {
+    pub(crate) fn delay(&self, error: &ProviderError, retry: u32) -> Option<Duration> {
         if retry > self.max_retries || !error.is_retryable() {
             return None;
         }

@@ -13,19 +13,19 @@ use std::fmt;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     /// The `event:` field; `message` when absent.
-    pub event: String,
+    pub(crate) event: String,
     /// The `data:` lines joined with `\n`.
-    pub data: String,
+    pub(crate) data: String,
     /// The last event ID seen so far (it persists across events).
-    pub id: String,
+    pub(crate) id: String,
 }
 
 /// The stream broke the decoder's memory bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseError {
-    pub limit: usize,
+pub(crate) struct SseError {
+    pub(crate) limit: usize,
 }
 
 impl fmt::Display for SseError {
@@ -38,14 +38,14 @@ impl std::error::Error for SseError {}
 
 /// Default bound on one line and on one event's data: far above any real provider event, low
 /// enough that a hostile or broken server cannot make us buffer without limit.
-pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// Most stray lines kept between drains; beyond that they are counted but dropped.
 const MAX_STRAY_LINES: usize = 1024;
 
 /// Incremental decoder: feed it reads, collect events.
 #[derive(Debug)]
-pub struct Decoder {
+pub(crate) struct Decoder {
     buf: Vec<u8>,
     pending_cr: bool,
     at_start: bool,
@@ -65,7 +65,7 @@ impl Default for Decoder {
 }
 
 impl Decoder {
-    pub fn new(max_event_bytes: usize) -> Decoder {
+    pub(crate) fn new(max_event_bytes: usize) -> Decoder {
         Decoder {
             buf: Vec::new(),
             pending_cr: false,
@@ -81,17 +81,22 @@ impl Decoder {
     }
 
     /// The reconnection time (`retry:` field) last seen, in milliseconds.
-    pub fn retry(&self) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn retry(&self) -> Option<u64> {
         self.retry
     }
 
     /// Lines that were neither known fields nor comments, in arrival order, since the last call.
-    pub fn take_stray(&mut self) -> Vec<String> {
+    pub(crate) fn take_stray(&mut self) -> Vec<String> {
         std::mem::take(&mut self.stray)
     }
 
     /// Feeds one network read; dispatched events are appended to `out`.
-    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub(crate) fn feed(
+        &mut self,
+        mut chunk: &[u8],
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), SseError> {
         if self.pending_cr && !chunk.is_empty() {
             self.pending_cr = false;
             if chunk[0] == b'\n' {
@@ -131,7 +136,7 @@ impl Decoder {
     /// Ends the stream. Per the spec an event without its closing blank line is not dispatched;
     /// it is returned here instead, so a caller can still recognise a terminal sentinel (some
     /// servers omit the last blank line after `[DONE]` or `message_stop`).
-    pub fn finish(&mut self) -> Option<SseEvent> {
+    pub(crate) fn finish(&mut self) -> Option<SseEvent> {
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
             let mut ignored = Vec::new();

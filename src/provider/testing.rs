@@ -4,18 +4,18 @@ use super::sse::Decoder;
 use super::{Mapper, ProviderError, StreamEvent};
 use crate::conversation::{Block, StopReason, Usage};
 
-pub const WIRE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/wire");
+pub(crate) const WIRE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/wire");
 
-pub fn read(name: &str) -> Vec<u8> {
+pub(crate) fn read(name: &str) -> Vec<u8> {
     std::fs::read(format!("{WIRE}/{name}")).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-pub fn expected(name: &str) -> serde_json::Value {
+pub(crate) fn expected(name: &str) -> serde_json::Value {
     serde_json::from_slice(&read(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// Runs `mapper` over `bytes` cut into `chunk`-byte reads (0 = one read), like `drive` does.
-pub fn run<M: Mapper>(
+pub(crate) fn run<M: Mapper>(
     mapper: M,
     bytes: &[u8],
     chunk: usize,
@@ -29,7 +29,7 @@ pub fn run<M: Mapper>(
 }
 
 /// Runs `mapper` over exactly these network reads.
-pub fn run_reads<M: Mapper>(
+pub(crate) fn run_reads<M: Mapper>(
     mut mapper: M,
     reads: &[&[u8]],
 ) -> Result<Vec<StreamEvent>, ProviderError> {
@@ -61,7 +61,7 @@ pub fn run_reads<M: Mapper>(
 
 /// Feeds each of `events` (raw SSE text, one or more events each) to `mapper` in turn, and says
 /// for each whether it made progress (see `Mapper::progress`). The mapper is returned too.
-pub fn progress_steps<M: Mapper>(mut mapper: M, events: &[&str]) -> (Vec<bool>, M) {
+pub(crate) fn progress_steps<M: Mapper>(mut mapper: M, events: &[&str]) -> (Vec<bool>, M) {
     let mut decoder = Decoder::default();
     let mut out = Vec::new();
     let steps = events
@@ -88,7 +88,7 @@ pub struct Summary {
     pub text: String,
 }
 
-pub fn summarize(events: &[StreamEvent]) -> Summary {
+pub(crate) fn summarize(events: &[StreamEvent]) -> Summary {
     let mut s = Summary {
         blocks: vec![],
         usage: None,
@@ -117,7 +117,7 @@ pub fn summarize(events: &[StreamEvent]) -> Summary {
 }
 
 /// Every chunking the mapper tests try: whole, 1-byte, and a few odd sizes.
-pub const CHUNKINGS: &[usize] = &[0, 1, 2, 3, 7, 64];
+pub(crate) const CHUNKINGS: &[usize] = &[0, 1, 2, 3, 7, 64];
 
 #[cfg(test)]
 mod every_split {

@@ -14,7 +14,7 @@ use crate::conversation::{Block, ToolResult, ToolUse};
 use crate::transcript::{Round, Transcript};
 
 /// `raw` made safe as HTML text or as a quoted attribute value.
-pub fn escape(raw: &str) -> String {
+pub(crate) fn escape(raw: &str) -> String {
     let shown = crate::terminal::text(raw);
     let mut out = String::with_capacity(shown.len() + 16);
     for c in shown.chars() {
@@ -46,7 +46,7 @@ details{margin:.3rem 0}summary{cursor:pointer}\
 .status-ok{color:#1a7f37}.status-bad{color:#cf222e}";
 
 /// The whole transcript as an HTML document.
-pub fn render(t: &Transcript, path: &str) -> String {
+pub(crate) fn render(t: &Transcript, path: &str) -> String {
     let s = &t.start;
     let mut out = String::new();
     let _ = write!(

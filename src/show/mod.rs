@@ -7,8 +7,8 @@
 //! both renderers escape all of it, the terminal one through `crate::terminal`, the HTML one
 //! as HTML, so no content can drive a terminal or become markup.
 
-pub mod html;
-pub mod terminal;
+pub(crate) mod html;
+pub(crate) mod terminal;
 
 use serde::Serialize;
 
@@ -17,13 +17,13 @@ use crate::transcript::Round;
 
 /// How a rendering looks: the lines of a result shown before it is folded.
 #[derive(Debug, Clone, Copy)]
-pub struct Options {
-    pub result_lines: usize,
-    pub color: bool,
+pub(crate) struct Options {
+    pub(crate) result_lines: usize,
+    pub(crate) color: bool,
 }
 
 /// The first `lines` lines of `text`, and how many more there are.
-pub fn fold(text: &str, lines: usize) -> (Vec<&str>, usize) {
+pub(crate) fn fold(text: &str, lines: usize) -> (Vec<&str>, usize) {
     let all: Vec<&str> = text.lines().collect();
     if all.len() <= lines {
         return (all, 0);
@@ -33,7 +33,7 @@ pub fn fold(text: &str, lines: usize) -> (Vec<&str>, usize) {
 
 /// `1020 in (900 read from the cache, 0 written to it) / 30 out tokens · $0.0123`, in the
 /// words of the summary line a run ends with.
-pub fn usage_text(u: &Usage, cost: Option<f64>) -> String {
+pub(crate) fn usage_text(u: &Usage, cost: Option<f64>) -> String {
     let cached = match (u.cache_read_tokens, u.cache_write_tokens) {
         (0, 0) => String::new(),
         (read, written) => format!(" ({read} read from the cache, {written} written to it)"),
@@ -47,7 +47,7 @@ pub fn usage_text(u: &Usage, cost: Option<f64>) -> String {
 }
 
 /// A duration in milliseconds as a person reads it: `412 ms`, `3.2 s`.
-pub fn duration(ms: u64) -> String {
+pub(crate) fn duration(ms: u64) -> String {
     if ms < 1000 {
         format!("{ms} ms")
     } else {
@@ -56,7 +56,7 @@ pub fn duration(ms: u64) -> String {
 }
 
 /// An RFC 3339 time as `2026-01-02 13:04:05 UTC`, or as written when it does not parse.
-pub fn time(text: &str) -> String {
+pub(crate) fn time(text: &str) -> String {
     match text.parse::<jiff::Timestamp>() {
         Ok(t) => t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
         Err(_) => text.to_owned(),
@@ -64,7 +64,7 @@ pub fn time(text: &str) -> String {
 }
 
 /// A call's input as the model sent it: compact JSON, or the raw text when it did not parse.
-pub fn input_text(call: &ToolUse) -> String {
+pub(crate) fn input_text(call: &ToolUse) -> String {
     match (&call.defect, &call.raw_input) {
         (Some(_), Some(raw)) => raw.clone(),
         _ => serde_json::to_string(&call.input).unwrap_or_default(),
@@ -72,7 +72,7 @@ pub fn input_text(call: &ToolUse) -> String {
 }
 
 /// Why a call could not run, if it could not.
-pub fn defect_text(call: &ToolUse) -> Option<String> {
+pub(crate) fn defect_text(call: &ToolUse) -> Option<String> {
     call.defect.as_ref().map(|d| match d {
         CallDefect::InvalidJson(why) => format!("arguments are not valid JSON: {why}"),
         CallDefect::Truncated => "cut off by max_tokens before its arguments were complete".into(),
@@ -80,7 +80,7 @@ pub fn defect_text(call: &ToolUse) -> Option<String> {
 }
 
 /// A serde enum's name as written in the transcript (`denied`, `end_turn`).
-pub fn name<T: Serialize>(value: &T) -> String {
+pub(crate) fn name<T: Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => s,
         _ => String::new(),
@@ -88,7 +88,7 @@ pub fn name<T: Serialize>(value: &T) -> String {
 }
 
 /// Whether the answer is just the last round's text (which was shown already).
-pub fn answer_is_last_text(t: &crate::transcript::Transcript, answer: &str) -> bool {
+pub(crate) fn answer_is_last_text(t: &crate::transcript::Transcript, answer: &str) -> bool {
     use crate::conversation::Block;
     let Some(last) = t.rounds.last() else {
         return false;
@@ -105,13 +105,13 @@ pub fn answer_is_last_text(t: &crate::transcript::Transcript, answer: &str) -> b
 }
 
 /// The result recorded for `call` in `round`.
-pub fn result_of<'a>(round: &'a Round, call: &ToolUse) -> Option<&'a ToolResult> {
+pub(crate) fn result_of<'a>(round: &'a Round, call: &ToolUse) -> Option<&'a ToolResult> {
     round.results.iter().find(|r| r.tool_use_id == call.id)
 }
 
 /// Results of `round` that answer no call (an edited transcript), which would otherwise be
 /// left out of the view.
-pub fn stray_results(round: &Round) -> Vec<&ToolResult> {
+pub(crate) fn stray_results(round: &Round) -> Vec<&ToolResult> {
     use crate::conversation::Block;
     round
         .results
@@ -126,7 +126,7 @@ pub fn stray_results(round: &Round) -> Vec<&ToolResult> {
 }
 
 /// `✓ 13 bytes · 0 ms` or `✗ denied · 0 ms`, with the cut and where the whole output is.
-pub fn result_head(r: &ToolResult) -> String {
+pub(crate) fn result_head(r: &ToolResult) -> String {
     let mut head = if r.is_error {
         let kind = r.error_kind.as_ref().map_or("error".into(), name);
         format!("✗ {kind}")
@@ -144,7 +144,7 @@ pub fn result_head(r: &ToolResult) -> String {
 }
 
 /// `completed (exit 0) · 2 rounds · 3 tool calls (1 failed: denied 1)`.
-pub fn end_head(end: &crate::transcript::End) -> String {
+pub(crate) fn end_head(end: &crate::transcript::End) -> String {
     let mut head = format!(
         "{} (exit {}) · {} round{} · {} tool call{}",
         end.status.as_str(),

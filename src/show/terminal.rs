@@ -71,7 +71,7 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// The whole transcript as text.
-pub fn render(t: &Transcript, path: &str, opts: Options) -> String {
+pub(crate) fn render(t: &Transcript, path: &str, opts: Options) -> String {
     let mut out = Out {
         buf: String::new(),
         color: opts.color,

@@ -15,12 +15,12 @@
 mod export;
 mod nul;
 mod postgres;
-pub mod queue;
+pub(crate) mod queue;
 mod tls;
 
 pub use export::export;
 pub use postgres::{PgStore, connect};
-pub use tls::{PemProblem, TlsError, UrlError};
+pub(crate) use tls::{TlsError, UrlError};
 
 use crate::outcome::Status;
 
@@ -87,7 +87,7 @@ pub enum StoreError {
 impl StoreError {
     /// Exit 2 for what the user can fix before anything happened (the URL, the server, the run
     /// id); exit 1 for failures of a store that was working.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         match self {
             StoreError::Url(_)
             | StoreError::Connect { .. }
@@ -106,7 +106,7 @@ impl StoreError {
     }
 
     /// Whether the session ended rather than a statement failing: worth one reconnect.
-    pub fn is_connection_lost(&self) -> bool {
+    pub(crate) fn is_connection_lost(&self) -> bool {
         matches!(self, StoreError::Database { source, .. } if postgres::connection_lost(source))
     }
 }

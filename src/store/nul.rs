@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 const MARK: char = '\u{10FFFF}';
 
 /// A string PostgreSQL can store.
-pub fn escape(s: &str) -> Cow<'_, str> {
+pub(crate) fn escape(s: &str) -> Cow<'_, str> {
     if !s.contains(['\0', MARK]) {
         return Cow::Borrowed(s);
     }
@@ -38,7 +38,7 @@ pub fn escape(s: &str) -> Cow<'_, str> {
 
 /// The string `escape` was given. A mark followed by anything else cannot come from `escape`;
 /// it is kept as it is rather than failing the export.
-pub fn unescape(s: &str) -> Cow<'_, str> {
+pub(crate) fn unescape(s: &str) -> Cow<'_, str> {
     if !s.contains(MARK) {
         return Cow::Borrowed(s);
     }
@@ -65,12 +65,12 @@ pub fn unescape(s: &str) -> Cow<'_, str> {
 }
 
 /// `escape` applied to every string and object key in a JSON value.
-pub fn escape_value(v: Value) -> Value {
+pub(crate) fn escape_value(v: Value) -> Value {
     map_strings(v, &|s| escape(s).into_owned())
 }
 
 /// Undoes `escape_value`.
-pub fn unescape_value(v: Value) -> Value {
+pub(crate) fn unescape_value(v: Value) -> Value {
     map_strings(v, &|s| unescape(s).into_owned())
 }
 

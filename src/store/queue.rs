@@ -15,26 +15,24 @@ use super::StoreError;
 use super::postgres::{database_error, migrate, open};
 
 /// One connection to a store's queue.
-pub struct Queue {
+pub(crate) struct Queue {
     client: Client,
     database: String,
 }
 
 /// A job a worker now holds.
 #[derive(Debug, Clone)]
-pub struct Claimed {
-    pub job_id: String,
-    pub line: i32,
-    pub spec: Value,
-    /// How many times a worker took it, this time included.
-    pub attempts: i32,
+pub(crate) struct Claimed {
+    pub(crate) job_id: String,
+    pub(crate) line: i32,
+    pub(crate) spec: Value,
     /// Its earlier runs, oldest first.
-    pub runs: Vec<String>,
+    pub(crate) runs: Vec<String>,
 }
 
 /// What a worker finds when it asks for a job.
 #[derive(Debug)]
-pub enum Claim {
+pub(crate) enum Claim {
     Job(Claimed),
     /// None is free, but some are running elsewhere (and may come back when a lease expires):
     /// ask again after this long.
@@ -45,18 +43,17 @@ pub enum Claim {
 
 /// A job's row, for `batch status` and `batch results`.
 #[derive(Debug, Clone)]
-pub struct JobRow {
-    pub job_id: String,
-    pub line: i32,
-    pub spec: Value,
-    pub state: String,
-    pub lease_owner: Option<String>,
+pub(crate) struct JobRow {
+    pub(crate) job_id: String,
+    pub(crate) line: i32,
+    pub(crate) state: String,
+    pub(crate) lease_owner: Option<String>,
     /// Seconds since it was claimed, while running.
-    pub running_secs: Option<f64>,
+    pub(crate) running_secs: Option<f64>,
     /// Whether its lease has expired (its worker is gone or stuck).
-    pub expired: bool,
-    pub attempts: i32,
-    pub result: Option<Value>,
+    pub(crate) expired: bool,
+    pub(crate) attempts: i32,
+    pub(crate) result: Option<Value>,
 }
 
 impl Queue {
@@ -73,7 +70,7 @@ impl Queue {
     }
 
     /// Queues a batch: its run flags and its jobs as (id, line, spec). Fails if the id is taken.
-    pub async fn enqueue(
+    pub(crate) async fn enqueue(
         &mut self,
         batch_id: &str,
         run_flags: &[String],
@@ -115,7 +112,10 @@ impl Queue {
     }
 
     /// The run flags a batch was queued with; `None` when there is no such batch.
-    pub async fn run_flags(&self, batch_id: &str) -> Result<Option<Vec<String>>, StoreError> {
+    pub(crate) async fn run_flags(
+        &self,
+        batch_id: &str,
+    ) -> Result<Option<Vec<String>>, StoreError> {
         let fail = database_error(&self.database);
         let row = self
             .client
@@ -137,7 +137,7 @@ impl Queue {
 
     /// Takes the next job for `owner`, under a lease of `lease`: a queued one, or one whose
     /// lease expired and that fewer than `max_attempts` workers took before.
-    pub async fn claim(
+    pub(crate) async fn claim(
         &self,
         batch_id: &str,
         owner: &str,
@@ -167,7 +167,6 @@ impl Queue {
                 job_id: row.try_get(0).map_err(&fail)?,
                 line: row.try_get(1).map_err(&fail)?,
                 spec: row.try_get(2).map_err(&fail)?,
-                attempts: row.try_get(3).map_err(&fail)?,
                 runs: row.try_get(4).map_err(&fail)?,
             }));
         }
@@ -194,7 +193,7 @@ impl Queue {
     }
 
     /// Records the job's runs (the one about to start last) while `owner` holds it.
-    pub async fn set_runs(
+    pub(crate) async fn set_runs(
         &self,
         batch_id: &str,
         job_id: &str,
@@ -215,7 +214,7 @@ impl Queue {
     }
 
     /// Renews `owner`'s lease on the job; `false` when it no longer holds it.
-    pub async fn renew(
+    pub(crate) async fn renew(
         &self,
         batch_id: &str,
         job_id: &str,
@@ -237,7 +236,7 @@ impl Queue {
 
     /// Marks the job done with its result, if `owner` still holds it; `false` when it does
     /// not (another worker took it over, and that one's result counts).
-    pub async fn finish(
+    pub(crate) async fn finish(
         &self,
         batch_id: &str,
         job_id: &str,
@@ -261,7 +260,7 @@ impl Queue {
 
     /// Puts the job back in the queue (its worker was interrupted); the take does not count as
     /// an attempt.
-    pub async fn release(
+    pub(crate) async fn release(
         &self,
         batch_id: &str,
         job_id: &str,
@@ -281,7 +280,7 @@ impl Queue {
     }
 
     /// Every job of the batch in line order; `None` when there is no such batch.
-    pub async fn jobs(&self, batch_id: &str) -> Result<Option<Vec<JobRow>>, StoreError> {
+    pub(crate) async fn jobs(&self, batch_id: &str) -> Result<Option<Vec<JobRow>>, StoreError> {
         let fail = database_error(&self.database);
         if self.run_flags(batch_id).await?.is_none() {
             return Ok(None);
@@ -302,7 +301,6 @@ impl Queue {
             jobs.push(JobRow {
                 job_id: row.try_get(0).map_err(&fail)?,
                 line: row.try_get(1).map_err(&fail)?,
-                spec: row.try_get(2).map_err(&fail)?,
                 state: row.try_get(3).map_err(&fail)?,
                 lease_owner: row.try_get(4).map_err(&fail)?,
                 running_secs: row.try_get(5).map_err(&fail)?,

@@ -33,7 +33,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// What the connection must be.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Protection {
+pub(crate) enum Protection {
     Plain,
     /// TLS without checking who answers.
     Encrypted,
@@ -42,23 +42,23 @@ pub enum Protection {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Roots {
+pub(crate) enum Roots {
     System,
     File(PathBuf),
 }
 
 /// A client certificate chain and its private key, both PEM files.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Identity {
-    pub cert: PathBuf,
-    pub key: PathBuf,
+pub(crate) struct Identity {
+    pub(crate) cert: PathBuf,
+    pub(crate) key: PathBuf,
 }
 
 /// How to set up TLS: who the server must be, and who we are.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tls {
-    pub protection: Protection,
-    pub identity: Option<Identity>,
+pub(crate) struct Tls {
+    pub(crate) protection: Protection,
+    pub(crate) identity: Option<Identity>,
 }
 
 /// The TLS parameters taken out of a URL, as given.
@@ -135,7 +135,7 @@ pub enum PemProblem {
 
 /// Parses a store URL (or key-value connection string) into the tokio-postgres configuration and
 /// the protection its sslmode asks for.
-pub fn parse(url: &str) -> Result<(Config, Tls), UrlError> {
+pub(crate) fn parse(url: &str) -> Result<(Config, Tls), UrlError> {
     let (rest, params) = take_tls_params(url);
     let TlsParams {
         sslmode,
@@ -218,7 +218,7 @@ fn take_tls_params(url: &str) -> (Cow<'_, str>, TlsParams) {
 }
 
 /// The TLS connector for a protection other than `Plain`, presenting `identity` if there is one.
-pub fn connector(tls: &Tls) -> Result<MakeRustlsConnect, TlsError> {
+pub(crate) fn connector(tls: &Tls) -> Result<MakeRustlsConnect, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

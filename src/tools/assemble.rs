@@ -14,23 +14,23 @@ use super::{Registry, SchemaError, Tool, builtin, manifest, mcp};
 
 /// Where a run's tools come from, as resolved from the flags.
 #[derive(Debug, Clone, Default)]
-pub struct ToolSources {
-    pub builtin: builtin::Options,
-    pub allow: Vec<String>,
-    pub deny: Vec<String>,
-    pub tools_files: Vec<PathBuf>,
+pub(crate) struct ToolSources {
+    pub(crate) builtin: builtin::Options,
+    pub(crate) allow: Vec<String>,
+    pub(crate) deny: Vec<String>,
+    pub(crate) tools_files: Vec<PathBuf>,
     /// `--mcp NAME=COMMAND ARGS…` values, as given.
-    pub mcp: Vec<String>,
-    pub mcp_config: Option<PathBuf>,
+    pub(crate) mcp: Vec<String>,
+    pub(crate) mcp_config: Option<PathBuf>,
     /// How long each MCP server may take to initialize and list its tools.
-    pub mcp_startup_timeout: Duration,
+    pub(crate) mcp_startup_timeout: Duration,
 }
 
 /// The tools of a run, with the servers that provide some of them (stop them when done).
-pub struct Assembled {
-    pub registry: Registry,
-    pub policy: Policy,
-    pub servers: McpServers,
+pub(crate) struct Assembled {
+    pub(crate) registry: Registry,
+    pub(crate) policy: Policy,
+    pub(crate) servers: McpServers,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +53,7 @@ pub enum AssembleError {
 
 /// Every tool of the run (built-ins, manifests, MCP servers, whose processes start in the
 /// context's sandbox) and the allowlist over them.
-pub async fn assemble(
+pub(crate) async fn assemble(
     sources: &ToolSources,
     processes: &ProcessContext<'_>,
 ) -> Result<Assembled, AssembleError> {

@@ -22,25 +22,25 @@ use crate::conversation::{ToolResult, ToolUse, json_kind};
 use crate::process::{self, Captured, Exit, Limits, Sandbox};
 
 /// Exit code with which a hook vetoes a call.
-pub const VETO: i32 = 2;
+pub(crate) const VETO: i32 = 2;
 
 /// The most a hook may print on stdout. A pre hook's reply is read whole up to this; a hook
 /// that prints more is not giving a reply rounds could read, so the call is vetoed.
-pub const MAX_REPLY: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_REPLY: usize = 16 * 1024 * 1024;
 
 /// Bytes of a hook's stderr kept from its start and from its end (a veto's message).
 const STDERR_HEAD: usize = 64 * 1024;
 const STDERR_TAIL: usize = 4 * 1024;
 
 #[derive(Debug, Clone, Default)]
-pub struct Hooks {
-    pub pre: Vec<String>,
-    pub post: Vec<String>,
+pub(crate) struct Hooks {
+    pub(crate) pre: Vec<String>,
+    pub(crate) post: Vec<String>,
 }
 
 /// What the hooks decided about a call.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Go on (with this input, for pre hooks).
     Proceed(Option<Value>),
     /// Stop: the message is the error result the model reads.
@@ -67,19 +67,19 @@ struct ResultView<'a> {
 }
 
 /// Everything a hook process needs from the run.
-pub struct HookRun<'a> {
-    pub workspace: &'a Path,
-    pub env: &'a [(OsString, OsString)],
-    pub timeout: Duration,
-    pub cancel: &'a CancellationToken,
+pub(crate) struct HookRun<'a> {
+    pub(crate) workspace: &'a Path,
+    pub(crate) env: &'a [(OsString, OsString)],
+    pub(crate) timeout: Duration,
+    pub(crate) cancel: &'a CancellationToken,
     /// The run's sandbox: hooks follow `--tool-network` like bash.
-    pub sandbox: &'a Sandbox,
+    pub(crate) sandbox: &'a Sandbox,
 }
 
 impl Hooks {
     /// Runs the pre hooks in order; each sees the input as the previous one left it. The first
     /// that vetoes or fails stops the call.
-    pub async fn before(&self, call: &ToolUse, input: &Value, run: &HookRun<'_>) -> Verdict {
+    pub(crate) async fn before(&self, call: &ToolUse, input: &Value, run: &HookRun<'_>) -> Verdict {
         let mut input = input.clone();
         let mut replaced = false;
         for hook in &self.pre {
@@ -119,7 +119,7 @@ impl Hooks {
 
     /// Runs the post hooks in order on a finished result. One that vetoes or fails withholds
     /// the result.
-    pub async fn after(
+    pub(crate) async fn after(
         &self,
         call: &ToolUse,
         input: &Value,

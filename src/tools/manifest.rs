@@ -154,7 +154,7 @@ fn load_one(path: &Path) -> Result<Vec<CommandTool>, ManifestError> {
 }
 
 /// A tool backed by a command.
-pub struct CommandTool {
+pub(crate) struct CommandTool {
     spec: ToolSpec,
     argv: Vec<OsString>,
     /// The manifest's directory, given to the command as `ROUNDS_MANIFEST_DIR` so its scripts

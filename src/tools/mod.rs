@@ -15,44 +15,44 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub mod assemble;
-pub mod builtin;
-pub mod hooks;
+pub(crate) mod assemble;
+pub(crate) mod builtin;
+pub(crate) mod hooks;
 pub mod manifest;
 pub mod mcp;
-pub mod pipeline;
-pub mod policy;
-pub mod shell;
-pub mod web;
-pub mod workspace;
+pub(crate) mod pipeline;
+pub(crate) mod policy;
+pub(crate) mod shell;
+pub(crate) mod web;
+pub(crate) mod workspace;
 
-pub use crate::conversation::{Class, ToolSpec};
-pub use crate::process::Sandbox;
+pub(crate) use crate::conversation::{Class, ToolSpec};
+pub(crate) use crate::process::Sandbox;
 use crate::process::capture::SpillFile;
 use crate::redact::{Redactor, Seen};
-pub use policy::Gate;
+pub(crate) use policy::Gate;
 pub use workspace::{PathError, Workspace};
 
 /// Everything a running tool may use. The workspace root comes from the user, never the model.
 #[derive(Clone)]
 pub struct ToolContext {
-    pub workspace: Arc<Workspace>,
+    pub(crate) workspace: Arc<Workspace>,
     /// Cancelled on timeout, deadline or signal; long-running tools must stop promptly.
-    pub cancel: CancellationToken,
+    pub(crate) cancel: CancellationToken,
     /// The call's id, for naming files that belong to it.
-    pub call_id: String,
+    pub(crate) call_id: String,
     /// The most time the call may take (`--tool-timeout`); tools that start processes enforce it
     /// themselves so they can clean up and report partial output.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// The environment of processes the tool starts: scrubbed, never a provider key.
     pub env: Arc<[(OsString, OsString)]>,
     /// Where whole outputs that were cut are saved.
-    pub outputs: Arc<Outputs>,
+    pub(crate) outputs: Arc<Outputs>,
     /// The OS sandbox of processes the tool starts.
     pub sandbox: Arc<Sandbox>,
     /// The allowlist as it applies to this call, for what the tool meets while running: a
     /// redirect hop `web_fetch` must not follow, files a grep or glob walk must leave out.
-    pub gate: Gate,
+    pub(crate) gate: Gate,
 }
 
 impl ToolContext {
@@ -77,7 +77,7 @@ impl ToolContext {
 /// transcript (`RUN.outputs/`), or in the temp directory without one (removed when the run
 /// ends). Each file holds at most `max_spill` bytes.
 #[derive(Debug)]
-pub struct Outputs {
+pub(crate) struct Outputs {
     /// Made before any tool ran and written only through this handle (see `files`); `None`
     /// keeps no whole outputs (a tool run outside a run, in tests).
     dir: Option<crate::files::Dir>,
@@ -94,10 +94,10 @@ pub struct Outputs {
 
 /// `--max-spill-bytes`' default: enough for any output a person would read, and a bound on
 /// what a runaway command (`yes`) costs the disk.
-pub const DEFAULT_MAX_SPILL: u64 = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_SPILL: u64 = 64 * 1024 * 1024;
 
 impl Outputs {
-    pub fn new(dir: crate::files::Dir, max_spill: u64) -> Outputs {
+    pub(crate) fn new(dir: crate::files::Dir, max_spill: u64) -> Outputs {
         Outputs {
             dir: Some(dir),
             max_spill,
@@ -108,7 +108,7 @@ impl Outputs {
     }
 
     /// No directory: cut results keep only their head and tail.
-    pub fn none() -> Outputs {
+    pub(crate) fn none() -> Outputs {
         Outputs {
             dir: None,
             max_spill: 0,
@@ -119,25 +119,25 @@ impl Outputs {
     }
 
     /// The same directory, with `redact` applied to every output that goes through its files.
-    pub fn redacting(self, redact: Redactor) -> Outputs {
+    pub(crate) fn redacting(self, redact: Redactor) -> Outputs {
         Outputs { redact, ..self }
     }
 
     /// Removes what was saved, through the handle (see `files::Dir::clear`).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         if let Some(dir) = &self.dir {
             dir.clear();
         }
     }
 
     /// The directory's path.
-    pub fn dir(&self) -> Option<&std::path::Path> {
+    pub(crate) fn dir(&self) -> Option<&std::path::Path> {
         self.dir.as_ref().map(crate::files::Dir::path)
     }
 
     /// A new file for one call's output of one kind (`stdout`, `txt`, …): the id reduced to
     /// characters safe in a file name, made unique within the run.
-    pub fn file(&self, call_id: &str, kind: &str) -> Option<SpillFile> {
+    pub(crate) fn file(&self, call_id: &str, kind: &str) -> Option<SpillFile> {
         let dir = self.dir.as_ref()?;
         let safe: String = call_id
             .chars()
@@ -174,7 +174,7 @@ impl Outputs {
     }
 
     /// The names redacted from the outputs of call `call_id` so far, sorted; forgets the call.
-    pub fn redacted(&self, call_id: &str) -> Vec<String> {
+    pub(crate) fn redacted(&self, call_id: &str) -> Vec<String> {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         seen.remove(call_id).map(|s| s.take()).unwrap_or_default()
     }
@@ -193,7 +193,7 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    pub fn failed(msg: impl Into<String>) -> ToolError {
+    pub(crate) fn failed(msg: impl Into<String>) -> ToolError {
         ToolError::Failed(msg.into())
     }
 }
@@ -222,7 +222,7 @@ pub trait Tool: Send + Sync {
 
 /// The subject of a file tool: its `path` input (or `default` when it has none), as the
 /// workspace-relative path allowlist patterns match.
-pub fn path_subject(
+pub(crate) fn path_subject(
     input: &Value,
     workspace: &Workspace,
     default: Option<&str>,
@@ -236,7 +236,7 @@ pub fn path_subject(
 
 /// Runs a tool's blocking file work on the blocking pool: on the single runtime thread it would
 /// stall the provider stream and every other call.
-pub async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     tool: &str,
     work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
@@ -250,7 +250,7 @@ pub async fn blocking<T: Send + 'static>(
 /// unknown fields are refused, `#[schemars(range/length)]` bound values. It is trimmed to what a
 /// model reads: no `$schema`, `title` or `format`, and an optional field is its own type rather
 /// than "that type or null" (every request carries these schemas, so each word costs tokens).
-pub fn schema_for<T: schemars::JsonSchema>() -> Value {
+pub(crate) fn schema_for<T: schemars::JsonSchema>() -> Value {
     let mut schema = Value::from(schemars::SchemaGenerator::default().into_root_schema_for::<T>());
     if let Value::Object(root) = &mut schema {
         root.remove("$schema");
@@ -279,7 +279,12 @@ fn trim_schema(schema: &mut Value) {
 /// A path error as the model reads it. A path that does not exist comes with the closest names
 /// beside it (up to three, none that a deny rule hides from this tool), so a misspelt or guessed
 /// path is put right in one step.
-pub fn path_error(e: PathError, given: &str, workspace: &Workspace, gate: &Gate) -> ToolError {
+pub(crate) fn path_error(
+    e: PathError,
+    given: &str,
+    workspace: &Workspace,
+    gate: &Gate,
+) -> ToolError {
     if !matches!(e, PathError::NotFound(_)) {
         return e.into();
     }
@@ -302,13 +307,13 @@ pub fn path_error(e: PathError, given: &str, workspace: &Workspace, gate: &Gate)
 }
 
 /// Deserializes a tool's typed arguments from already-validated input.
-pub fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input).map_err(|e| ToolError::failed(format!("invalid arguments: {e}")))
 }
 
 /// A registered tool with its compiled schema.
-pub struct Entry {
-    pub tool: Arc<dyn Tool>,
+pub(crate) struct Entry {
+    pub(crate) tool: Arc<dyn Tool>,
     /// Compiled on first use: compiling every schema at startup costs more memory and time
     /// than most runs' calls ever need (see the README's benchmark notes).
     validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
@@ -323,7 +328,7 @@ impl Entry {
     }
 
     /// The tool's compiled input schema, or why it does not compile.
-    pub fn validator(&self) -> Result<&jsonschema::Validator, SchemaError> {
+    pub(crate) fn validator(&self) -> Result<&jsonschema::Validator, SchemaError> {
         let compiled = self.validator.get_or_init(|| {
             jsonschema::validator_for(&self.tool.spec().input_schema).map_err(|e| SchemaError {
                 name: self.tool.spec().name.clone(),
@@ -336,7 +341,7 @@ impl Entry {
 
 /// Every tool this run knows, in registration order.
 #[derive(Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
 }
@@ -355,7 +360,7 @@ impl Registry {
     /// Adds a tool; a later tool with the same name replaces the earlier one. The schema is
     /// compiled when the tool is first called (`Entry::validator`); use `register_checked` for
     /// tools whose schema comes from outside rounds.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+    pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) {
         let name = tool.spec().name.clone();
         let entry = Entry::new(tool);
         match self.by_name.get(&name) {
@@ -372,25 +377,25 @@ impl Registry {
 
     /// Adds a tool after checking that its schema compiles: for schemas from manifests and
     /// servers, where a mistake should be reported at startup, not at the first call.
-    pub fn register_checked(&mut self, tool: Arc<dyn Tool>) -> Result<(), SchemaError> {
+    pub(crate) fn register_checked(&mut self, tool: Arc<dyn Tool>) -> Result<(), SchemaError> {
         Entry::new(tool.clone()).validator()?;
         self.register(tool);
         Ok(())
     }
 
-    pub fn get(&self, name: &str) -> Option<&Entry> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Entry> {
         self.by_name.get(name).map(|&i| &self.entries[i])
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|e| e.tool.spec().name.as_str())
     }
 
-    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+    pub(crate) fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
         self.entries.iter().map(|e| &e.tool)
     }
 
-    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+    pub(crate) fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.entries.iter().map(|e| e.tool.spec())
     }
 }

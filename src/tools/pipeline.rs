@@ -28,22 +28,22 @@ use crate::redact::Redactor;
 const CLEANUP_MARGIN: Duration = Duration::from_secs(3);
 
 /// Limits and plumbing shared by every call.
-pub struct Settings {
-    pub timeout: Duration,
+pub(crate) struct Settings {
+    pub(crate) timeout: Duration,
     /// Results longer than this keep their head and tail; the whole goes to `outputs`.
-    pub max_result_bytes: usize,
-    pub env: Vec<(OsString, OsString)>,
-    pub outputs: Outputs,
-    pub hooks: Hooks,
+    pub(crate) max_result_bytes: usize,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) outputs: Outputs,
+    pub(crate) hooks: Hooks,
     /// The OS sandbox of tool and hook processes (bash and hooks follow its network setting;
     /// a command tool's own entry decides for it).
-    pub sandbox: Sandbox,
+    pub(crate) sandbox: Sandbox,
     /// The run's secrets, taken out of every result and saved output.
-    pub redactor: Redactor,
+    pub(crate) redactor: Redactor,
 }
 
 /// The tools of one run with the rules and limits that govern them.
-pub struct Toolbox {
+pub(crate) struct Toolbox {
     registry: Registry,
     /// Shared with every call's `Gate`.
     policy: Arc<Policy>,
@@ -58,7 +58,7 @@ pub struct Toolbox {
 }
 
 impl Toolbox {
-    pub fn new(
+    pub(crate) fn new(
         registry: Registry,
         policy: Policy,
         workspace: Workspace,
@@ -78,33 +78,29 @@ impl Toolbox {
         }
     }
 
-    pub fn outputs(&self) -> &Outputs {
+    pub(crate) fn outputs(&self) -> &Outputs {
         &self.outputs
     }
 
-    pub fn sandbox(&self) -> &Sandbox {
-        &self.sandbox
-    }
-
     /// The tools offered to the model, in registration order.
-    pub fn offered(&self) -> Vec<&ToolSpec> {
+    pub(crate) fn offered(&self) -> Vec<&ToolSpec> {
         self.registry
             .specs()
             .filter(|s| self.policy.offers(&s.name))
             .collect()
     }
 
-    pub fn policy(&self) -> &Policy {
+    pub(crate) fn policy(&self) -> &Policy {
         &self.policy
     }
 
-    pub fn workspace(&self) -> &Workspace {
+    pub(crate) fn workspace(&self) -> &Workspace {
         &self.workspace
     }
 
     /// How a call must be scheduled. Calls that will fail before executing anything are safe;
     /// when unsure, mutating.
-    pub fn class_of(&self, call: &ToolUse) -> Class {
+    pub(crate) fn class_of(&self, call: &ToolUse) -> Class {
         match self.registry.get(&call.name) {
             Some(entry) if call.defect.is_none() && self.policy.offers(&call.name) => {
                 entry.tool.spec().class
@@ -114,7 +110,7 @@ impl Toolbox {
     }
 
     /// The subject allowlist patterns see for a call, for display and for the policy.
-    pub fn subject(&self, call: &ToolUse) -> Option<Subject> {
+    pub(crate) fn subject(&self, call: &ToolUse) -> Option<Subject> {
         self.registry
             .get(&call.name)?
             .tool
@@ -122,7 +118,7 @@ impl Toolbox {
     }
 
     /// Runs one call through the whole pipeline. Always returns a result.
-    pub async fn execute(&self, call: &ToolUse, cancel: CancellationToken) -> ToolResult {
+    pub(crate) async fn execute(&self, call: &ToolUse, cancel: CancellationToken) -> ToolResult {
         let started = Instant::now();
         tracing::info!("{} started ({})", call.name, call.id);
         let mut result = match self.checked(call, &call.input) {

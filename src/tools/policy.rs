@@ -27,10 +27,10 @@ use super::shell::{self, Script, Target};
 mod url;
 
 use url::UrlPattern;
-pub use url::UrlPatternError;
+pub(crate) use url::UrlPatternError;
 
 /// The tools allowed when the user says nothing.
-pub const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "grep"];
+pub(crate) const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 
 /// What an allowlist pattern is matched against.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub enum Subject {
 }
 
 impl Subject {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             Subject::Path(s) | Subject::Url(s) | Subject::Text(s) => s,
             Subject::Located { path, .. } => path,
@@ -78,7 +78,10 @@ impl CommandLine {
     /// Parses `text`. `locate` maps a path as a redirection names it (relative paths are
     /// relative to the workspace root, where bash runs) to its workspace-relative form, or `None`
     /// when it is outside: the policy has no workspace, so the caller, which has, resolves them.
-    pub fn new(text: &str, locate: impl Fn(&str) -> Option<(String, String)>) -> CommandLine {
+    pub(crate) fn new(
+        text: &str,
+        locate: impl Fn(&str) -> Option<(String, String)>,
+    ) -> CommandLine {
         let script = shell::parse(text);
         let places = match &script {
             Ok(script) => script
@@ -219,13 +222,13 @@ impl Rule {
 
 /// Whether a call may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Allowed,
     Denied(String),
 }
 
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub(crate) struct Policy {
     allow: Vec<Rule>,
     deny: Vec<Rule>,
 }
@@ -233,7 +236,11 @@ pub struct Policy {
 impl Policy {
     /// Builds the policy from `--allow` and `--deny` values (each a comma-separated list).
     /// `known` is every registered tool name, to catch typos.
-    pub fn new(allow: &[String], deny: &[String], known: &[&str]) -> Result<Policy, PolicyError> {
+    pub(crate) fn new(
+        allow: &[String],
+        deny: &[String],
+        known: &[&str],
+    ) -> Result<Policy, PolicyError> {
         let mut allow_rules: Vec<String> = DEFAULT_ALLOW.iter().map(|s| s.to_string()).collect();
         for value in allow {
             for rule in split_rules(value, "--allow")? {
@@ -266,7 +273,7 @@ impl Policy {
     }
 
     /// Whether the model is told about `tool` at all.
-    pub fn offers(&self, tool: &str) -> bool {
+    pub(crate) fn offers(&self, tool: &str) -> bool {
         self.allow.iter().any(|r| r.matches_tool(tool))
             && !self
                 .deny
@@ -275,7 +282,7 @@ impl Policy {
     }
 
     /// Whether one call may run.
-    pub fn permits(&self, tool: &str, subject: Option<&Subject>) -> Decision {
+    pub(crate) fn permits(&self, tool: &str, subject: Option<&Subject>) -> Decision {
         match subject {
             Some(Subject::Command(command)) => return self.permits_command(tool, command),
             Some(Subject::Located { path, real }) => {
@@ -361,7 +368,7 @@ impl Policy {
     /// The deny rule that keeps a file a walk came across (grep's and glob's, in `tool`) out of
     /// the result: one with a pattern for `read_file`, since showing the file's content or name
     /// is reading it, or for `tool` itself. `rel` is where the file really is.
-    pub fn hides(&self, tool: &str, rel: &str) -> Option<&str> {
+    pub(crate) fn hides(&self, tool: &str, rel: &str) -> Option<&str> {
         let subject = Subject::Path(rel.to_owned());
         self.deny
             .iter()
@@ -482,12 +489,8 @@ impl Policy {
     }
 
     /// The rules in effect, for the transcript.
-    pub fn allow_rules(&self) -> Vec<String> {
+    pub(crate) fn allow_rules(&self) -> Vec<String> {
         self.allow.iter().map(|r| r.text.clone()).collect()
-    }
-
-    pub fn deny_rules(&self) -> Vec<String> {
-        self.deny.iter().map(|r| r.text.clone()).collect()
     }
 }
 
@@ -496,20 +499,20 @@ impl Policy {
 /// pipeline gives each call one for its tool; `Gate::open()`, for tools run outside the pipeline
 /// (`ToolContext::new`, unit tests), permits everything and hides nothing.
 #[derive(Debug, Clone)]
-pub struct Gate {
+pub(crate) struct Gate {
     policy: Option<Arc<Policy>>,
     tool: String,
 }
 
 impl Gate {
-    pub fn new(policy: Arc<Policy>, tool: &str) -> Gate {
+    pub(crate) fn new(policy: Arc<Policy>, tool: &str) -> Gate {
         Gate {
             policy: Some(policy),
             tool: tool.to_owned(),
         }
     }
 
-    pub fn open() -> Gate {
+    pub(crate) fn open() -> Gate {
         Gate {
             policy: None,
             tool: String::new(),
@@ -517,7 +520,7 @@ impl Gate {
     }
 
     /// Whether the call may go on to `subject`, as if it had been the call's subject.
-    pub fn permits(&self, subject: &Subject) -> Decision {
+    pub(crate) fn permits(&self, subject: &Subject) -> Decision {
         match &self.policy {
             Some(policy) => policy.permits(&self.tool, Some(subject)),
             None => Decision::Allowed,
@@ -526,7 +529,7 @@ impl Gate {
 
     /// The deny rule that hides a file at `rel` (workspace-relative, symlinks resolved) from a
     /// walk; see [`Policy::hides`].
-    pub fn hides(&self, rel: &str) -> Option<String> {
+    pub(crate) fn hides(&self, rel: &str) -> Option<String> {
         let policy = self.policy.as_ref()?;
         policy.hides(&self.tool, rel).map(str::to_owned)
     }

@@ -27,27 +27,27 @@ mod proxy;
 
 /// The caller's say on each URL a request goes to (the first and every redirect hop): `Denied`
 /// with the reason stops the request before it is sent.
-pub type Permit<'a> = &'a (dyn Fn(&Url) -> Decision + Sync);
+pub(crate) type Permit<'a> = &'a (dyn Fn(&Url) -> Decision + Sync);
 
 /// A [`Permit`] for callers without a say (`web_search`, whose endpoint is the user's).
-pub fn any_url(_: &Url) -> Decision {
+pub(crate) fn any_url(_: &Url) -> Decision {
     Decision::Allowed
 }
 
 /// Redirect hops followed before giving up.
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 /// Time for the whole exchange: connecting, every redirect hop and reading the body.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 /// Body bytes read by default; the rest is never downloaded.
-pub const DEFAULT_MAX_BYTES: usize = 2 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: usize = 2 * 1024 * 1024;
 
 /// How far one request may go.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub timeout: Duration,
-    pub max_bytes: usize,
+pub(crate) struct Limits {
+    pub(crate) timeout: Duration,
+    pub(crate) max_bytes: usize,
     /// Whether loopback, private and link-local destinations may be reached.
-    pub allow_private: bool,
+    pub(crate) allow_private: bool,
 }
 
 impl Default for Limits {
@@ -61,21 +61,21 @@ impl Default for Limits {
 }
 
 /// A response, read up to the byte cap.
-pub struct Page {
+pub(crate) struct Page {
     /// Where the last redirect led.
-    pub url: Url,
-    pub status: StatusCode,
+    pub(crate) url: Url,
+    pub(crate) status: StatusCode,
     /// The `content-type` header as sent, or empty.
-    pub content_type: String,
+    pub(crate) content_type: String,
     /// The `content-length` header, when the server sent one.
-    pub length: Option<u64>,
-    pub body: Vec<u8>,
+    pub(crate) length: Option<u64>,
+    pub(crate) body: Vec<u8>,
     /// Reading stopped at the byte cap with more to come.
-    pub cut: bool,
+    pub(crate) cut: bool,
 }
 
 /// What a body turned out to be.
-pub enum Body<'a> {
+pub(crate) enum Body<'a> {
     Html(&'a str),
     Text(&'a str),
     Binary,
@@ -83,17 +83,17 @@ pub enum Body<'a> {
 
 impl Page {
     /// The content type without parameters, lower-cased (`text/html`).
-    pub fn mime(&self) -> String {
+    pub(crate) fn mime(&self) -> String {
         mime(&self.content_type)
     }
 
     /// What the body is; see [`classify`].
-    pub fn classify(&self) -> Body<'_> {
+    pub(crate) fn classify(&self) -> Body<'_> {
         classify(&self.mime(), &self.body, self.cut)
     }
 
     /// `200 OK`, `404 Not Found`.
-    pub fn status_line(&self) -> String {
+    pub(crate) fn status_line(&self) -> String {
         let reason = self.status.canonical_reason().unwrap_or("");
         format!("{} {reason}", self.status.as_u16())
             .trim_end()
@@ -102,7 +102,7 @@ impl Page {
 
     /// The error result for a non-success status: the status and the start of what the server
     /// said, since error pages often explain themselves.
-    pub fn status_error(&self) -> ToolError {
+    pub(crate) fn status_error(&self) -> ToolError {
         // The snippet needs only the start, which also keeps its conversion quick.
         let head = &self.body[..self.body.len().min(16 * 1024)];
         let cut = self.cut || head.len() < self.body.len();
@@ -185,12 +185,12 @@ fn utf8_text(body: &[u8], cut: bool) -> Option<&str> {
 }
 
 /// Whitespace runs (newlines included) become single spaces.
-pub fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Parses a URL the model gave and refuses every scheme but `http` and `https`.
-pub fn http_url(text: &str) -> Result<Url, ToolError> {
+pub(crate) fn http_url(text: &str) -> Result<Url, ToolError> {
     let url = Url::parse(text.trim())
         .map_err(|e| ToolError::failed(format!("invalid URL {text:?}: {e}")))?;
     match url.scheme() {
@@ -293,7 +293,7 @@ fn built(
 /// GETs `url`, following up to [`MAX_REDIRECTS`] redirects, within `limits`; `ctx.cancel`
 /// stops it at any point; `permit` is asked before each URL is requested, the first included.
 /// Any status comes back as a [`Page`]: judging it is the caller's.
-pub async fn get(
+pub(crate) async fn get(
     url: Url,
     limits: Limits,
     user_agent: Option<&str>,
@@ -447,7 +447,7 @@ async fn read_page(
 }
 
 /// `20 s`, or `300 ms` below a second.
-pub fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     if d.as_millis().is_multiple_of(1000) {
         format!("{} s", d.as_secs())
     } else {
@@ -456,10 +456,10 @@ pub fn seconds(d: Duration) -> String {
 }
 
 /// A page turned into Markdown.
-pub struct Converted {
+pub(crate) struct Converted {
     /// The `<title>`, whitespace collapsed; empty without one.
-    pub title: String,
-    pub text: String,
+    pub(crate) title: String,
+    pub(crate) text: String,
 }
 
 /// Elements whose content is not reading matter (code, styling, embedded objects, form widgets),
@@ -479,7 +479,7 @@ const PARSE_PIECE: usize = 4096;
 /// Parses HTML, giving up at `deadline` or on `cancel`: html5ever's tree building is quadratic
 /// in nesting depth (the scope checks walk the open elements), so a page of a few MiB of nested
 /// tags could otherwise keep a thread busy for hours.
-pub fn parse_html(
+pub(crate) fn parse_html(
     html: &str,
     deadline: Instant,
     cancel: &CancellationToken,
@@ -509,7 +509,7 @@ pub fn parse_html(
 
 /// HTML to Markdown, with scripts and styles gone and link targets made absolute against `base`
 /// so the model can fetch them as they are. Parsing stops as [`parse_html`] says.
-pub fn html_to_markdown(
+pub(crate) fn html_to_markdown(
     html: &str,
     base: &Url,
     deadline: Instant,
@@ -574,7 +574,7 @@ fn flatten_deep(root: &Rc<Node>) {
 }
 
 /// Every node under `root`, in document order; iterative, since page nesting can be deep.
-pub fn descendants(root: &Rc<Node>) -> Vec<Rc<Node>> {
+pub(crate) fn descendants(root: &Rc<Node>) -> Vec<Rc<Node>> {
     let mut out = Vec::new();
     let mut stack = vec![Rc::clone(root)];
     while let Some(node) = stack.pop() {
@@ -585,7 +585,7 @@ pub fn descendants(root: &Rc<Node>) -> Vec<Rc<Node>> {
 }
 
 /// The text under a node, as written (entities decoded by the parser).
-pub fn text_of(node: &Rc<Node>) -> String {
+pub(crate) fn text_of(node: &Rc<Node>) -> String {
     let mut out = String::new();
     for n in descendants(node) {
         if let NodeData::Text { contents } = &n.data {

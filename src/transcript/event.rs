@@ -14,7 +14,7 @@ use crate::conversation::{ToolResult, ToolUse};
 #[derive(Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[schemars(deny_unknown_fields)]
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     Start(&'a Start),
     /// A piece of the answer's text, as it streams.
     TextDelta {

@@ -59,7 +59,7 @@ pub enum Source {
 
 impl Source {
     /// Whether the user stands behind this source (it may set anything).
-    pub fn trusted(&self) -> bool {
+    pub(crate) fn trusted(&self) -> bool {
         match self {
             Source::ProjectFile { .. } | Source::Transcript { .. } => false,
             Source::QueueRow { trusted } => *trusted,
@@ -119,7 +119,7 @@ impl std::fmt::Display for Source {
 
 /// How an untrusted source may set a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// Set it like the user would (where the user has not).
     Harmless,
     /// Only make it smaller.
@@ -133,7 +133,7 @@ pub enum Rule {
 /// The only keys an untrusted source may set (long flag names), and how. Everything else is
 /// [`Rule::UserOnly`]. Add a key here only after asking whether a hostile repository, queue row
 /// or transcript could use it to reach something the user did not give it.
-pub const MAY_SET: &[(&str, Rule)] = &[
+pub(crate) const MAY_SET: &[(&str, Rule)] = &[
     ("model", Rule::Harmless),
     ("temperature", Rule::Harmless),
     ("reasoning-effort", Rule::Harmless),
@@ -173,7 +173,7 @@ pub(crate) fn ceiling(key: &str) -> f64 {
 }
 
 /// How an untrusted source may set `key`.
-pub fn rule(key: &str) -> Rule {
+pub(crate) fn rule(key: &str) -> Rule {
     MAY_SET
         .iter()
         .find(|(k, _)| *k == key)
@@ -182,7 +182,7 @@ pub fn rule(key: &str) -> Rule {
 
 /// What a source may do with `key`: for a trusted source, replace it (deny lists and
 /// `--fail-on` still only grow); for an untrusted one, its [`rule`].
-pub fn rule_for(key: &str, source: &Source) -> Rule {
+pub(crate) fn rule_for(key: &str, source: &Source) -> Rule {
     match rule(key) {
         Rule::Grow => Rule::Grow,
         _ if source.trusted() => Rule::Harmless,
@@ -252,7 +252,7 @@ pub(crate) fn refusal(
 }
 
 /// The refusal of a key an untrusted source may not set at all.
-pub fn user_only(key: &str, values: &[String], source: &Source) -> Refusal {
+pub(crate) fn user_only(key: &str, values: &[String], source: &Source) -> Refusal {
     refusal(
         key,
         values,
@@ -264,14 +264,14 @@ pub fn user_only(key: &str, values: &[String], source: &Source) -> Refusal {
 /// What the user pinned a model to: when they named an endpoint or a key file, their
 /// provider's, so an untrusted model cannot send that key or the conversation to another one.
 #[derive(Debug, Clone, Default)]
-pub struct Pin {
+pub(crate) struct Pin {
     provider: Option<String>,
 }
 
 impl Pin {
     /// `endpoint_set`: the user gave `--base-url` or `--api-key-file`; `model`: the user's model
     /// (already un-aliased), if any.
-    pub fn new(endpoint_set: bool, model: Option<&str>) -> Pin {
+    pub(crate) fn new(endpoint_set: bool, model: Option<&str>) -> Pin {
         let provider = endpoint_set.then(|| {
             provider_of(model.unwrap_or(DEFAULT_MODEL))
                 .unwrap_or_default()
@@ -283,7 +283,7 @@ impl Pin {
 
 /// A model from an untrusted `source`, with the aliases that source may use; the model to use,
 /// or why not.
-pub fn untrusted_model(
+pub(crate) fn untrusted_model(
     spec: &str,
     aliases: &BTreeMap<String, String>,
     pin: &Pin,
@@ -321,7 +321,7 @@ pub fn untrusted_model(
 
 /// The aliases of an untrusted source that it may use (for its own model value only), and the
 /// refusals of the others.
-pub fn untrusted_aliases(
+pub(crate) fn untrusted_aliases(
     aliases: &BTreeMap<String, String>,
     source: &Source,
 ) -> (BTreeMap<String, String>, Vec<Refusal>) {
@@ -355,7 +355,11 @@ pub fn untrusted_aliases(
 
 /// The model a resumed run adopts from its transcript (`provider/model` as recorded), when
 /// nothing else names one: only a built-in provider's; never `replay:`.
-pub fn transcript_model(provider: &str, model: &str, source: &Source) -> Result<String, Refusal> {
+pub(crate) fn transcript_model(
+    provider: &str,
+    model: &str,
+    source: &Source,
+) -> Result<String, Refusal> {
     let spec = format!("{provider}/{model}");
     if providers::find(provider).is_none() || model.is_empty() {
         return Err(refusal(
@@ -370,14 +374,14 @@ pub fn transcript_model(provider: &str, model: &str, source: &Source) -> Result<
 
 /// Whether a resumed run may take the workspace its transcript recorded: only from a run rounds
 /// kept for this user (`own_run`); the workspace is what confines the tools.
-pub fn transcript_may_set_workspace(own_run: bool) -> bool {
+pub(crate) fn transcript_may_set_workspace(own_run: bool) -> bool {
     own_run
 }
 
 /// Whether `value` of a tightening key, from an untrusted source, is below the value the key
 /// would otherwise have (`current`; `None`: unset, so the key's ceiling). `None` when either is
 /// not a number.
-pub fn tightens(key: &str, value: &str, current: Option<&str>) -> Option<bool> {
+pub(crate) fn tightens(key: &str, value: &str, current: Option<&str>) -> Option<bool> {
     let new: f64 = value.trim().parse().ok()?;
     let old = match current {
         Some(c) => c.trim().parse().ok()?,
@@ -387,9 +391,9 @@ pub fn tightens(key: &str, value: &str, current: Option<&str>) -> Option<bool> {
 }
 
 mod overlay;
-pub mod settle;
+pub(crate) mod settle;
 
-pub use overlay::{Number, Overlay};
+pub(crate) use overlay::Overlay;
 
 #[cfg(test)]
 mod tests;

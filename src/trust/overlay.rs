@@ -7,7 +7,7 @@ use super::{
 };
 
 /// A limit's value, comparable with a ceiling.
-pub trait Number: PartialOrd + Copy + std::fmt::Display {
+pub(crate) trait Number: PartialOrd + Copy + std::fmt::Display {
     fn as_f64(self) -> f64;
 }
 
@@ -31,14 +31,14 @@ impl Number for f64 {
 
 /// Applies the typed values of one source (a batch job line, a queue row's job) over a run's
 /// settings, each by its rule; what the source may not set is collected in `refused`.
-pub struct Overlay {
+pub(crate) struct Overlay {
     source: Source,
     pin: Pin,
-    pub refused: Vec<Refusal>,
+    pub(crate) refused: Vec<Refusal>,
 }
 
 impl Overlay {
-    pub fn new(source: Source, pin: Pin) -> Overlay {
+    pub(crate) fn new(source: Source, pin: Pin) -> Overlay {
         Overlay {
             source,
             pin,
@@ -56,7 +56,7 @@ impl Overlay {
     }
 
     /// A key the source replaces, if it may.
-    pub fn set<T: std::fmt::Debug>(&mut self, key: &str, slot: &mut T, value: T) {
+    pub(crate) fn set<T: std::fmt::Debug>(&mut self, key: &str, slot: &mut T, value: T) {
         match rule_for(key, &self.source) {
             Rule::Harmless => *slot = value,
             _ => self.refuse(key, &format!("{value:?}"), None),
@@ -64,7 +64,7 @@ impl Overlay {
     }
 
     /// The model: from an untrusted source, as `untrusted_model` allows.
-    pub fn model(&mut self, slot: &mut Option<String>, spec: String) {
+    pub(crate) fn model(&mut self, slot: &mut Option<String>, spec: String) {
         if self.source.trusted() {
             *slot = Some(spec);
             return;
@@ -76,7 +76,7 @@ impl Overlay {
     }
 
     /// A limit that is always set (it has a default).
-    pub fn limit<T: PartialOrd + Copy + std::fmt::Display>(
+    pub(crate) fn limit<T: PartialOrd + Copy + std::fmt::Display>(
         &mut self,
         key: &str,
         slot: &mut T,
@@ -91,7 +91,7 @@ impl Overlay {
     }
 
     /// A limit that may be unset (unlimited, or the key's ceiling).
-    pub fn limit_opt<T: Number>(&mut self, key: &str, slot: &mut Option<T>, value: T) {
+    pub(crate) fn limit_opt<T: Number>(&mut self, key: &str, slot: &mut Option<T>, value: T) {
         match (rule_for(key, &self.source), *slot) {
             (Rule::Harmless, _) => *slot = Some(value),
             (Rule::Tighten, Some(current)) if value < current => *slot = Some(value),
@@ -116,7 +116,7 @@ impl Overlay {
     }
 
     /// A deny list (or `--fail-on`): from any source, only added to.
-    pub fn grow(&mut self, key: &str, slot: &mut Vec<String>, values: Vec<String>) {
+    pub(crate) fn grow(&mut self, key: &str, slot: &mut Vec<String>, values: Vec<String>) {
         debug_assert_eq!(rule(key), Rule::Grow);
         for v in values {
             if !slot.contains(&v) {

@@ -15,7 +15,11 @@ use crate::trust;
 /// Decides, with `trust`, what of `read` applies beneath what the user `given` on the command
 /// line and in the environment (of `command`'s arguments), and returns the flags to place before
 /// the command line's (so the user's own word wins) with what applies and what was refused.
-pub fn settle(command: &clap::Command, given: &ArgMatches, read: Read) -> (Vec<OsString>, Layers) {
+pub(crate) fn settle(
+    command: &clap::Command,
+    given: &ArgMatches,
+    read: Read,
+) -> (Vec<OsString>, Layers) {
     let mut layers = Layers {
         aliases: read.aliases.clone(),
         ..Layers::default()

@@ -12,7 +12,7 @@ use crate::provider::{Options, Request, ToolChoice};
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WireRequest<'a> {
+pub(crate) struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     system_instruction: Option<Content>,
     contents: Vec<Content>,
@@ -111,7 +111,11 @@ fn generation_config(model: &str, max_tokens: Option<u32>, options: &Options) ->
 }
 
 /// The request body for `request` to `model`, as Gemini expects it.
-pub fn build_request<'a>(model: &str, request: &Request<'a>, options: &Options) -> WireRequest<'a> {
+pub(crate) fn build_request<'a>(
+    model: &str,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
     let system_instruction = (!request.system.is_empty()).then(|| Content {
         role: None,
         parts: vec![Part::text(request.system)],

@@ -13,7 +13,7 @@ use crate::provider::options::is_openai_reasoning_model;
 use crate::provider::{Options, Request, ToolChoice};
 
 #[derive(Debug, Serialize)]
-pub struct WireRequest<'a> {
+pub(crate) struct WireRequest<'a> {
     model: &'a str,
     stream: bool,
     /// Nothing is kept server-side: each request carries the whole conversation.
@@ -92,7 +92,7 @@ struct SummaryText<'a> {
 }
 
 /// The request body for `request` to `model`, sent by the provider called `provider`.
-pub fn build_request<'a>(
+pub(crate) fn build_request<'a>(
     model: &'a str,
     provider: &str,
     flavor: Flavor,

@@ -18,7 +18,7 @@ use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, par
 /// file. Both streams together stay under the default result cap.
 const KEEP: usize = 6 * 1024;
 
-pub struct Bash {
+pub(crate) struct Bash {
     spec: ToolSpec,
 }
 
@@ -43,7 +43,7 @@ impl Default for Bash {
 }
 
 impl Bash {
-    pub fn new() -> Bash {
+    pub(crate) fn new() -> Bash {
         Bash {
             spec: ToolSpec {
                 name: "bash".into(),

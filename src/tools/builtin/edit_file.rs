@@ -38,7 +38,7 @@ const DIFF_TIMEOUT: Duration = Duration::from_secs(1);
 /// Line numbers listed when old_string occurs more than once.
 const MAX_LISTED: usize = 10;
 
-pub struct EditFile {
+pub(crate) struct EditFile {
     spec: ToolSpec,
 }
 
@@ -57,7 +57,7 @@ struct Args {
 }
 
 impl EditFile {
-    pub fn new() -> EditFile {
+    pub(crate) fn new() -> EditFile {
         let description = "Replace old_string with new_string in a text file. old_string must \
                            match the file exactly, indentation included, and occur once (include \
                            surrounding lines to make it unique) unless replace_all is true. \

@@ -18,7 +18,7 @@ use crate::tools::{
 /// Paths shown per call.
 const MAX_RESULTS: usize = 200;
 
-pub struct Glob {
+pub(crate) struct Glob {
     spec: ToolSpec,
 }
 
@@ -32,7 +32,7 @@ struct Args {
 }
 
 impl Glob {
-    pub fn new() -> Glob {
+    pub(crate) fn new() -> Glob {
         let description = format!(
             "Find files and directories whose path matches a glob pattern: `*` stays within one \
              directory, `**` crosses directories. Skips what .gitignore ignores. Returns at most \

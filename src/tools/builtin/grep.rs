@@ -29,7 +29,7 @@ const SNIFF_BYTES: usize = 8 * 1024;
 const MAX_LINE_CHARS: usize = 500;
 const MAX_CONTEXT: usize = 5;
 
-pub struct Grep {
+pub(crate) struct Grep {
     spec: ToolSpec,
 }
 
@@ -51,7 +51,7 @@ struct Args {
 }
 
 impl Grep {
-    pub fn new() -> Grep {
+    pub(crate) fn new() -> Grep {
         let description = format!(
             "Search file contents for a regular expression, line by line. Prints \
              `path:line:text` per matching line (`path-line-text` for context lines). Skips \

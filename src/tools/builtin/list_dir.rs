@@ -24,7 +24,7 @@ const MAX_ENTRIES: usize = 500;
 const MAX_COUNTED: usize = 50_000;
 const MAX_DEPTH: usize = 5;
 
-pub struct ListDir {
+pub(crate) struct ListDir {
     spec: ToolSpec,
 }
 
@@ -39,7 +39,7 @@ struct Args {
 }
 
 impl ListDir {
-    pub fn new() -> ListDir {
+    pub(crate) fn new() -> ListDir {
         let description = format!(
             "List a directory as an indented tree: directories end with `/`, files show their \
              size in bytes. At most {MAX_ENTRIES} entries; .gitignore is not applied."

@@ -8,27 +8,27 @@ use std::sync::Arc;
 
 use super::Registry;
 
-pub mod bash;
-pub mod edit_file;
-pub mod glob;
-pub mod grep;
-pub mod list_dir;
-pub mod read_file;
-pub mod web_fetch;
-pub mod web_search;
-pub mod write_file;
+pub(crate) mod bash;
+pub(crate) mod edit_file;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod list_dir;
+pub(crate) mod read_file;
+pub(crate) mod web_fetch;
+pub(crate) mod web_search;
+pub(crate) mod write_file;
 
 /// Settings of the built-in tools that come from flags.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// `web_search` endpoint template with `{query}`; `None` means the DuckDuckGo HTML page.
-    pub search_url: Option<String>,
+    pub(crate) search_url: Option<String>,
     /// Lets `web_fetch` reach loopback, private and link-local addresses.
-    pub web_allow_private: bool,
+    pub(crate) web_allow_private: bool,
 }
 
 /// A registry holding the built-in tools, in the order they are offered.
-pub fn registry(options: &Options) -> Registry {
+pub(crate) fn registry(options: &Options) -> Registry {
     let mut registry = Registry::default();
     registry.register(Arc::new(read_file::ReadFile::new()));
     registry.register(Arc::new(list_dir::ListDir::new()));

@@ -27,7 +27,7 @@ const SNIFF_BYTES: u64 = 8 * 1024;
 /// make every call read all of it.
 const COUNT_LIMIT: u64 = 64 * 1024 * 1024;
 
-pub struct ReadFile {
+pub(crate) struct ReadFile {
     spec: ToolSpec,
 }
 
@@ -45,7 +45,7 @@ struct Args {
 }
 
 impl ReadFile {
-    pub fn new() -> ReadFile {
+    pub(crate) fn new() -> ReadFile {
         let description = format!(
             "Read a text file. Each line comes as its number, a tab and its text. At most \
              {MAX_LINES} lines or {} KiB per call; when more remain, the last line says where \

@@ -4,7 +4,7 @@
 //! markup would spend most of the context on tags; other text is shown as it is; binary content is
 //! only described. Every cap is stated in the output, so the model knows when it saw a part.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use reqwest::Url;
@@ -22,7 +22,7 @@ const MAX_CHARS: usize = 100_000;
 /// The largest `max_bytes` the model may ask for.
 const MAX_BYTES_LIMIT: usize = 10 * 1024 * 1024;
 
-pub struct WebFetch {
+pub(crate) struct WebFetch {
     spec: ToolSpec,
     limits: Limits,
 }
@@ -40,7 +40,7 @@ struct Args {
 }
 
 impl WebFetch {
-    pub fn new() -> WebFetch {
+    pub(crate) fn new() -> WebFetch {
         let limits = Limits::default();
         let description = format!(
             "Fetch a URL with an HTTP GET (http and https only) and return its content: HTML \
@@ -68,7 +68,12 @@ impl WebFetch {
     }
 
     /// Replaces the time limit and default byte cap (tests use short ones).
-    pub fn with_limits(mut self, timeout: Duration, max_bytes: usize) -> WebFetch {
+    #[cfg(test)]
+    pub(crate) fn with_limits(
+        mut self,
+        timeout: std::time::Duration,
+        max_bytes: usize,
+    ) -> WebFetch {
         self.limits = Limits {
             timeout,
             max_bytes,
@@ -78,7 +83,7 @@ impl WebFetch {
     }
 
     /// Lets it reach loopback, private and link-local addresses (`--web-allow-private`).
-    pub fn allow_private(mut self, yes: bool) -> WebFetch {
+    pub(crate) fn allow_private(mut self, yes: bool) -> WebFetch {
         self.limits.allow_private = yes;
         self
     }
@@ -202,6 +207,8 @@ fn size(page: &Page) -> String {
 mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    use std::time::Duration;
 
     use super::*;
     use crate::tools::web::testing::{Reply, Server};

@@ -6,7 +6,7 @@
 //! `{"results":[{"title","url","snippet"}]}`. Requests go through `web::get`, with the same caps,
 //! deadline and scheme rules as `web_fetch`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use markup5ever_rcdom::{Node, NodeData};
@@ -21,7 +21,7 @@ use crate::tools::web::{self, Body, Limits, descendants, one_line, parse_html, t
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
 /// The backend when `--search-url` is not given.
-pub const DEFAULT_SEARCH_URL: &str = "https://html.duckduckgo.com/html/?q={query}";
+pub(crate) const DEFAULT_SEARCH_URL: &str = "https://html.duckduckgo.com/html/?q={query}";
 const DEFAULT_RESULTS: usize = 8;
 const MAX_RESULTS: usize = 20;
 /// DuckDuckGo's HTML endpoint is known to answer clients that do not look like a browser with a
@@ -30,7 +30,7 @@ const MAX_RESULTS: usize = 20;
 const BROWSER_AGENT: &str =
     "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
-pub struct WebSearch {
+pub(crate) struct WebSearch {
     spec: ToolSpec,
     template: String,
     limits: Limits,
@@ -59,7 +59,7 @@ struct Hit {
 
 impl WebSearch {
     /// `search_url` is the `--search-url` template; `None` means DuckDuckGo.
-    pub fn new(search_url: Option<String>) -> WebSearch {
+    pub(crate) fn new(search_url: Option<String>) -> WebSearch {
         let description = format!(
             "Search the web. Returns a numbered list of results, each with its title, URL and \
              a snippet; read a result with web_fetch. Default {DEFAULT_RESULTS} results, at \
@@ -87,7 +87,12 @@ impl WebSearch {
     }
 
     /// Replaces the time limit and byte cap (tests use short ones).
-    pub fn with_limits(mut self, timeout: Duration, max_bytes: usize) -> WebSearch {
+    #[cfg(test)]
+    pub(crate) fn with_limits(
+        mut self,
+        timeout: std::time::Duration,
+        max_bytes: usize,
+    ) -> WebSearch {
         self.limits = Limits {
             timeout,
             max_bytes,
@@ -302,6 +307,8 @@ fn render(query: &str, hits: &[Hit], max: usize) -> String {
 mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    use std::time::Duration;
 
     use super::*;
     use crate::tools::web::testing::{Reply, Server};

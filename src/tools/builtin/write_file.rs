@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::tools::policy::Subject;
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
 
-pub struct WriteFile {
+pub(crate) struct WriteFile {
     spec: ToolSpec,
 }
 
@@ -28,7 +28,7 @@ struct Args {
 }
 
 impl WriteFile {
-    pub fn new() -> WriteFile {
+    pub(crate) fn new() -> WriteFile {
         let description = "Create a file, or replace all of its content. Missing directories are \
                            created. To change part of a file, use edit_file."
             .to_owned();

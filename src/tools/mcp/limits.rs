@@ -9,17 +9,17 @@ use rmcp::model::Tool;
 /// The longest message (one line of JSON-RPC) read from a server. Results larger than what
 /// the model gets are capped later like every tool's (head + tail, the whole in a file); this
 /// bound is what keeps memory in check while a line is still being read.
-pub const MAX_LINE: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
 /// The most tools taken from one server; the rest are left out.
-pub const MAX_TOOLS: usize = 512;
+pub(crate) const MAX_TOOLS: usize = 512;
 /// The longest tool description kept whole.
-pub const MAX_DESCRIPTION: usize = 2048;
+pub(crate) const MAX_DESCRIPTION: usize = 2048;
 /// The largest input schema (as JSON) of a tool that is offered.
-pub const MAX_SCHEMA: usize = 16 * 1024;
+pub(crate) const MAX_SCHEMA: usize = 16 * 1024;
 
 /// `MAX_LINE`, or less when `ROUNDS_MCP_MAX_LINE` (bytes) says so: the tests show the bound
 /// with a few MiB instead of hundreds. It can only lower the limit.
-pub fn max_line() -> usize {
+pub(crate) fn max_line() -> usize {
     std::env::var("ROUNDS_MCP_MAX_LINE")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -29,7 +29,7 @@ pub fn max_line() -> usize {
 
 /// The tools of server `server` that are offered, held to the limits, with a warning for each
 /// kind of cut. `more` says the server had tools beyond those listed.
-pub fn vet(server: &str, mut tools: Vec<Tool>, more: bool) -> Vec<Tool> {
+pub(crate) fn vet(server: &str, mut tools: Vec<Tool>, more: bool) -> Vec<Tool> {
     if more || tools.len() > MAX_TOOLS {
         tracing::warn!(
             "MCP server {server} offers more than {MAX_TOOLS} tools; only the first \

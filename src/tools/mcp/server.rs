@@ -44,9 +44,9 @@ const NOISE_KEPT: usize = 3;
 const NOISE_LINE: usize = 200;
 
 /// The connection to a running server, shared by its tools.
-pub struct Link {
-    pub name: String,
-    pub peer: Peer<RoleClient>,
+pub(crate) struct Link {
+    pub(crate) name: String,
+    pub(crate) peer: Peer<RoleClient>,
     /// The supervisor; taken out at shutdown.
     child: tokio::sync::Mutex<Option<Child>>,
     diag: Arc<Diagnostics>,
@@ -55,7 +55,7 @@ pub struct Link {
 impl Link {
     /// Why the server did not answer a call of `tool`: how it ended, if it did, and the end of
     /// its stderr.
-    pub async fn gone(&self, tool: &str) -> String {
+    pub(crate) async fn gone(&self, tool: &str) -> String {
         let ended = {
             let mut child = self.child.lock().await;
             match child.as_mut() {
@@ -85,15 +85,15 @@ impl Link {
 }
 
 /// A started server and its connection.
-pub struct Running {
-    pub link: Arc<Link>,
+pub(crate) struct Running {
+    pub(crate) link: Arc<Link>,
     service: RunningService<RoleClient, ClientInfo>,
 }
 
 impl Running {
     /// Closes the connection (EOF on its stdin is how MCP asks a stdio server to exit), gives
     /// the server `EXIT_GRACE` to do so, then ends the tree through the supervisor.
-    pub async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         let _ = tokio::time::timeout(Duration::from_secs(2), self.service.cancel()).await;
         if let Some(mut child) = self.link.child.lock().await.take() {
             // The supervisor exits only once the whole tree is gone.
@@ -107,7 +107,7 @@ impl Running {
     }
 
     /// Best effort without awaiting: asks a still-running supervisor to end the tree.
-    pub fn signal_stop(&self) {
+    pub(crate) fn signal_stop(&self) {
         let Ok(mut child) = self.link.child.try_lock() else {
             return;
         };
@@ -123,7 +123,7 @@ impl Running {
 }
 
 /// A server process that has not yet been connected.
-pub struct Spawned {
+pub(crate) struct Spawned {
     spec: ServerSpec,
     child: Child,
     stdin: ChildStdin,
@@ -134,7 +134,7 @@ pub struct Spawned {
 
 impl Spawned {
     /// Ends a server that will not be connected.
-    pub async fn abort(mut self) {
+    pub(crate) async fn abort(mut self) {
         process::terminate(&mut self.child).await;
     }
 }
@@ -142,7 +142,7 @@ impl Spawned {
 /// Starts the server under the supervisor with the tool environment plus the server's own, in
 /// the run's sandbox (with the network only if its entry asks for it).
 /// Runs on the caller's thread: the supervisor's parent-death signal is tied to that thread.
-pub fn spawn(spec: ServerSpec, processes: &ProcessContext<'_>) -> Result<Spawned, McpError> {
+pub(crate) fn spawn(spec: ServerSpec, processes: &ProcessContext<'_>) -> Result<Spawned, McpError> {
     let mut env: Vec<(OsString, OsString)> = processes
         .env
         .iter()
@@ -188,7 +188,7 @@ type Service = RunningService<RoleClient, ClientInfo>;
 
 /// Initializes the connection and lists the server's tools within `limit`; on any failure the
 /// server's tree is ended and the error says what happened.
-pub async fn connect(
+pub(crate) async fn connect(
     spawned: Spawned,
     limit: Duration,
     max_line: usize,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::McpError;
 
 /// Longest tool name the provider APIs accept.
-pub const MAX_TOOL_NAME: usize = 64;
+pub(crate) const MAX_TOOL_NAME: usize = 64;
 
 /// What is wrong with a server's name.
 #[derive(Debug, thiserror::Error)]
@@ -71,19 +71,22 @@ pub enum EntryError {
 
 /// One server to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerSpec {
-    pub name: String,
+pub(crate) struct ServerSpec {
+    pub(crate) name: String,
     /// Program and arguments.
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
     /// Set on top of the scrubbed tool environment.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// `"network": true` in its config entry: the sandbox lets it use the network
     /// (`--tool-network` is for bash and hooks). Servers from `--mcp` flags have none.
-    pub network: bool,
+    pub(crate) network: bool,
 }
 
 /// Every server of the flags and the config file, flags first, names checked for uniqueness.
-pub fn collect(flags: &[String], config: Option<&Path>) -> Result<Vec<ServerSpec>, McpError> {
+pub(crate) fn collect(
+    flags: &[String],
+    config: Option<&Path>,
+) -> Result<Vec<ServerSpec>, McpError> {
     let mut specs = flags
         .iter()
         .map(|f| parse_flag(f))
@@ -107,7 +110,7 @@ pub fn collect(flags: &[String], config: Option<&Path>) -> Result<Vec<ServerSpec
 
 /// `NAME=COMMAND ARGS…`: the name up to the first `=`, the rest split as a shell would (quotes
 /// and backslashes, no expansion).
-pub fn parse_flag(value: &str) -> Result<ServerSpec, McpError> {
+pub(crate) fn parse_flag(value: &str) -> Result<ServerSpec, McpError> {
     let bad = |reason| McpError::Flag {
         value: value.to_owned(),
         reason,
@@ -154,7 +157,7 @@ struct ConfigEntry {
 }
 
 /// The servers of a config file's text, in name order; disabled entries are left out.
-pub fn parse_config(text: &str) -> Result<Vec<ServerSpec>, ConfigError> {
+pub(crate) fn parse_config(text: &str) -> Result<Vec<ServerSpec>, ConfigError> {
     let file: ConfigFile = serde_json::from_str(text).map_err(ConfigError::Json)?;
     let mut specs = Vec::new();
     for (name, entry) in file.servers {
@@ -208,12 +211,12 @@ fn check_name(name: &str) -> Result<(), NameError> {
 /// character replaced by `_`, cut to 64 characters, and made unique with a `_2`, `_3`, … suffix
 /// when cutting or replacing made two names equal.
 #[derive(Default)]
-pub struct Namer {
+pub(crate) struct Namer {
     taken: HashSet<String>,
 }
 
 impl Namer {
-    pub fn name(&mut self, server: &str, tool: &str) -> String {
+    pub(crate) fn name(&mut self, server: &str, tool: &str) -> String {
         let base: String = format!("{server}__{tool}")
             .chars()
             .map(|c| {

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use super::server::Link;
 use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec};
 
-pub struct McpTool {
+pub(crate) struct McpTool {
     spec: ToolSpec,
     /// The name the server knows the tool by (the spec's name was made safe for providers).
     original: String,
@@ -27,7 +27,7 @@ pub struct McpTool {
 }
 
 impl McpTool {
-    pub fn new(link: Arc<Link>, name: String, tool: rmcp::model::Tool) -> McpTool {
+    pub(crate) fn new(link: Arc<Link>, name: String, tool: rmcp::model::Tool) -> McpTool {
         let description = match tool.description.as_deref().map(str::trim) {
             Some(d) if !d.is_empty() => d.to_owned(),
             _ => format!("Tool {} of the MCP server {}.", tool.name, link.name),
@@ -190,7 +190,7 @@ impl Drop for Abandoned {
 
 /// The text the model sees: text items as they are, other kinds as short placeholders, joined
 /// by newlines; structured content when there is nothing else.
-pub fn render(result: &CallToolResult) -> String {
+pub(crate) fn render(result: &CallToolResult) -> String {
     let mut parts: Vec<String> = result.content.iter().map(render_block).collect();
     if parts.is_empty()
         && let Some(structured) = &result.structured_content

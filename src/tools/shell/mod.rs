@@ -29,29 +29,29 @@ mod words;
 
 /// A script the matcher fully understands.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Script {
+pub(crate) struct Script {
     /// Every simple command, in source order, whether or not it will run (`a || b`).
-    pub commands: Vec<SimpleCommand>,
+    pub(crate) commands: Vec<SimpleCommand>,
     /// Every redirection in the script. They are not tied to their command: tree-sitter attaches
     /// some to the wrong one, and each is judged on its own anyway.
-    pub redirects: Vec<Redirect>,
+    pub(crate) redirects: Vec<Redirect>,
 }
 
 /// One simple command: its words after quote removal, exactly as bash passes them as argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimpleCommand {
-    pub words: Vec<String>,
+pub(crate) struct SimpleCommand {
+    pub(crate) words: Vec<String>,
 }
 
 /// One redirection: its source text (for messages) and what it opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Redirect {
-    pub shown: String,
-    pub target: Target,
+pub(crate) struct Redirect {
+    pub(crate) shown: String,
+    pub(crate) target: Target,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// A descriptor pointed at another (`2>&1`, `>&2`, `<&-`) or at a stream bash emulates
     /// (`/dev/null`, `/dev/stdout`, …): no file of the user's is opened.
     Stream,
@@ -64,8 +64,8 @@ pub enum Target {
 /// What the matcher does not understand, in plain words ("a function definition").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{construct}")]
-pub struct NotUnderstood {
-    pub construct: String,
+pub(crate) struct NotUnderstood {
+    pub(crate) construct: String,
 }
 
 fn not_understood<T>(construct: impl Into<String>) -> Result<T, NotUnderstood> {
@@ -81,14 +81,14 @@ impl SimpleCommand {
     /// boundaries survive (`'git status' x` is not `git status x`), the text reads back as the
     /// same command, and it never holds a newline for a rule's `*` to reach across. Glob
     /// characters stay as they are, so `bash(ls *.rs)` matches `ls *.rs`.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let words: Vec<String> = self.words.iter().map(|w| quote(w)).collect();
         words.join(" ")
     }
 }
 
 /// Parses `script`, accepting only what the matcher understands (see the module doc).
-pub fn parse(script: &str) -> Result<Script, NotUnderstood> {
+pub(crate) fn parse(script: &str) -> Result<Script, NotUnderstood> {
     if script.contains('\0') {
         return not_understood("a NUL character");
     }
@@ -128,7 +128,7 @@ pub fn parse(script: &str) -> Result<Script, NotUnderstood> {
 /// (function bodies, substitutions, subshells) and in scripts with syntax errors: from its name
 /// to its end as written, and its words re-joined when they are plain. Deny rules are checked
 /// against these, best effort: a deny rule is not a security boundary (see the README).
-pub fn command_texts(script: &str) -> Vec<String> {
+pub(crate) fn command_texts(script: &str) -> Vec<String> {
     let Some(tree) = tree(script) else {
         return Vec::new();
     };

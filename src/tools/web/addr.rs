@@ -19,7 +19,7 @@ const WHY: &str = "only public addresses can be fetched; loopback, private, link
                    similar networks are off limits unless rounds runs with --web-allow-private";
 
 /// Whether `ip` is an ordinary public unicast address.
-pub fn is_public(ip: IpAddr) -> bool {
+pub(crate) fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => is_public_v6(v6),
@@ -69,7 +69,7 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 }
 
 /// Why `url` may not be fetched, when its host is an IP literal that is not public.
-pub fn refusal(url: &Url) -> Option<String> {
+pub(crate) fn refusal(url: &Url) -> Option<String> {
     let host = url.host_str()?;
     let ip: IpAddr = host
         .trim_start_matches('[')
@@ -83,8 +83,8 @@ pub fn refusal(url: &Url) -> Option<String> {
 /// `trusted` names: the proxy of the client that uses it, and only for a client that sends every
 /// request to that proxy (`web::client_for`), since a proxy on the inside is the user's choice,
 /// not the model's; a client that connects straight to destinations trusts no name.
-pub struct PublicOnly {
-    pub trusted: Vec<String>,
+pub(crate) struct PublicOnly {
+    pub(crate) trusted: Vec<String>,
 }
 
 impl Resolve for PublicOnly {

@@ -22,7 +22,7 @@ use reqwest::Url;
 
 /// The proxies of the environment and who bypasses them.
 #[derive(Debug, Clone, Default)]
-pub struct Proxies {
+pub(crate) struct Proxies {
     http: Option<Url>,
     https: Option<Url>,
     bypass: Vec<Bypass>,
@@ -38,12 +38,12 @@ enum Bypass {
 }
 
 impl Proxies {
-    pub fn from_env() -> Proxies {
+    pub(crate) fn from_env() -> Proxies {
         Proxies::from_vars(|name| std::env::var(name).ok())
     }
 
     /// Reads the variables through `var` (tests pass their own).
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Proxies {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Proxies {
         if var("REQUEST_METHOD").is_some() {
             return Proxies::default();
         }
@@ -60,7 +60,7 @@ impl Proxies {
     }
 
     /// The proxy a request for `url` goes through, or `None` when it goes straight to the host.
-    pub fn route(&self, url: &Url) -> Option<&Url> {
+    pub(crate) fn route(&self, url: &Url) -> Option<&Url> {
         let host = url.host_str()?;
         if self.bypass.iter().any(|b| b.covers(host)) {
             return None;
@@ -73,7 +73,7 @@ impl Proxies {
     }
 
     /// Every proxy requests may go through, each once.
-    pub fn all(&self) -> Vec<&Url> {
+    pub(crate) fn all(&self) -> Vec<&Url> {
         let mut all: Vec<&Url> = self.http.iter().chain(&self.https).collect();
         all.dedup();
         all

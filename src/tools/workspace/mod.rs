@@ -22,8 +22,6 @@ use super::policy::Subject;
 mod similar;
 mod write;
 
-pub use write::WriteReport;
-
 /// The directory the file tools are confined to.
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -101,13 +99,13 @@ impl Workspace {
         Ok(Workspace { root, alias })
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The workspace-relative form of a path the model gave, by lexical normalization only (no
     /// file system access). The empty path means the root.
-    pub fn relative(&self, path: &str) -> Result<PathBuf, PathError> {
+    pub(crate) fn relative(&self, path: &str) -> Result<PathBuf, PathError> {
         let outside = || PathError::Outside(path.to_owned());
         let given = Path::new(path);
         if !given.is_absolute() {
@@ -122,7 +120,7 @@ impl Workspace {
     }
 
     /// `relative` as text with `/` separators, "." for the root: the subject allowlist rules match.
-    pub fn subject(&self, path: &str) -> Option<Subject> {
+    pub(crate) fn subject(&self, path: &str) -> Option<Subject> {
         let rel = self.relative(path).ok()?;
         Some(Subject::Path(display_relative(&rel)))
     }
@@ -131,7 +129,7 @@ impl Workspace {
     /// form as written (as `subject`) and where it leads (as `locate`), or `None` when either
     /// lies outside. Rules judge both, so a symlink cannot lead a redirection past a deny rule.
     /// (A symlink created by the same script after this check is the sandbox's to stop.)
-    pub fn shell_target(&self, path: &str) -> Option<(String, String)> {
+    pub(crate) fn shell_target(&self, path: &str) -> Option<(String, String)> {
         let Some(Subject::Path(rel)) = self.subject(path) else {
             return None;
         };
@@ -144,7 +142,7 @@ impl Workspace {
     /// or cannot be told (a dangling symlink, a loop, no permission). A tail that does not exist
     /// yet is taken as written. The allowlist judges a path by this as well as by its lexical
     /// form, so a symlink cannot lead a call past a rule.
-    pub fn locate(&self, path: &str) -> Option<String> {
+    pub(crate) fn locate(&self, path: &str) -> Option<String> {
         let joined = self.root.join(path);
         for existing in joined.ancestors() {
             match std::fs::canonicalize(existing) {
@@ -163,7 +161,7 @@ impl Workspace {
 
     /// The absolute canonical path of an existing path the model gave, after checking that
     /// following every symlink on the way still lands inside the root.
-    pub fn resolve(&self, path: &str) -> Result<PathBuf, PathError> {
+    pub(crate) fn resolve(&self, path: &str) -> Result<PathBuf, PathError> {
         let lexical = self.root.join(self.relative(path)?);
         match std::fs::canonicalize(&lexical) {
             Ok(real) if real.starts_with(&self.root) => Ok(real),
@@ -191,7 +189,7 @@ impl Workspace {
 
     /// Opens a file the model named for reading: resolved and checked, and the opened handle
     /// checked again so that nothing swapped in after the check is read.
-    pub fn open_file(&self, path: &str) -> Result<(File, PathBuf), PathError> {
+    pub(crate) fn open_file(&self, path: &str) -> Result<(File, PathBuf), PathError> {
         let real = self.resolve(path)?;
         let file = self.open_checked(&real, path)?;
         Ok((file, real))
@@ -200,7 +198,7 @@ impl Workspace {
     /// Opens `abs` (a path inside the root) for reading, refusing anything but a regular file.
     /// `given` is the path as the model knows it, for messages. Used directly by the search tools
     /// for paths their own walk produced.
-    pub fn open_checked(&self, abs: &Path, given: &str) -> Result<File, PathError> {
+    pub(crate) fn open_checked(&self, abs: &Path, given: &str) -> Result<File, PathError> {
         // Refuse special files before opening: opening a socket fails obscurely and opening a
         // device can have side effects. The fstat below is what makes this race-free.
         if let Ok(meta) = abs.symlink_metadata()
@@ -220,7 +218,7 @@ impl Workspace {
 
     /// Lists a directory inside the root without following a symlink swapped in for it (or for
     /// any directory above it) after it was checked.
-    pub fn open_dir(&self, abs: &Path, given: &str) -> Result<ReadDir, PathError> {
+    pub(crate) fn open_dir(&self, abs: &Path, given: &str) -> Result<ReadDir, PathError> {
         let dir = open_nofollow(abs, libc::O_DIRECTORY)
             .map_err(|e| open_dir_error(abs, given, given, &e))?;
         self.check_opened(&dir, given)?;
@@ -243,7 +241,7 @@ impl Workspace {
     }
 
     /// The workspace-relative display form of an absolute path inside the workspace.
-    pub fn display(&self, abs: &Path) -> String {
+    pub(crate) fn display(&self, abs: &Path) -> String {
         match abs.strip_prefix(&self.root) {
             Ok(rel) => display_relative(rel),
             Err(_) => "(outside the workspace)".to_owned(),
@@ -253,7 +251,7 @@ impl Workspace {
     /// The one walk configuration the search tools share: ignore files honoured even outside a
     /// git repository, hidden files included but never `.git`, symlinks not followed (so the walk
     /// cannot leave the root), siblings sorted so results come out in path order.
-    pub fn walker(&self, base: &Path) -> ignore::WalkBuilder {
+    pub(crate) fn walker(&self, base: &Path) -> ignore::WalkBuilder {
         let mut builder = ignore::WalkBuilder::new(base);
         builder
             .hidden(false)

@@ -14,7 +14,7 @@ impl Workspace {
     /// one first by edit distance (ignoring case), directories ending in `/`. Only names `keep`
     /// accepts (by workspace-relative path) are given; `.git` never is. `None` when the path
     /// exists, lies outside, or its directory cannot be read.
-    pub fn similar(
+    pub(crate) fn similar(
         &self,
         path: &str,
         n: usize,

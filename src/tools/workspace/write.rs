@@ -17,12 +17,12 @@ use super::*;
 
 /// What an atomic write did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteReport {
+pub(crate) struct WriteReport {
     /// The file written, workspace-relative with `/` separators.
-    pub path: String,
-    pub bytes: u64,
+    pub(crate) path: String,
+    pub(crate) bytes: u64,
     /// The size of the file that was replaced; `None` when the write created the file.
-    pub replaced: Option<u64>,
+    pub(crate) replaced: Option<u64>,
 }
 
 /// The directory a write goes into, opened and checked, and the name to write there. Every later
@@ -44,7 +44,7 @@ impl Workspace {
     /// parent directories are created, each one inside the directory opened before it. A target
     /// that is a symlink, a directory or a special file is refused; a replaced file keeps its
     /// permission bits.
-    pub fn write_atomic(
+    pub(crate) fn write_atomic(
         &self,
         path: &str,
         bytes: &[u8],
@@ -57,7 +57,7 @@ impl Workspace {
 
     /// `write_atomic` for a file read before through `original`: refused with `Changed` when the
     /// file at `path` is no longer that file, so an edit never lands on a file it did not read.
-    pub fn replace_atomic(
+    pub(crate) fn replace_atomic(
         &self,
         path: &str,
         bytes: &[u8],
