@@ -354,6 +354,8 @@ fn the_readme_opens_with_an_install_section_that_matches_the_build_settings() {
     for needed in [
         "cargo install --locked --path .",
         "cargo install --locked --git",
+        "pipx install .",
+        "scripts/check-wheel.sh",
         "**Platforms**",
         "rounds completions bash",
         "rounds man",
@@ -365,12 +367,33 @@ fn the_readme_opens_with_an_install_section_that_matches_the_build_settings() {
         install.contains(&format!("**Rust**: {msrv} or newer")),
         "{msrv}"
     );
-    // The shipped binary is stripped, and the script that regenerates the function order
-    // builds one that is not (it reads the names) without touching the profile, whose
-    // settings are part of every symbol's name.
-    let release = manifest["profile"]["release"].as_table().unwrap();
-    assert_eq!(release["strip"].as_str(), Some("symbols"));
-    let script = read("bench/symbol-order.sh");
-    assert!(script.contains(r#"RUSTFLAGS="-C strip=none""#));
-    assert!(!script.contains("CARGO_PROFILE_"));
+    // An ordinary release profile (no whole-program LTO, symbols kept for backtraces); the
+    // shipped binaries' profile adds LTO and strips.
+    let profiles = manifest["profile"].as_table().unwrap();
+    let release = profiles["release"].as_table().unwrap();
+    assert!(!release.contains_key("lto") && !release.contains_key("strip"));
+    let dist = profiles["dist"].as_table().unwrap();
+    assert_eq!(dist["inherits"].as_str(), Some("release"));
+    assert_eq!(dist["lto"].as_str(), Some("fat"));
+    assert_eq!(dist["strip"].as_str(), Some("symbols"));
+    // The wheel holds the binary, built with that profile.
+    let pyproject: toml::Table = toml::from_str(&read("pyproject.toml")).unwrap();
+    assert_eq!(pyproject["project"]["name"], manifest["package"]["name"]);
+    let maturin = pyproject["tool"]["maturin"].as_table().unwrap();
+    assert_eq!(maturin["bindings"].as_str(), Some("bin"));
+    assert_eq!(maturin["profile"].as_str(), Some("dist"));
+    assert_eq!(maturin["locked"].as_bool(), Some(true));
+    let backend = pyproject["build-system"]["build-backend"].as_str();
+    assert_eq!(backend, Some("maturin"));
+}
+
+/// No link setting makes the binary position-dependent: the kernel can place it anywhere
+/// (address space layout randomization), as it does every library it loads.
+#[test]
+fn the_binary_is_position_independent() {
+    let bin = std::fs::read(env!("CARGO_BIN_EXE_rounds")).unwrap();
+    assert_eq!(&bin[..4], b"\x7fELF");
+    // e_type: 2 is a fixed-address executable, 3 a position-independent one (or a library).
+    let e_type = u16::from_le_bytes([bin[16], bin[17]]);
+    assert_eq!(e_type, 3);
 }
