@@ -1,5 +1,5 @@
 //! Fitting rounds into shells and CI: completions, the man page, `rounds help`, the GitHub
-//! step summary, and the example workflow's commands run against the mock.
+//! step summary, and the build and install settings (the workflows run in `workflows.rs`).
 
 use crate::common::mock::{MockServer, Reply};
 use crate::common::sse::{self, B};
@@ -146,200 +146,6 @@ fn the_step_summary_flag_names_the_file_and_usage_errors_are_summarized_too() {
     );
 }
 
-/// The review step of `examples/github-actions.yml`: its `env:` mapping and its `run: |`
-/// script, as GitHub would run them.
-struct Step {
-    env: Vec<(String, String)>,
-    script: String,
-}
-
-fn example_step() -> Step {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/github-actions.yml");
-    let yml = std::fs::read_to_string(path).unwrap();
-    let lines: Vec<&str> = yml.lines().collect();
-    let indent = |l: &str| l.len() - l.trim_start().len();
-    let marker = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("# rounds-ci-script"))
-        .expect("the marker above the script");
-    assert_eq!(lines[marker + 1].trim(), "run: |");
-    let key = indent(lines[marker + 1]);
-    let body: Vec<&str> = lines[marker + 2..]
-        .iter()
-        .take_while(|l| l.trim().is_empty() || indent(l) > key)
-        .copied()
-        .collect();
-    let base = indent(body[0]);
-    let script: Vec<&str> = body.iter().map(|l| l.get(base..).unwrap_or("")).collect();
-    let env_at = lines[..marker]
-        .iter()
-        .rposition(|l| l.trim() == "env:")
-        .unwrap();
-    let env = lines[env_at + 1..marker]
-        .iter()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .map(|l| {
-            let (k, v) = l.trim().split_once(": ").unwrap();
-            (k.to_owned(), v.trim_matches('"').to_owned())
-        })
-        .collect();
-    Step {
-        env,
-        script: script.join("\n") + "\n",
-    }
-}
-
-/// A git repository with two commits in the sandbox's workspace; returns the first's id.
-fn two_commits(sb: &Sandbox) -> String {
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(sb.ws())
-            .env("HOME", sb.path("home"))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
-    git(&["init", "-q"]);
-    sb.write("lib.rs", "fn one() {}\n");
-    git(&["add", "."]);
-    git(&["commit", "-qm", "one"]);
-    let base = git(&["rev-parse", "HEAD"]).trim().to_owned();
-    sb.write("lib.rs", "fn one() {}\nfn two() {}\n");
-    git(&["commit", "-qam", "two"]);
-    base
-}
-
-/// Runs the example's script as GitHub does (`bash --noprofile --norc -eo pipefail`), with
-/// the step's environment: expressions replaced by `given`, which may also override values.
-fn run_example(sb: &Sandbox, server: &MockServer, given: &[(&str, String)]) -> crate::common::Run {
-    let step = example_step();
-    let script = sb.path("step.sh");
-    std::fs::write(&script, &step.script).unwrap();
-    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_rounds"))
-        .parent()
-        .unwrap();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
-    let mut cmd = std::process::Command::new("bash");
-    cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
-        .arg(&script)
-        .env_clear()
-        .env("PATH", path)
-        .env("HOME", sb.path("home"))
-        .env("RUNNER_TEMP", sb.path("runner"))
-        .env("GITHUB_STEP_SUMMARY", sb.path("summary.md"))
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .current_dir(sb.ws())
-        .stdin(std::process::Stdio::null());
-    for (k, v) in &step.env {
-        let value = match given.iter().find(|(name, _)| name == k) {
-            Some((_, value)) => value.clone(),
-            None if v.contains("${{") => panic!("the test gives no value for {k}"),
-            None => v.clone(),
-        };
-        cmd.env(k, value);
-    }
-    run(&mut cmd)
-}
-
-#[test]
-fn the_example_workflow_reviews_a_change_and_handles_every_exit_code() {
-    let sb = Sandbox::new();
-    let base = two_commits(&sb);
-    let title = "Add two() $(touch pwned) `touch pwned2`";
-    let given = |timeout: &str| {
-        vec![
-            ("ANTHROPIC_API_KEY", "k".to_owned()),
-            ("PR_TITLE", title.to_owned()),
-            ("BASE_SHA", base.clone()),
-            ("ROUNDS_TIMEOUT", timeout.to_owned()),
-        ]
-    };
-    let out_dir = sb.path("runner/rounds-review");
-    let bash = |command: &str| {
-        Reply::sse(sse::anthropic(
-            &[B::Tool(
-                "t1",
-                "bash",
-                &format!(r#"{{"command":"{command}"}}"#),
-            )],
-            "tool_use",
-            1,
-            1,
-        ))
-    };
-
-    // A review that looks at the history, then answers.
-    let server = MockServer::start(vec![bash("git log --oneline"), sse::answer("Looks fine.")]);
-    let out = run_example(&sb, &server, &given("900"));
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert_eq!(out.stdout, "Looks fine.\n");
-    let first = server.requests()[0].json();
-    let prompt = first["messages"][0]["content"][0]["text"].as_str().unwrap();
-    assert!(
-        prompt.contains(&format!("(pull request: {title})")),
-        "{prompt}"
-    );
-    assert!(prompt.contains("+fn two() {}"), "{prompt}");
-    assert!(!sb.ws().join("pwned").exists() && !sb.ws().join("pwned2").exists());
-    let lines = crate::common::read_jsonl(&out_dir.join("transcript.jsonl"));
-    assert_eq!(lines[1]["results"][0]["is_error"], false, "{}", lines[1]);
-    let log = lines[1]["results"][0]["content"].as_str().unwrap();
-    assert!(log.contains(" two\n") && log.contains(" one\n"), "{log}");
-    assert_eq!(
-        std::fs::read_to_string(out_dir.join("review.md")).unwrap(),
-        "Looks fine."
-    );
-    let html = std::fs::read_to_string(out_dir.join("transcript.html")).unwrap();
-    assert!(html.contains("Looks fine.") && html.contains("git log --oneline"));
-    let summary = || std::fs::read_to_string(sb.path("summary.md")).unwrap();
-    assert!(summary().contains("### ✅ rounds: completed (exit 0)"));
-
-    // The deadline: exit 5 is a warning, and the artifacts are still there.
-    std::fs::remove_dir_all(&out_dir).unwrap();
-    let server = MockServer::start(vec![Reply::silent(std::time::Duration::from_secs(10))]);
-    let out = run_example(&sb, &server, &given("1"));
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout
-            .contains("::warning title=rounds::stopped at --timeout"),
-        "{}",
-        out.stdout
-    );
-    assert!(out_dir.join("transcript.html").exists());
-    assert!(summary().contains("### ⚠️ rounds: timeout (exit 5)"));
-
-    // A command outside the allowlist: exit 6 fails the job.
-    let server = MockServer::start(vec![bash("rm -rf ."), sse::answer("x")]);
-    let out = run_example(&sb, &server, &given("900"));
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout
-            .contains("::error title=rounds::the model tried a command outside"),
-        "{}",
-        out.stdout
-    );
-    assert!(sb.ws().join("lib.rs").exists());
-    assert!(summary().contains("### ⚠️ rounds: tool_failure (exit 6)"));
-
-    // A provider error: the job fails with rounds' exit code.
-    let server = MockServer::start(vec![Reply::error(401, r#"{"error":"bad key"}"#)]);
-    let out = run_example(
-        &sb,
-        &server,
-        &[given("900"), vec![("ROUNDS_MODEL", "anthropic/m".into())]].concat(),
-    );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout.contains("rounds failed (exit 1)"),
-        "{}",
-        out.stdout
-    );
-    assert!(summary().contains("### ❌ rounds: error (exit 1)"));
-}
-
 #[test]
 fn the_readme_opens_with_an_install_section_that_matches_the_build_settings() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -354,6 +160,8 @@ fn the_readme_opens_with_an_install_section_that_matches_the_build_settings() {
     for needed in [
         "cargo install --locked --path .",
         "cargo install --locked --git",
+        "pipx install .",
+        "scripts/check-wheel.sh",
         "**Platforms**",
         "rounds completions bash",
         "rounds man",
@@ -365,12 +173,33 @@ fn the_readme_opens_with_an_install_section_that_matches_the_build_settings() {
         install.contains(&format!("**Rust**: {msrv} or newer")),
         "{msrv}"
     );
-    // The shipped binary is stripped, and the script that regenerates the function order
-    // builds one that is not (it reads the names) without touching the profile, whose
-    // settings are part of every symbol's name.
-    let release = manifest["profile"]["release"].as_table().unwrap();
-    assert_eq!(release["strip"].as_str(), Some("symbols"));
-    let script = read("bench/symbol-order.sh");
-    assert!(script.contains(r#"RUSTFLAGS="-C strip=none""#));
-    assert!(!script.contains("CARGO_PROFILE_"));
+    // An ordinary release profile (no whole-program LTO, symbols kept for backtraces); the
+    // shipped binaries' profile adds LTO and strips.
+    let profiles = manifest["profile"].as_table().unwrap();
+    let release = profiles["release"].as_table().unwrap();
+    assert!(!release.contains_key("lto") && !release.contains_key("strip"));
+    let dist = profiles["dist"].as_table().unwrap();
+    assert_eq!(dist["inherits"].as_str(), Some("release"));
+    assert_eq!(dist["lto"].as_str(), Some("fat"));
+    assert_eq!(dist["strip"].as_str(), Some("symbols"));
+    // The wheel holds the binary, built with that profile.
+    let pyproject: toml::Table = toml::from_str(&read("pyproject.toml")).unwrap();
+    assert_eq!(pyproject["project"]["name"], manifest["package"]["name"]);
+    let maturin = pyproject["tool"]["maturin"].as_table().unwrap();
+    assert_eq!(maturin["bindings"].as_str(), Some("bin"));
+    assert_eq!(maturin["profile"].as_str(), Some("dist"));
+    assert_eq!(maturin["locked"].as_bool(), Some(true));
+    let backend = pyproject["build-system"]["build-backend"].as_str();
+    assert_eq!(backend, Some("maturin"));
+}
+
+/// No link setting makes the binary position-dependent: the kernel can place it anywhere
+/// (address space layout randomization), as it does every library it loads.
+#[test]
+fn the_binary_is_position_independent() {
+    let bin = std::fs::read(env!("CARGO_BIN_EXE_rounds")).unwrap();
+    assert_eq!(&bin[..4], b"\x7fELF");
+    // e_type: 2 is a fixed-address executable, 3 a position-independent one (or a library).
+    let e_type = u16::from_le_bytes([bin[16], bin[17]]);
+    assert_eq!(e_type, 3);
 }

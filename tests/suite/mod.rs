@@ -1,3 +1,4 @@
+mod action;
 mod answers;
 mod batch;
 mod batch_ids;
@@ -40,3 +41,4 @@ mod tools_bash;
 mod tools_files;
 mod tools_web;
 mod trust;
+mod workflows;
