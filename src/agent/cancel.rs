@@ -2,6 +2,7 @@
 //! signal watcher say why they cancel, and the loop ends with that status itself.
 
 use std::sync::{Arc, Mutex};
+use tokio_util::task::AbortOnDropHandle;
 
 use tokio_util::sync::CancellationToken;
 
@@ -48,8 +49,8 @@ impl Cancel {
 }
 
 /// Cancels the run with `Timeout` after `after`; dropping the guard stops the timer.
-pub(crate) fn deadline(after: std::time::Duration, cancel: Cancel) -> AbortOnDrop {
-    AbortOnDrop(tokio::spawn(async move {
+pub(crate) fn deadline(after: std::time::Duration, cancel: Cancel) -> AbortOnDropHandle<()> {
+    AbortOnDropHandle::new(tokio::spawn(async move {
         tokio::time::sleep(after).await;
         let secs = after.as_secs_f64();
         cancel.cancel(
@@ -57,15 +58,6 @@ pub(crate) fn deadline(after: std::time::Duration, cancel: Cancel) -> AbortOnDro
             format!("the run's deadline of {secs}s passed"),
         );
     }))
-}
-
-/// Aborts its task when dropped.
-pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 #[cfg(test)]

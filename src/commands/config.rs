@@ -157,33 +157,12 @@ fn toml_value(v: &str) -> String {
 /// A key as TOML writes it: bare when it can be, else quoted (an alias named `gpt.5` is one
 /// key, not a table).
 fn toml_key(k: &str) -> String {
-    let bare = !k.is_empty()
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    match bare {
-        true => k.to_owned(),
-        false => toml_string(k),
-    }
+    toml_writer::ToTomlKey::to_toml_key(k)
 }
 
-/// A TOML basic string: `"` and `\` escaped, and every control character, which TOML does not
-/// allow raw in one.
+/// A TOML string, escaped as the `toml` crates' own writer does (control characters included).
 fn toml_string(v: &str) -> String {
-    let mut out = String::with_capacity(v.len() + 2);
-    out.push('"');
-    for c in v.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    toml_writer::ToTomlValue::to_toml_value(v)
 }
 
 #[cfg(test)]
