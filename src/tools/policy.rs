@@ -488,9 +488,15 @@ impl Policy {
         None
     }
 
-    /// The rules in effect, for the transcript.
+    /// The rules in effect, for the transcript: each once (`-a read_file` repeats a default).
     pub(crate) fn allow_rules(&self) -> Vec<String> {
-        self.allow.iter().map(|r| r.text.clone()).collect()
+        let mut rules: Vec<String> = Vec::new();
+        for r in &self.allow {
+            if !rules.contains(&r.text) {
+                rules.push(r.text.clone());
+            }
+        }
+        rules
     }
 }
 
