@@ -12,28 +12,11 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value, json};
 
 use crate::conversation::ErrorKind;
-use crate::outcome::{Signal, Status};
+use crate::outcome::Status;
 use crate::transcript::{Event, VERSION};
 
 /// Where the schema is published (its `$id`).
 const ID: &str = "https://github.com/rounds/rounds/schema/rounds.schema.json";
-
-/// The statuses a run's `end` line can hold: every [`Status`] but a batch's `incomplete`, which
-/// no record holds. A new `Status` variant belongs here (the test beside it says so).
-const RUN_STATUSES: [Status; 12] = [
-    Status::Completed,
-    Status::Error,
-    Status::Usage,
-    Status::MaxRounds,
-    Status::Budget,
-    Status::Timeout,
-    Status::ToolFailure,
-    Status::Schema,
-    Status::Stuck,
-    Status::Interrupted(Signal::Interrupt),
-    Status::Interrupted(Signal::Terminate),
-    Status::Interrupted(Signal::Pipe),
-];
 
 /// The whole schema: one line is exactly one of the line types, each a `$defs` entry named by
 /// its `type` (`start`, `round`, `end`, and the stream's `text_delta`, `thinking_delta`,
@@ -176,7 +159,7 @@ impl JsonSchema for Status {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let mut names: Vec<&str> = RUN_STATUSES.iter().map(|s| s.as_str()).collect();
+        let mut names: Vec<&str> = Status::OF_A_RUN.iter().map(|s| s.as_str()).collect();
         names.dedup();
         json_schema!({
             "description": "How the run ended (README, \"Exit status\"); `interrupted` is SIGINT, \
@@ -189,7 +172,7 @@ impl JsonSchema for Status {
 
 /// The `end` line's `exit_code`: one of the run statuses' codes.
 pub(crate) fn exit_code(_: &mut SchemaGenerator) -> Schema {
-    let mut codes: Vec<u8> = RUN_STATUSES.iter().map(|s| s.exit_code()).collect();
+    let mut codes: Vec<u8> = Status::OF_A_RUN.iter().map(|s| s.exit_code()).collect();
     codes.sort_unstable();
     codes.dedup();
     json_schema!({
@@ -215,7 +198,7 @@ mod tests {
 
     #[test]
     fn every_status_a_run_ends_with_is_listed_and_reads_back() {
-        // A new Status variant stops this match from compiling: list it in RUN_STATUSES, or
+        // A new Status variant stops this match from compiling: list it in Status::OF_A_RUN, or
         // here as no run's (as `incomplete` is), and regenerate the schema.
         let listed = |s: Status| match s {
             Status::Completed
@@ -227,10 +210,10 @@ mod tests {
             | Status::ToolFailure
             | Status::Schema
             | Status::Stuck
-            | Status::Interrupted(_) => RUN_STATUSES.contains(&s),
-            Status::Incomplete => !RUN_STATUSES.contains(&s),
+            | Status::Interrupted(_) => Status::OF_A_RUN.contains(&s),
+            Status::Incomplete => !Status::OF_A_RUN.contains(&s),
         };
-        for status in RUN_STATUSES {
+        for status in Status::OF_A_RUN {
             assert!(listed(status), "{status:?}");
             let back = Status::from_record(status.as_str(), status.exit_code());
             assert_eq!(back, Some(status));
