@@ -8,18 +8,18 @@ use crate::common::mock::MockServer;
 use crate::common::sse;
 use crate::common::{Sandbox, run};
 
-fn user_file(sb: &Sandbox, text: &str) {
+pub(super) fn user_file(sb: &Sandbox, text: &str) {
     let dir = sb.path("home/.config/rounds");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("config.toml"), text).unwrap();
 }
 
-fn project_file(sb: &Sandbox, text: &str) {
+pub(super) fn project_file(sb: &Sandbox, text: &str) {
     std::fs::write(sb.ws().join(".rounds.toml"), text).unwrap();
 }
 
 /// The start line of a run with `args`, against a fresh mock.
-fn start_line(sb: &Sandbox, args: &[&str]) -> Value {
+pub(super) fn start_line(sb: &Sandbox, args: &[&str]) -> Value {
     let server = MockServer::start(vec![sse::answer("ok")]);
     let out = run(sb
         .anthropic(&server)

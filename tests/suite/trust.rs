@@ -5,21 +5,10 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
+use super::settings::{project_file, start_line, user_file};
 use crate::common::mock::{MockServer, Recorded, Reply};
 use crate::common::sse::{self, B};
 use crate::common::{Run, Sandbox, read_jsonl, run};
-
-fn user_file(sb: &Sandbox, text: &str) {
-    let dir = sb.path("home/.config/rounds");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.toml"), text).unwrap();
-}
-
-fn project_file(sb: &Sandbox, text: &str) {
-    std::fs::write(sb.ws().join(".rounds.toml"), text).unwrap();
-}
 
 /// Everything a run let out: its stdout, stderr, transcript and every request the provider got.
 fn everything(out: &Run, server: &MockServer, transcript: Option<&Path>) -> String {
@@ -270,18 +259,6 @@ fn deny_lists_only_grow_whoever_adds_to_them() {
     // The control: with no deny rule the file is read and sent.
     project_file(&sb, "");
     assert!(go(&sb, &[]).contains("DOTENV-MARKER"));
-}
-
-fn start_line(sb: &Sandbox, args: &[&str]) -> Value {
-    let server = MockServer::start(vec![sse::answer("ok")]);
-    let out = run(sb
-        .anthropic(&server)
-        .arg("--transcript")
-        .arg(sb.transcript_path())
-        .args(args)
-        .arg("go"));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    read_jsonl(&sb.transcript_path())[0].clone()
 }
 
 #[test]
