@@ -1,4 +1,4 @@
-//! `cargo bench`: the numbers the README reports, measured against the loopback mock provider
+//! `cargo bench`: the numbers docs/benchmarks.md reports, measured against the loopback mock provider
 //! with the release binary.
 //!
 //! (a) parallel safe calls: 8 `read_file` calls in one round, each held 200 ms by a pre-tool

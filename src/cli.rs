@@ -421,6 +421,17 @@ pub struct ToolFlags {
     )]
     pub deny: Vec<String>,
 
+    /// Let the model edit files: offer write_file and edit_file (inside the workspace, like
+    /// every file tool) besides what --allow offers. --deny still wins.
+    #[arg(help_heading = "Tools & allowlist", long)]
+    pub edit: bool,
+
+    /// Edit files and run commands under the sandbox: --edit plus bash, whose commands run in
+    /// the --sandbox (workspace-write, no network, by default; refused with --sandbox off).
+    /// --deny still wins.
+    #[arg(help_heading = "Tools & allowlist", long)]
+    pub full_auto: bool,
+
     /// Pass this environment variable through to tool processes (repeatable).
     ///
     /// Tools get a scrubbed environment (PATH, HOME, LANG, … but no keys); provider keys are never
@@ -469,7 +480,7 @@ pub struct ToolFlags {
     #[arg(help_heading = "Tools & allowlist", short, long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
-    /// Add command tools from a manifest (TOML or JSON; see the README), repeatable.
+    /// Add command tools from a manifest (TOML or JSON; see docs/tools.md), repeatable.
     #[arg(
         help_heading = "Tools & allowlist",
         long = "tools-file",
@@ -558,7 +569,9 @@ Logs: -v (requests, tools), -vv (stream events), or ROUNDS_LOG with tracing targ
 Examples:
   rounds -m anthropic/claude-sonnet-4-5 'Which files define the CLI?'
   git diff | rounds 'Review this change'
-  rounds -a 'bash(cargo *)' --timeout 600 'Make cargo test pass'
+  rounds --edit 'Fix the typo in README.md'
+  rounds --edit -a 'bash(cargo *)' --timeout 600 'Make cargo test pass'
+  rounds --full-auto 'Make the tests pass, then run them'
   rounds -o stream-json 'Summarize src/' | jq -c 'select(.type == \"tool_use\")'
   rounds -m replay:fixtures/demo/demo.jsonl -w fixtures/demo/workspace
   rounds tools -a all

@@ -16,6 +16,7 @@ use crate::runs;
 use crate::tools::assemble::ToolSources;
 use crate::tools::hooks::Hooks;
 use crate::tools::pipeline::Settings;
+use crate::tools::presets::Preset;
 use crate::tools::workspace::WorkspaceError;
 use crate::tools::{Outputs, Workspace, builtin};
 use crate::transcript::ReadError;
@@ -130,6 +131,12 @@ pub enum ConfigError {
     EmptyPrompt,
     #[error("\"-\" reads the prompt from stdin, but stdin is a terminal")]
     StdinIsTerminal,
+    /// A preset that runs commands under the sandbox, with the sandbox turned off.
+    #[error(
+        "{0} runs commands under the sandbox, and --sandbox off removes it: drop one of them \
+         (without a sandbox, say so with -a bash --edit)"
+    )]
+    PresetUnsandboxed(&'static str),
     #[error("workspace: {0}")]
     Workspace(#[from] WorkspaceError),
     #[error("replay: {0}")]
@@ -399,6 +406,12 @@ pub(crate) fn sandbox(
 ) -> Result<(Sandbox, sandbox::Summary), ConfigError> {
     let mode =
         sandbox::parse_flag(&flags.sandbox).map_err(|e| ConfigError::Sandbox(e.to_string()))?;
+    if let Some(p) = Preset::chosen(flags.edit, flags.full_auto)
+        .into_iter()
+        .find(|p| p.needs_sandbox() && mode.0 == sandbox::Mode::Off)
+    {
+        return Err(ConfigError::PresetUnsandboxed(p.flag()));
+    }
     let extra: Vec<PathBuf> = flags.sandbox_write.iter().map(|d| cwd.join(d)).collect();
     Sandbox::check_dirs(&extra).map_err(|e| ConfigError::Sandbox(e.to_string()))?;
     let extra: Vec<PathBuf> = extra
@@ -440,6 +453,7 @@ pub(crate) fn tool_setup(
         },
         allow: flags.allow.clone(),
         deny: flags.deny.clone(),
+        presets: Preset::chosen(flags.edit, flags.full_auto),
         tools_files: flags.tools_file.iter().map(|f| cwd.join(f)).collect(),
         mcp: flags.mcp.clone(),
         mcp_config: flags.mcp_config.as_ref().map(|f| cwd.join(f)),

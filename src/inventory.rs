@@ -11,6 +11,8 @@ use crate::process::ProcessContext;
 use crate::process::sandbox::Summary;
 use crate::tools::Class;
 use crate::tools::assemble::{AssembleError, assemble};
+use crate::tools::policy::Policy;
+use crate::tools::presets::Preset;
 
 /// One listed tool.
 #[derive(Debug, Serialize)]
@@ -19,6 +21,10 @@ pub(crate) struct Listed {
     pub(crate) class: Class,
     /// Whether the allowlist offers it to the model.
     pub(crate) offered: bool,
+    /// The preset flag (`--edit`, `--full-auto`) it is offered by, when the rest of the flags
+    /// would not offer it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) preset: Option<&'static str>,
     pub(crate) origin: String,
     pub(crate) description: String,
     pub(crate) input_schema: Value,
@@ -28,6 +34,8 @@ pub(crate) struct Listed {
 pub(crate) struct Inventory {
     pub(crate) tools: Vec<Listed>,
     pub(crate) sandbox: Summary,
+    /// The presets the flags turned on.
+    pub(crate) presets: Vec<Preset>,
 }
 
 /// Why the tools could not be listed: a flag or a tool source is wrong.
@@ -54,15 +62,29 @@ pub(crate) async fn list(flags: &ToolFlags) -> Result<Inventory, InventoryError>
         sandbox: &sandbox,
     };
     let assembled = assemble(&sources, &processes).await?;
+    // The same flags without the presets, to tell which tools a preset is what offers.
+    let known: Vec<&str> = assembled.registry.names().collect();
+    let bare = Policy::new(&sources.allow, &sources.deny, &known).map_err(AssembleError::from)?;
     let listed = assembled
         .registry
         .tools()
         .map(|tool| {
             let spec = tool.spec();
+            let offered = assembled.policy.offers(&spec.name);
+            let preset = (offered && !bare.offers(&spec.name))
+                .then(|| {
+                    sources
+                        .presets
+                        .iter()
+                        .find(|p| p.tools().contains(&spec.name.as_str()))
+                })
+                .flatten()
+                .map(|p| p.flag());
             Listed {
                 name: spec.name.clone(),
                 class: spec.class,
-                offered: assembled.policy.offers(&spec.name),
+                offered,
+                preset,
                 origin: tool.origin(),
                 description: spec.description.clone(),
                 input_schema: spec.input_schema.clone(),
@@ -73,5 +95,6 @@ pub(crate) async fn list(flags: &ToolFlags) -> Result<Inventory, InventoryError>
     Ok(Inventory {
         tools: listed,
         sandbox: summary,
+        presets: sources.presets,
     })
 }

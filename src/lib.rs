@@ -137,7 +137,7 @@ fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> R
 
 /// One thread drives the run: the work is waiting on the network and on tool processes, and
 /// blocking file work goes to the blocking pool. Fewer threads mean fewer stacks and malloc
-/// arenas, which keeps peak memory within the README's target.
+/// arenas, which keeps peak memory within the target in docs/benchmarks.md.
 pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -17,6 +17,7 @@ use crate::outcome::{Outcome, Signal, Status};
 use crate::process::sandbox::Summary;
 use crate::progress::Progress;
 use crate::terminal;
+use crate::tools::presets::Preset;
 use crate::transcript::{End, Event, RetryNote, Round, Start, VERSION};
 
 /// Who hears about a run as it happens: events on stdout in stream-json mode, and progress on
@@ -369,7 +370,7 @@ pub(crate) fn print_tool_list(json: bool, inventory: &Inventory) {
     } else {
         let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
         out.push_str(&format!(
-            "{:width$}  {:8}  {:7}  ORIGIN\n",
+            "{:width$}  {:8}  {:11}  ORIGIN\n",
             "TOOL", "CLASS", "OFFERED"
         ));
         for t in tools {
@@ -377,10 +378,14 @@ pub(crate) fn print_tool_list(json: bool, inventory: &Inventory) {
                 Class::Safe => "safe",
                 Class::Mutating => "mutating",
             };
-            let offered = if t.offered { "yes" } else { "no" };
+            let offered = match (t.offered, t.preset) {
+                (true, Some(flag)) => flag,
+                (true, None) => "yes",
+                (false, _) => "no",
+            };
             // Names, origins and descriptions can come from an MCP server: shown, not obeyed.
             out.push_str(&format!(
-                "{:width$}  {class:8}  {offered:7}  {}\n",
+                "{:width$}  {class:8}  {offered:11}  {}\n",
                 terminal::line(&t.name),
                 terminal::line(&t.origin)
             ));
@@ -389,6 +394,7 @@ pub(crate) fn print_tool_list(json: bool, inventory: &Inventory) {
                 out.push_str(&format!("{:width$}  {line}\n", ""));
             }
         }
+        out.push_str(&presets_line(&inventory.presets));
         out.push_str(&sandbox_line(&inventory.sandbox));
     }
     let mut stdout = std::io::stdout().lock();
@@ -425,6 +431,21 @@ fn wrap(text: &str, width: Option<usize>) -> Vec<String> {
     }
     lines.push(line);
     lines
+}
+
+/// `rounds tools`: the presets there are, what each offers, and which these flags turned on.
+fn presets_line(on: &[Preset]) -> String {
+    let each: Vec<String> = Preset::ALL
+        .iter()
+        .map(|p| {
+            let state = if on.contains(p) { "on" } else { "off" };
+            format!("{} ({}): {state}", p.flag(), p.tools().join(", "))
+        })
+        .collect();
+    format!(
+        "\nPresets: {}; bash runs in the sandbox below.\n",
+        each.join("; ")
+    )
 }
 
 /// `rounds tools`' last line: the sandbox tool processes run in, and what of it is in force.

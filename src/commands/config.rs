@@ -116,7 +116,7 @@ fn refused(layers: &Layers) -> String {
     if layers.refused.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\n# Refused (see \"Who decides what\" in the README):\n");
+    let mut out = String::from("\n# Refused (see \"Who decides what\" in docs/security.md):\n");
     for r in &layers.refused {
         let quoted: Vec<String> = r.values.iter().map(|v| toml_value(v)).collect();
         let line = format!(

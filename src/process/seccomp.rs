@@ -11,7 +11,7 @@
 //!
 //! A filter reads system call arguments, not memory behind pointers, so it cannot tell one path
 //! from another: a `chmod 644` of a file outside the writable directories is still allowed (see
-//! README, "What the sandbox does not cover").
+//! docs/security.md, "What the sandbox does not cover").
 
 use std::collections::BTreeMap;
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::mcp::McpServers;
 use super::policy::{Policy, PolicyError};
+use super::presets::{self, Preset};
 use crate::process::ProcessContext;
 use std::sync::Arc;
 
@@ -18,6 +19,8 @@ pub(crate) struct ToolSources {
     pub(crate) builtin: builtin::Options,
     pub(crate) allow: Vec<String>,
     pub(crate) deny: Vec<String>,
+    /// `--edit`, `--full-auto`: their rules go after `allow`.
+    pub(crate) presets: Vec<Preset>,
     pub(crate) tools_files: Vec<PathBuf>,
     /// `--mcp NAME=COMMAND ARGS…` values, as given.
     pub(crate) mcp: Vec<String>,
@@ -68,7 +71,8 @@ pub(crate) async fn assemble(
     .await?;
     add_new(&mut registry, tools)?;
     let known: Vec<&str> = registry.names().collect();
-    let policy = Policy::new(&sources.allow, &sources.deny, &known)?;
+    let allow = presets::allow_with(&sources.allow, &sources.presets);
+    let policy = Policy::new(&allow, &sources.deny, &known)?;
     Ok(Assembled {
         registry,
         policy,

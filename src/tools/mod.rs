@@ -22,6 +22,7 @@ pub mod manifest;
 pub mod mcp;
 pub(crate) mod pipeline;
 pub(crate) mod policy;
+pub(crate) mod presets;
 pub(crate) mod shell;
 pub(crate) mod web;
 pub(crate) mod workspace;
@@ -315,7 +316,7 @@ pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result
 pub(crate) struct Entry {
     pub(crate) tool: Arc<dyn Tool>,
     /// Compiled on first use: compiling every schema at startup costs more memory and time
-    /// than most runs' calls ever need (see the README's benchmark notes).
+    /// than most runs' calls ever need (see docs/benchmarks.md).
     validator: OnceLock<Result<jsonschema::Validator, SchemaError>>,
 }
 

@@ -127,7 +127,7 @@ pub(crate) fn parse(script: &str) -> Result<Script, NotUnderstood> {
 /// The text of every simple command anywhere in `script`, also inside constructs `parse` refuses
 /// (function bodies, substitutions, subshells) and in scripts with syntax errors: from its name
 /// to its end as written, and its words re-joined when they are plain. Deny rules are checked
-/// against these, best effort: a deny rule is not a security boundary (see the README).
+/// against these, best effort: a deny rule is not a security boundary (see docs/tools.md).
 pub(crate) fn command_texts(script: &str) -> Vec<String> {
     let Some(tree) = tree(script) else {
         return Vec::new();
