@@ -421,14 +421,17 @@ pub struct ToolFlags {
     )]
     pub deny: Vec<String>,
 
-    /// Let the model edit files: offer write_file and edit_file (inside the workspace, like
-    /// every file tool) besides what --allow offers. --deny still wins.
+    /// Let the model edit files in the workspace (write_file, edit_file).
+    ///
+    /// Adds to what --allow offers; --deny still wins. Your settings file may set it, a
+    /// project's .rounds.toml may not.
     #[arg(help_heading = "Tools & allowlist", long)]
     pub edit: bool,
 
-    /// Edit files and run commands under the sandbox: --edit plus bash, whose commands run in
-    /// the --sandbox (workspace-write, no network, by default; refused with --sandbox off).
-    /// --deny still wins.
+    /// Let the model edit files and run commands in the sandbox (--edit plus bash).
+    ///
+    /// bash runs in the --sandbox: workspace-write, no network, unless you say otherwise;
+    /// --sandbox off is refused. Adds to what --allow offers; --deny still wins.
     #[arg(help_heading = "Tools & allowlist", long)]
     pub full_auto: bool,
 
