@@ -295,3 +295,83 @@ fn the_old_example_that_could_not_edit_fails_its_check() {
     let failed = std::panic::catch_unwind(|| run_case(old, &Kind::EditAndCargo)).is_err();
     assert!(failed, "the check must catch a command that cannot edit");
 }
+
+/// GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`.
+fn slug(heading: &str) -> String {
+    let kept: String = heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .collect();
+    kept.replace(' ', "-")
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.push(slug(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// The README is a page of links into docs/: every relative link of the README, docs/ and
+/// ARCHITECTURE.md leads to a file that exists and, with `#anchor`, to one of its headings;
+/// and every docs/ page is linked from the README.
+#[test]
+fn every_link_of_the_readme_and_docs_leads_somewhere() {
+    let root = repo();
+    let mut pages = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    let docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.extend(docs.iter().cloned());
+    let link = regex::Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for found in link.captures_iter(&text) {
+            let target = &found[1];
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let file = match path {
+                "" => page.clone(),
+                _ => page.parent().unwrap().join(path),
+            };
+            let exists = file.exists();
+            let anchored = anchor.is_empty()
+                || (exists
+                    && anchors(&std::fs::read_to_string(&file).unwrap())
+                        .contains(&anchor.to_owned()));
+            if !exists || !anchored {
+                broken.push(format!("{}: {target}", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{broken:#?}");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for doc in &docs {
+        let name = format!("(docs/{})", doc.file_name().unwrap().to_string_lossy());
+        assert!(readme.contains(&name), "the README does not link {name}");
+    }
+}
+
+/// A page a person reads in five minutes; the rest belongs in docs/.
+#[test]
+fn the_readme_stays_a_short_page() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines: move detail into docs/"
+    );
+}
