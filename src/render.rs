@@ -369,8 +369,20 @@ pub(crate) fn print_tool_list(json: bool, inventory: &Inventory) {
         out.push('\n');
     } else {
         let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+        let offered = |t: &crate::inventory::Listed| match (t.offered, t.preset) {
+            (true, Some(flag)) => flag,
+            (true, None) => "yes",
+            (false, _) => "no",
+        };
+        // As wide as "OFFERED", or the preset flag that stands in it.
+        let column = tools
+            .iter()
+            .map(|t| offered(t).len())
+            .max()
+            .unwrap_or(0)
+            .max(7);
         out.push_str(&format!(
-            "{:width$}  {:8}  {:11}  ORIGIN\n",
+            "{:width$}  {:8}  {:column$}  ORIGIN\n",
             "TOOL", "CLASS", "OFFERED"
         ));
         for t in tools {
@@ -378,14 +390,10 @@ pub(crate) fn print_tool_list(json: bool, inventory: &Inventory) {
                 Class::Safe => "safe",
                 Class::Mutating => "mutating",
             };
-            let offered = match (t.offered, t.preset) {
-                (true, Some(flag)) => flag,
-                (true, None) => "yes",
-                (false, _) => "no",
-            };
+            let offered = offered(t);
             // Names, origins and descriptions can come from an MCP server: shown, not obeyed.
             out.push_str(&format!(
-                "{:width$}  {class:8}  {offered:11}  {}\n",
+                "{:width$}  {class:8}  {offered:column$}  {}\n",
                 terminal::line(&t.name),
                 terminal::line(&t.origin)
             ));
