@@ -239,30 +239,7 @@ fn request_text(server: &MockServer) -> String {
 /// Checks the effect `kind` promises.
 pub(crate) fn check(kind: &Kind, sb: &Sandbox, server: &MockServer, out: &Run) {
     match kind {
-        Kind::Completions => {
-            ok(out);
-            let script = read(
-                &sb.path("home"),
-                ".local/share/bash-completion/completions/rounds",
-            );
-            assert!(
-                script.contains("complete") && script.contains("--full-auto"),
-                "{script}"
-            );
-        }
-        Kind::Man => {
-            ok(out);
-            let page = read(&sb.path("home"), ".local/share/man/man1/rounds.1");
-            assert!(page.starts_with(".ie") || page.contains(".TH"), "{page}");
-            assert!(
-                page.contains("full\\-auto"),
-                "the man page lists the presets"
-            );
-        }
-        Kind::Replay => {
-            ok(out);
-            assert!(out.stdout.contains("3 times"), "{}", out.stdout);
-        }
+        Kind::Completions | Kind::Man | Kind::Replay => check_installed(kind, sb, out),
         Kind::Ask(model) => check_ask(model, sb, server, out),
         Kind::Review(model) => {
             ok(out);
@@ -283,25 +260,7 @@ pub(crate) fn check(kind: &Kind, sb: &Sandbox, server: &MockServer, out: &Run) {
         }
         Kind::EditAndCargo => check_edit_and_cargo(sb, out),
         Kind::FullAuto => check_full_auto(sb, out),
-        Kind::LocalJson => {
-            ok(out);
-            assert_eq!(out.stdout, format!("{ANSWER}\n"));
-            let requests = server.requests();
-            assert!(requests.iter().all(|r| r.path == "/v1/chat/completions"));
-            assert_eq!(requests[0].json()["model"], "qwen3:8b");
-        }
-        Kind::StreamJson => {
-            ok(out);
-            let lines = parse_lines(&out.stdout);
-            assert_eq!(lines.len(), 1, "{}", out.stdout);
-            assert_eq!(lines[0]["type"], "tool_use");
-            assert_eq!(lines[0]["name"], "list_dir");
-        }
-        Kind::Schema => {
-            ok(out);
-            let answer: Value = serde_json::from_str(&out.stdout).unwrap();
-            assert_eq!(answer, json!({"tests": 3}));
-        }
+        Kind::LocalJson | Kind::StreamJson | Kind::Schema => check_piped(kind, server, out),
         Kind::MaxRounds => {
             assert_eq!(out.code, 3, "{}", out.stderr);
             assert_eq!(server.requests().len(), 3);
@@ -339,6 +298,53 @@ pub(crate) fn check(kind: &Kind, sb: &Sandbox, server: &MockServer, out: &Run) {
                 results.iter().all(|r| r["status"] == "completed"),
                 "{results:?}"
             );
+        }
+    }
+}
+
+/// Completions and the man page where the shell and `man` look; the demo replayed.
+fn check_installed(kind: &Kind, sb: &Sandbox, out: &Run) {
+    ok(out);
+    let home = sb.path("home");
+    match kind {
+        Kind::Completions => {
+            let script = read(&home, ".local/share/bash-completion/completions/rounds");
+            assert!(
+                script.contains("complete") && script.contains("--full-auto"),
+                "{script}"
+            );
+        }
+        Kind::Man => {
+            let page = read(&home, ".local/share/man/man1/rounds.1");
+            assert!(page.contains(".TH"), "{page}");
+            assert!(
+                page.contains("full\\-auto"),
+                "the man page lists the presets"
+            );
+        }
+        _ => assert!(out.stdout.contains("3 times"), "{}", out.stdout),
+    }
+}
+
+/// What reaches the other end of a pipe: the answer's text, the tool calls, the answer's JSON.
+fn check_piped(kind: &Kind, server: &MockServer, out: &Run) {
+    ok(out);
+    match kind {
+        Kind::LocalJson => {
+            assert_eq!(out.stdout, format!("{ANSWER}\n"));
+            let requests = server.requests();
+            assert!(requests.iter().all(|r| r.path == "/v1/chat/completions"));
+            assert_eq!(requests[0].json()["model"], "qwen3:8b");
+        }
+        Kind::StreamJson => {
+            let lines = parse_lines(&out.stdout);
+            assert_eq!(lines.len(), 1, "{}", out.stdout);
+            assert_eq!(lines[0]["type"], "tool_use");
+            assert_eq!(lines[0]["name"], "list_dir");
+        }
+        _ => {
+            let answer: Value = serde_json::from_str(&out.stdout).unwrap();
+            assert_eq!(answer, json!({"tests": 3}));
         }
     }
 }
