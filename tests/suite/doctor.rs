@@ -127,6 +127,11 @@ fn a_missing_or_broken_key_and_a_dead_endpoint_fail_and_say_where_they_looked() 
     assert!(out.stdout.contains("expected one line"), "{}", out.stdout);
     assert!(!out.stdout.contains(SECRET) && !out.stderr.contains(SECRET));
 
+    // The control: where doctor does print a value (the model it was given), the same search
+    // finds it.
+    let out = run(doctor(&sb, &server).args(["-m", SECRET]));
+    assert!(out.stdout.contains(SECRET), "{}", out.stdout);
+
     // The run's endpoint down: needed, so it fails.
     let out = run(doctor(&sb, &server)
         .env("ANTHROPIC_API_KEY", SECRET)
