@@ -54,9 +54,9 @@ pub fn main(mut args: Vec<std::ffi::OsString>) -> u8 {
     }
     let env = |name: &str| std::env::var(name).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let ended = match settings::parse(args.clone(), &env, &cwd) {
+    let ended = match commands::read(settings::parse(args.clone(), &env, &cwd), &args) {
         Ok((cli, layers)) => run(cli, layers),
-        Err(e) => commands::parse_failed(e, &args),
+        Err(ended) => ended,
     };
     commands::report(ended)
 }

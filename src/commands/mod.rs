@@ -21,7 +21,7 @@ pub(crate) use doctor::doctor;
 pub(crate) use man::man;
 pub(crate) use models::models;
 pub(crate) use report::{Ended, Failure, RunEnd, report, say};
-pub(crate) use usage::parse_failed;
+pub(crate) use usage::read;
 
 /// `rounds tools`: the tools a run with these flags would have.
 pub(crate) fn tools(args: ToolsArgs) -> Result<(), Failure> {

@@ -65,6 +65,18 @@ pub enum Failure {
          words; a prompt that starts with it needs -- first: {retry}"
     )]
     PromptIsCommand { command: String, retry: String },
+    /// `rounds --profile ci config`: flags before a subcommand's name make it a prompt's first
+    /// word (clap's `args_conflicts_with_subcommands`); the prompt is not sent.
+    #[error(
+        "{command:?} after flags reads as the first word of a prompt, which is not sent: for \
+         the subcommand, give its flags after it ({as_command}); for a prompt, put -- before \
+         it ({as_prompt})"
+    )]
+    CommandAfterFlags {
+        command: String,
+        as_command: String,
+        as_prompt: String,
+    },
     /// `rounds doctor`: the needed checks that failed (it listed them all).
     #[error("doctor: needed checks failed: {}", .0.join(", "))]
     Doctor(Vec<String>),
@@ -84,7 +96,8 @@ impl Failure {
             | Failure::NoRuns(_)
             | Failure::NoRun { .. }
             | Failure::Transcript(_)
-            | Failure::PromptIsCommand { .. } => Status::Usage,
+            | Failure::PromptIsCommand { .. }
+            | Failure::CommandAfterFlags { .. } => Status::Usage,
             Failure::Runtime(_) | Failure::Man(_) | Failure::NotRemoved(_) | Failure::Doctor(_) => {
                 Status::Error
             }

@@ -1,6 +1,6 @@
 //! A command line that could not be read: said as every failure is, with two additions. A
-//! prompt that starts with a subcommand's name (`rounds show me the failing test`) is told to
-//! put `--` first. Under `-o json` or `-o stream-json`, stdout also gets the JSON object (or
+//! prompt that starts with a subcommand's name (`rounds show me the failing test`, or
+//! `rounds -m haiku show me`, which clap reads as a prompt) is told to put `--` first. Under `-o json` or `-o stream-json`, stdout also gets the JSON object (or
 //! `end` event) a run that cannot start prints, so a script reading stdout always gets one.
 
 use std::ffi::OsString;
@@ -10,14 +10,29 @@ use clap::error::ErrorKind;
 
 use super::{Ended, Failure};
 use crate::cli::{Cli, OutputMode};
-use crate::settings::ParseError;
+use crate::settings::{Layers, ParseError};
 
-/// How the program ends when `args` could not be read.
-pub(crate) fn parse_failed(error: ParseError, args: &[OsString]) -> Ended {
-    let failure = match error {
-        ParseError::Clap(e) => prompt_like_command(&e, args).unwrap_or(Failure::Flags(e)),
-        ParseError::Settings(e) => Failure::Settings(e),
+/// The command line as parsed; or how the program ends when it could not be, or when it reads
+/// as something its writer cannot have meant (a subcommand's name after flags, which clap takes
+/// as a prompt's first word: `rounds --profile ci config` would send "config" to the model).
+pub(crate) fn read(
+    parsed: Result<(Cli, Layers), ParseError>,
+    args: &[OsString],
+) -> Result<(Cli, Layers), Ended> {
+    let failure = match parsed {
+        Ok((cli, layers)) => match command_after_flags(&cli, args) {
+            None => return Ok((cli, layers)),
+            Some(failure) => failure,
+        },
+        Err(ParseError::Clap(e)) => prompt_like_command(&e, args).unwrap_or(Failure::Flags(e)),
+        Err(ParseError::Settings(e)) => Failure::Settings(e),
     };
+    Err(ending(failure, args))
+}
+
+/// How a command line that could not be read ends: said on stderr, and under `-o json` or
+/// `stream-json` also as the JSON object on stdout.
+fn ending(failure: Failure, args: &[OsString]) -> Ended {
     // `--help` and `--version` are no errors: clap prints them as they are.
     let help = matches!(&failure, Failure::Flags(e) if !e.use_stderr());
     match output_asked(args) {
@@ -53,6 +68,34 @@ fn prompt_like_command(error: &clap::Error, args: &[OsString]) -> Option<Failure
     Some(Failure::PromptIsCommand {
         command: (*first).to_owned(),
         retry: format!("rounds -- {}", shell_words::join(&words)),
+    })
+}
+
+/// A run whose prompt's first word names a subcommand, with flags before it and no `--`:
+/// the writer meant the subcommand (`rounds -c model=gpt config`), or forgot the `--` a prompt
+/// starting with that word needs (`rounds -m haiku show me the tests`). Either way the prompt
+/// is not sent.
+fn command_after_flags(cli: &Cli, args: &[OsString]) -> Option<Failure> {
+    let first = cli.prompt.first()?;
+    let words: Vec<&str> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_str())
+        .collect::<Option<_>>()?;
+    let named = first == "help"
+        || Cli::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == first);
+    if !named || words.contains(&"--") {
+        return None;
+    }
+    let at = words.iter().position(|w| w == first)?;
+    let (before, after) = (&words[..at], &words[at + 1..]);
+    let join = |parts: &[&[&str]]| shell_words::join(parts.concat());
+    Some(Failure::CommandAfterFlags {
+        command: first.clone(),
+        as_command: format!("rounds {}", join(&[&[first], before, after])),
+        as_prompt: format!("rounds {}", join(&[before, &["--", first], after])),
     })
 }
 
@@ -110,6 +153,30 @@ mod tests {
         for (words, want) in table {
             assert_eq!(output_asked(&args(words)), want, "{words:?}");
         }
+    }
+
+    #[test]
+    fn a_subcommand_name_after_flags_is_refused_unless_after_dashdash() {
+        use clap::Parser;
+        let said = |words: &[&str]| {
+            let args = args(words);
+            let cli = Cli::try_parse_from(&args).unwrap();
+            command_after_flags(&cli, &args).map(|f| f.to_string())
+        };
+        let refused = said(&["--profile", "ci", "config"]).unwrap();
+        assert!(refused.contains("rounds config --profile ci"), "{refused}");
+        assert!(
+            refused.contains("rounds --profile ci -- config"),
+            "{refused}"
+        );
+        let refused = said(&["-m", "haiku", "show", "me", "the tests"]).unwrap();
+        assert!(
+            refused.contains("rounds -m haiku -- show me 'the tests'"),
+            "{refused}"
+        );
+        assert_eq!(said(&["-m", "haiku", "--", "show", "me"]), None);
+        assert_eq!(said(&["-m", "haiku", "showing", "me"]), None);
+        assert_eq!(said(&["-m", "haiku", "what", "tools", "exist"]), None);
     }
 
     #[test]

@@ -20,6 +20,34 @@ fn a_prompt_that_starts_with_a_subcommand_name_is_told_to_put_dashdash_first() {
         let retry = format!("rounds -- {}", words.join(" "));
         assert!(out.stderr.contains(&retry), "{words:?}: {}", out.stderr);
     }
+    // After flags, clap reads the subcommand's name as the prompt's first word: refused, not
+    // sent, with both readings spelled out.
+    let out = run(sb.anthropic(&server).args(["-c", "max-rounds=3", "config"]));
+    assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("(rounds config -c 'max-rounds=3')"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("(rounds -c 'max-rounds=3' -- config)"),
+        "{}",
+        out.stderr
+    );
+    let out = run(sb
+        .anthropic(&server)
+        .args(["-m", "haiku", "show", "me", "the", "test"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("rounds -m haiku -- show me the test"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.requests().len(), 0, "a prompt was sent");
+    let out = run(sb.rounds().args(["config", "-c", "max-rounds=3"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("max-rounds = 3"), "{}", out.stdout);
+
     // What it suggests works.
     let out = run(sb.anthropic(&server).args([
         "--no-transcript",
