@@ -10,7 +10,8 @@ pub(crate) use crate::provider::{Api, CacheTtl, Effort, Parallel};
 
 mod subcommands;
 pub(crate) use subcommands::{
-    BatchArgs, CompletionsArgs, ExportArgs, ListOutput, RunsArgs, ShowArgs, ToolsArgs,
+    BatchArgs, CompletionsArgs, DoctorArgs, ExportArgs, ListOutput, ModelsArgs, RunsArgs, ShowArgs,
+    ToolsArgs,
 };
 
 /// Run an LLM tool-calling loop to completion, with no human present.
@@ -67,11 +68,11 @@ pub struct Cli {
     #[arg(help_heading = "Prompt", long)]
     pub no_stdin: bool,
 
-    /// Continue the conversation recorded in a transcript (or "last": the newest run in this
-    /// workspace under $ROUNDS_HOME/runs), with any provider. The prompt is added as the next
-    /// user turn; without one, "Continue from where you left off." The run keeps the recorded
-    /// model and workspace unless -m or -w name others.
-    #[arg(help_heading = "Prompt", long, value_name = "FILE|last", group = ONE_RUN)]
+    /// Continue the conversation recorded in a transcript, a run id (as rounds runs and show
+    /// name it) or "last" (the newest run in this workspace under $ROUNDS_HOME/runs), with any
+    /// provider. The prompt is added as the next user turn; without one, "Continue from where
+    /// you left off." The run keeps the recorded model and workspace unless -m or -w name others.
+    #[arg(help_heading = "Prompt", long, value_name = "FILE|RUN_ID|last", group = ONE_RUN)]
     pub resume: Option<String>,
 
     /// System prompt text (replaces the built-in one).
@@ -527,7 +528,14 @@ pub enum Command {
     /// Show a run for a person: each round's text, tool calls with their input and folded
     /// result, errors, usage and cost; or write it as one HTML page (--html).
     Show(ShowArgs),
-    /// Print a completion script for SHELL on stdout.
+    /// List the providers (with their key and URL variables), the model aliases, and the
+    /// models whose context window and prices rounds knows.
+    Models(ModelsArgs),
+    /// Check what a run needs: the settings files, the model, the provider's key (never shown)
+    /// and endpoint, the sandbox this kernel gives, and the store. Exit 1 when a needed check
+    /// fails.
+    Doctor(DoctorArgs),
+    /// Print a completion script for SHELL on stdout (-m completes the aliases and providers).
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout.
     Man,
@@ -580,8 +588,8 @@ Examples:
   rounds tools -a all
   rounds runs; rounds show last
 
-A prompt that starts with a subcommand's name (tools, export, runs, show, completions, man,
-help) needs -- in front: rounds -- show me the tests";
+A prompt that starts with a subcommand's name (tools, export, config, batch, runs, show, models,
+doctor, completions, man, help) needs -- in front: rounds -- show me the tests";
 
 /// The most seconds any time flag takes (about 31 years): far beyond any real limit, and small
 /// enough that adding it to the current time cannot overflow.
@@ -623,7 +631,7 @@ fn temperature(s: &str) -> Result<f64, BadValue> {
     }
 }
 
-fn positive_secs(s: &str) -> Result<f64, BadValue> {
+pub(crate) fn positive_secs(s: &str) -> Result<f64, BadValue> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= MAX_SECS => Ok(v),
         _ => Err(bad(

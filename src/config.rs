@@ -30,7 +30,7 @@ mod resume;
 use prompt::{MAX_STDIN_BYTES, resolve_prompt};
 pub(crate) use prompt::{StdinKind, read_real_stdin, stdin_kind};
 
-pub(crate) use provider::provider_of;
+pub(crate) use provider::{Named, did_you_mean, key_origin, model_names, name_model, provider_of};
 use provider::{model_options, resolve_provider};
 pub(crate) use records::outputs_name;
 pub(crate) use resume::Resume;
@@ -86,14 +86,19 @@ pub(crate) struct Config {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The provider's name, and ` (did you mean …?)` or nothing.
     #[error(
-        "unknown provider {name:?} (known: {}, replay:FILE)",
+        "unknown provider {name:?}{hint} (known: {}, replay:FILE)",
         crate::providers::names().join(", "),
-        name = .0
+        name = .0, hint = .1
     )]
-    UnknownProvider(String),
-    #[error("cannot tell the provider of model {0:?}: write it as PROVIDER/MODEL")]
-    AmbiguousModel(String),
+    UnknownProvider(String, String),
+    /// The model, and ` (did you mean …?)` or nothing.
+    #[error(
+        "cannot tell the provider of model {0:?}{1}: write it as PROVIDER/MODEL (rounds models \
+         lists the aliases)"
+    )]
+    AmbiguousModel(String, String),
     #[error("-m {0:?}: the model name after the provider is empty (e.g. openai/gpt-4.1)")]
     EmptyModel(String),
     /// A model option the provider or the model does not take (`--temperature` for o3, …).
@@ -148,6 +153,11 @@ pub enum ConfigError {
         workspace.display(), runs::MAX_SCAN, runs.display()
     )]
     NothingToResume { runs: PathBuf, workspace: PathBuf },
+    #[error(
+        "--resume {id}: no run of that id under {} (nor a file of that name)",
+        runs.display()
+    )]
+    NoRun { id: String, runs: PathBuf },
     #[error(
         "--transcript {}: that file is read by this run (--resume or replay); writing the new \
          transcript there would destroy it",
@@ -305,20 +315,12 @@ fn choose_provider(
     inputs: &Inputs<'_>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(ProviderChoice, String, crate::provider::Options), ConfigError> {
-    let spec = cli
-        .model
-        .clone()
-        .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
     // `-m sonnet`: the user's aliases, then the built-in ones.
-    let spec = inputs
-        .aliases
-        .get(&spec)
-        .cloned()
-        .or_else(|| crate::pricing::builtin_aliases().remove(&spec))
-        .unwrap_or(spec);
+    let named = name_model(cli.model.as_deref(), &inputs.aliases);
     let key_file = cli.api_key_file.as_ref().map(|f| inputs.cwd.join(f));
     let (provider, model) = resolve_provider(
-        &spec,
+        &named,
+        &inputs.aliases,
         cli.base_url.as_deref(),
         key_file.as_deref(),
         env,

@@ -54,10 +54,9 @@ pub fn main(mut args: Vec<std::ffi::OsString>) -> u8 {
     }
     let env = |name: &str| std::env::var(name).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let ended = match settings::parse(args, &env, &cwd) {
+    let ended = match commands::read(settings::parse(args.clone(), &env, &cwd), &args) {
         Ok((cli, layers)) => run(cli, layers),
-        Err(settings::ParseError::Clap(e)) => Ended::Failed(Failure::Flags(e)),
-        Err(settings::ParseError::Settings(e)) => Ended::Failed(Failure::Settings(e)),
+        Err(ended) => ended,
     };
     commands::report(ended)
 }
@@ -88,6 +87,11 @@ pub fn run(cli: Cli, layers: settings::Layers) -> Ended {
         Some(cli::Command::Batch(args)) => return batch::main(args.args).into(),
         Some(cli::Command::Runs(args)) => commands::runs(&args),
         Some(cli::Command::Show(args)) => commands::show(&args),
+        Some(cli::Command::Models(args)) => commands::models(&args, &layers),
+        Some(cli::Command::Doctor(args)) => {
+            init_logging(cli.verbose, cli.quiet);
+            commands::doctor(&args, cli.profile.as_deref(), &cli.config)
+        }
         Some(cli::Command::Completions(args)) => commands::completions(&args),
         Some(cli::Command::Man) => commands::man(),
         None => return Ended::Run(Box::new(run_one(cli, layers, started))),

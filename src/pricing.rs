@@ -99,6 +99,7 @@ struct Entry {
 }
 
 struct Compiled {
+    pattern: String,
     matcher: GlobMatcher,
     provider: Option<String>,
     info: ModelInfo,
@@ -163,6 +164,14 @@ impl Catalog {
         Ok(Catalog { entries })
     }
 
+    /// Every entry, as `rounds models` lists it: the glob on the model name, the provider it is
+    /// for (`None`: any), what it knows. `--prices` entries first, as they are looked up.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, Option<&str>, ModelInfo)> {
+        self.entries
+            .iter()
+            .map(|e| (e.pattern.as_str(), e.provider.as_deref(), e.info))
+    }
+
     /// What is known of `model` at `provider` (an OpenAI-compatible server's models match only
     /// entries without a provider, since its prices are not OpenAI's).
     pub(crate) fn lookup(&self, provider: &str, model: &str) -> ModelInfo {
@@ -214,6 +223,7 @@ fn parse(text: &str) -> Result<Vec<Compiled>, TableError> {
                 return Err(TableError::Negative(e.pattern));
             }
             Ok(Compiled {
+                pattern: e.pattern,
                 matcher,
                 provider: e.provider,
                 info: ModelInfo {

@@ -41,6 +41,16 @@ impl Wire {
         }
     }
 
+    /// The API's name, as `rounds models` and `doctor` show it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Wire::Anthropic => "anthropic-messages",
+            Wire::Chat => "openai-chat",
+            Wire::Responses => "openai-responses",
+            Wire::Gemini => "gemini",
+        }
+    }
+
     /// Whether `--api` may move this wire to the other OpenAI one.
     pub(crate) fn is_openai(self) -> bool {
         matches!(self, Wire::Chat | Wire::Responses)

@@ -56,6 +56,13 @@ fn day_of(run_id: &str) -> Option<String> {
     ))
 }
 
+/// Whether `which` (as `rounds show` and `--resume` take it, resolved to `path`) names a run by
+/// its id rather than a file: it is no file, it can be a run id, and it does not end in
+/// `.jsonl` (a missing transcript file is said to be missing, not looked for as a run).
+pub(crate) fn names_a_run_id(which: &str, path: &Path) -> bool {
+    !path.exists() && is_run_id(which) && !which.ends_with(".jsonl")
+}
+
 /// Whether `text` can be a run id (and so a file name): letters, digits, `.`, `_`, `-`, not
 /// starting with `.`.
 pub(crate) fn is_run_id(text: &str) -> bool {

@@ -334,7 +334,9 @@ pub(crate) fn parse(
         .clone()
         .try_get_matches_from(&args)
         .map_err(ParseError::Clap)?;
-    let applies = matches!(given.subcommand_name(), None | Some("config"));
+    // `rounds models` lists the user's aliases too. (`rounds doctor` reads the files itself:
+    // a file that is wrong is what it reports, not a reason not to run.)
+    let applies = matches!(given.subcommand_name(), None | Some("config" | "models"));
     if !applies {
         let cli = Cli::from_arg_matches(&given).map_err(ParseError::Clap)?;
         return Ok((cli, Layers::default()));
@@ -348,7 +350,8 @@ pub(crate) fn parse(
         load(&files(env, cwd), profile.as_deref(), &overrides).map_err(ParseError::Settings)?;
     let (added, layers) = settle(&command, &given, read);
     if given.subcommand_name().is_some() {
-        // `rounds config` shows the layers; it takes no run flags to merge them with.
+        // `rounds config` shows the layers (and `models` the aliases); they take no run flags
+        // to merge them with.
         let cli = Cli::from_arg_matches(&given).map_err(ParseError::Clap)?;
         return Ok((cli, layers));
     }

@@ -90,3 +90,44 @@ pub struct ExportArgs {
     #[arg(long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
+
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// Prices and context windows of models from FILE too, over the compiled-in table (as a
+    /// run's --prices).
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+
+    /// Text (tables) or JSON (one object: providers, aliases, models).
+    #[arg(short, long, value_enum, default_value_t = ListOutput::Text)]
+    pub output: ListOutput,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The model to check for, as a run's -m.
+    ///
+    /// [default: ROUNDS_MODEL, else the settings files' model, else the default model]
+    #[arg(short, long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+
+    /// The key file to check, as a run's --api-key-file.
+    #[arg(long, value_name = "FILE")]
+    pub api_key_file: Option<PathBuf>,
+
+    /// The endpoint to check, as a run's --base-url.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// The store to check, as a run's --store (connecting changes nothing in it).
+    #[arg(long, value_name = "URL", env = "ROUNDS_STORE", hide_env_values = true)]
+    pub store: Option<String>,
+
+    /// Seconds each network check may take.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0, value_parser = super::positive_secs)]
+    pub timeout: f64,
+
+    /// A checklist (text) or one JSON object.
+    #[arg(short, long, value_enum, default_value_t = ListOutput::Text)]
+    pub output: ListOutput,
+}

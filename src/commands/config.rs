@@ -1,6 +1,9 @@
-//! `rounds config`: every setting a run would use that is not left unset, with where it comes
-//! from, in the settings files' own format, so that a line can be pasted into one and the whole
-//! output read as one.
+//! `rounds config`: every setting a run would use that is not left unset (the default model
+//! included), with where it comes from, in the settings files' own format, so that a line can
+//! be pasted into one and the whole output read as one; then, as comments, the model un-aliased
+//! and whether its provider's key is found.
+
+use std::path::Path;
 
 use clap::CommandFactory;
 use toml::de::DeValue;
@@ -8,13 +11,69 @@ use toml::de::DeValue;
 use super::Failure;
 use crate::cli::Cli;
 use crate::settings::Layers;
-use crate::{render, terminal};
+use crate::{config, render, terminal};
 
 /// `rounds config`.
 pub(crate) fn config(layers: &Layers) -> Result<(), Failure> {
     let env = |name: &str| std::env::var(name).ok();
-    render::print_export(&text(layers, &env));
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let mut out = text(layers, &env);
+    out.push_str(&model_notes(layers, &env, &cwd));
+    render::print_export(&out);
     Ok(())
+}
+
+/// The model a run would use, un-aliased, and where its provider's key would come from (never
+/// the key), as comments: the output stays a settings file.
+fn model_notes(layers: &Layers, env: &dyn Fn(&str) -> Option<String>, cwd: &Path) -> String {
+    let env = |name: &str| env(name).filter(|v| !v.is_empty());
+    let given = Cli::command()
+        .get_arguments()
+        .find(|a| a.get_id() == "model")
+        .and_then(|arg| applied(arg, layers, &env))
+        .and_then(|(values, _)| values.last().cloned());
+    let named = config::name_model(given.as_deref(), &layers.aliases);
+    let mut notes = vec![match named.alias {
+        Some(from) => format!(
+            "model: {} is the {from} alias of {}",
+            named.given, named.spec
+        ),
+        None => format!("model: {}", named.spec),
+    }];
+    let setting = |key: &str| layers.settings.get(key)?.values.last().cloned();
+    let key_file = setting("api-key-file").map(|f| cwd.join(f));
+    notes.push(key_note(&named, key_file.as_deref(), &env, &layers.aliases));
+    let lines: Vec<String> = notes
+        .iter()
+        .map(|n| format!("# {}\n", terminal::line(n)))
+        .collect();
+    format!("\n{}", lines.concat())
+}
+
+/// Whether the key of the provider `named` resolves to is found, and where.
+fn key_note(
+    named: &config::Named,
+    key_file: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+    aliases: &std::collections::BTreeMap<String, String>,
+) -> String {
+    let entry = match config::provider_of(&named.spec) {
+        Some("replay") => return "key: none needed (a replay makes no request)".to_owned(),
+        Some(name) => crate::providers::find(name),
+        None => None,
+    };
+    let Some(entry) = entry else {
+        let word = named.spec.split('/').next().unwrap_or_default();
+        let hint = config::did_you_mean(word, config::model_names(aliases));
+        return format!("provider: unknown for {}{hint}", named.spec);
+    };
+    let (name, var) = (entry.name, entry.key_var);
+    match config::key_origin(var, key_file, env) {
+        Ok(Some(from)) => format!("key ({name}): found in {from}"),
+        Ok(None) if !entry.key_required => format!("key ({name}): none, and none needed"),
+        Ok(None) => format!("key ({name}): not found (set {var}, {var}_FILE or api-key-file)"),
+        Err(e) => format!("key ({name}): {e}"),
+    }
 }
 
 /// The settings as a settings file: a line per setting, then the aliases, then (commented out)
@@ -46,7 +105,11 @@ fn row(
     if matches!(long, "help" | "version" | "profile" | "config") {
         return None;
     }
-    let (values, source) = applied(arg, layers, env)?;
+    // A run without a model takes the default one: shown, so that no line hides it.
+    let default_model = || {
+        (long == "model").then(|| (vec![config::DEFAULT_MODEL.to_owned()], "default".to_owned()))
+    };
+    let (values, source) = applied(arg, layers, env).or_else(default_model)?;
     let quoted: Vec<String> = values.iter().map(|v| toml_value(v)).collect();
     let value = match (arg.get_action().takes_values(), quoted.as_slice()) {
         (false, _) => "true".to_owned(),

@@ -1,5 +1,5 @@
 //! The subcommands other than a run: `rounds tools`, `export`, `config`, `runs`, `show`,
-//! `completions` and `man`. Each gathers its data from the layers below (on the one runtime,
+//! `models`, `doctor`, `completions` and `man`. Each gathers its data from the layers below (on the one runtime,
 //! `crate::runtime`, when it needs one), prints through `render`, and returns a [`Failure`]
 //! rather than printing one: [`report`] says how every command ends.
 
@@ -10,12 +10,18 @@ use crate::cli::{Cli, CompletionsArgs, ExportArgs, ListOutput, RunsArgs, ShowArg
 use crate::{inventory, render, runs, show, store, transcript};
 
 mod config;
+mod doctor;
 mod man;
+mod models;
 mod report;
+mod usage;
 
 pub(crate) use config::config;
+pub(crate) use doctor::doctor;
 pub(crate) use man::man;
+pub(crate) use models::models;
 pub(crate) use report::{Ended, Failure, RunEnd, report, say};
+pub(crate) use usage::read;
 
 /// `rounds tools`: the tools a run with these flags would have.
 pub(crate) fn tools(args: ToolsArgs) -> Result<(), Failure> {
@@ -86,11 +92,21 @@ pub(crate) fn show(args: &ShowArgs) -> Result<(), Failure> {
 pub(crate) fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
     use clap::CommandFactory;
     let mut script = Vec::new();
+    // -m offers the aliases and provider prefixes: the script's command says they are its
+    // values, which the parser of a run never does (any model name goes).
+    let models = || clap::builder::PossibleValuesParser::new(models::completion_values());
+    let offer = |arg: clap::Arg| arg.value_parser(models());
     // batch parses its own flags: complete them from its own parser, not the stub.
-    let mut cmd = Cli::command().mut_subcommand("batch", |stub| {
-        let about = stub.get_about().cloned().unwrap_or_default();
-        crate::batch::args::command().name("batch").about(about)
-    });
+    let mut cmd = Cli::command()
+        .mut_arg("model", offer)
+        .mut_subcommand("batch", |stub| {
+            let about = stub.get_about().cloned().unwrap_or_default();
+            crate::batch::args::command()
+                .name("batch")
+                .about(about)
+                .mut_arg("model", offer)
+        })
+        .mut_subcommand("doctor", |doctor| doctor.mut_arg("model", offer));
     clap_complete::generate(args.shell, &mut cmd, "rounds", &mut script);
     render::print_document(&script);
     Ok(())
@@ -111,7 +127,7 @@ fn find_run(which: &str) -> Result<PathBuf, Failure> {
         return runs::newest(&dir, None).ok_or(Failure::NoRuns(dir));
     }
     let path = Path::new(which);
-    if path.exists() || !runs::is_run_id(which) || which.ends_with(".jsonl") {
+    if !runs::names_a_run_id(which, path) {
         return Ok(path.to_owned());
     }
     let dir = runs_dir()?;

@@ -59,6 +59,27 @@ pub enum Failure {
     NotRemoved(Vec<(PathBuf, String)>),
     #[error(transparent)]
     Batch(#[from] BatchError),
+    /// `rounds show me the failing test`: a prompt whose first word names a subcommand.
+    #[error(
+        "{command:?} is a subcommand (rounds {command} --help), and it cannot take these \
+         words; a prompt that starts with it needs -- first: {retry}"
+    )]
+    PromptIsCommand { command: String, retry: String },
+    /// `rounds --profile ci config`: flags before a subcommand's name make it a prompt's first
+    /// word (clap's `args_conflicts_with_subcommands`); the prompt is not sent.
+    #[error(
+        "{command:?} after flags reads as the first word of a prompt, which is not sent: for \
+         the subcommand, give its flags after it ({as_command}); for a prompt, put -- before \
+         it ({as_prompt})"
+    )]
+    CommandAfterFlags {
+        command: String,
+        as_command: String,
+        as_prompt: String,
+    },
+    /// `rounds doctor`: the needed checks that failed (it listed them all).
+    #[error("doctor: needed checks failed: {}", .0.join(", "))]
+    Doctor(Vec<String>),
 }
 
 impl Failure {
@@ -74,8 +95,12 @@ impl Failure {
             | Failure::NoHome
             | Failure::NoRuns(_)
             | Failure::NoRun { .. }
-            | Failure::Transcript(_) => Status::Usage,
-            Failure::Runtime(_) | Failure::Man(_) | Failure::NotRemoved(_) => Status::Error,
+            | Failure::Transcript(_)
+            | Failure::PromptIsCommand { .. }
+            | Failure::CommandAfterFlags { .. } => Status::Usage,
+            Failure::Runtime(_) | Failure::Man(_) | Failure::NotRemoved(_) | Failure::Doctor(_) => {
+                Status::Error
+            }
             Failure::Store(e) => e.status(),
             Failure::Batch(e) => e.status(),
         }
@@ -84,7 +109,16 @@ impl Failure {
     /// A run that could not start, as its outcome: what `--output json` prints as the run's
     /// JSON object, and stream-json as its `end` event.
     pub(crate) fn into_outcome(self) -> Outcome {
-        Outcome::new(self.status(), Some(self.to_string()))
+        let message = match &self {
+            // clap's text is for a terminal: "error: " and the usage after its first paragraph.
+            Failure::Flags(e) => {
+                let text = e.to_string();
+                let first = text.split("\n\n").next().unwrap_or_default();
+                first.trim().trim_start_matches("error: ").to_owned()
+            }
+            _ => self.to_string(),
+        };
+        Outcome::new(self.status(), Some(message))
     }
 }
 
@@ -104,6 +138,10 @@ pub enum Ended {
     Done(Status),
     /// A command that could not do what it was asked.
     Failed(Failure),
+    /// A command line that could not be read, under `-o json` or `stream-json`: said as a
+    /// failure is, and on stdout as the JSON object (or `end` event) of a run that could not
+    /// start.
+    FailedAs(Failure, OutputMode),
     /// A run, one that could not start included.
     Run(Box<RunEnd>),
 }
@@ -135,6 +173,12 @@ pub(crate) fn report(ended: Ended) -> u8 {
         Ended::Failed(failure) => {
             say(&failure);
             failure.status()
+        }
+        Ended::FailedAs(failure, output) => {
+            say(&failure);
+            let outcome = failure.into_outcome();
+            render::print_outcome(output, &outcome);
+            outcome.status
         }
         Ended::Run(run) => {
             let RunEnd {

@@ -1,5 +1,8 @@
-//! Which provider and model a run talks to, with what key, URL and options.
+//! Which provider and model a run talks to, with what key, URL and options; and, for `rounds
+//! config`, `models` and `doctor`, how a model value is un-aliased and where a key would come
+//! from, without reading the key into anything that prints.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{ConfigError, read_file};
@@ -9,12 +12,14 @@ use crate::providers;
 use crate::transcript;
 
 pub(super) fn resolve_provider(
-    spec: &str,
+    named: &Named,
+    aliases: &BTreeMap<String, String>,
     base_url: Option<&str>,
     key_file: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
 ) -> Result<(ProviderChoice, String), ConfigError> {
+    let spec = named.spec.as_str();
     if let Some(path) = spec.strip_prefix("replay:") {
         let path = cwd.join(path);
         let transcript = transcript::read(&path)?;
@@ -29,12 +34,18 @@ pub(super) fn resolve_provider(
     }
     let (entry, model) = match spec.split_once('/') {
         Some((p, m)) => (
-            providers::find(p).ok_or_else(|| ConfigError::UnknownProvider(p.to_owned()))?,
+            providers::find(p).ok_or_else(|| {
+                let hint = did_you_mean(p, providers::names().into_iter().map(str::to_owned));
+                ConfigError::UnknownProvider(p.to_owned(), hint)
+            })?,
             m.to_owned(),
         ),
         None => match providers::for_bare(spec) {
             Some(entry) => (entry, spec.to_owned()),
-            None => return Err(ConfigError::AmbiguousModel(spec.to_owned())),
+            None => {
+                let hint = did_you_mean(spec, model_names(aliases));
+                return Err(ConfigError::AmbiguousModel(spec.to_owned(), hint));
+            }
         },
     };
     if model.is_empty() {
@@ -122,4 +133,88 @@ fn api_key(
         Some(path) => from_file(Path::new(&path)),
         None => Ok(None),
     }
+}
+
+/// How a model value becomes the spec a run resolves: given (or the default), then un-aliased.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct Named {
+    /// As the flag, the environment or a settings file gave it, or the default.
+    pub(crate) given: String,
+    pub(crate) is_default: bool,
+    /// Whose alias `given` is (`settings` or `built-in`); `None` when it is none.
+    pub(crate) alias: Option<&'static str>,
+    /// `PROVIDER/MODEL`, a bare model name or `replay:FILE`.
+    pub(crate) spec: String,
+}
+
+/// `given` (else the default model) un-aliased: the user's aliases (`aliases`, from the settings
+/// files), then the built-in ones.
+pub(crate) fn name_model(given: Option<&str>, aliases: &BTreeMap<String, String>) -> Named {
+    let (given, is_default) = match given {
+        Some(g) => (g.to_owned(), false),
+        None => (super::DEFAULT_MODEL.to_owned(), true),
+    };
+    let (alias, spec) = match aliases.get(&given) {
+        Some(spec) => (Some("settings"), spec.clone()),
+        None => match crate::pricing::builtin_aliases().remove(&given) {
+            Some(spec) => (Some("built-in"), spec),
+            None => (None, given.clone()),
+        },
+    };
+    Named {
+        given,
+        is_default,
+        alias,
+        spec,
+    }
+}
+
+/// What a model value may have meant to be: every alias, and the model each names (bare and
+/// as `PROVIDER/MODEL`).
+pub(crate) fn model_names(aliases: &BTreeMap<String, String>) -> Vec<String> {
+    let mut all = crate::pricing::builtin_aliases();
+    all.extend(aliases.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut names = Vec::new();
+    for (alias, target) in all {
+        names.push(alias);
+        if let Some((_, bare)) = target.split_once('/') {
+            names.push(bare.to_owned());
+        }
+        names.push(target);
+    }
+    names
+}
+
+/// ` (did you mean X?)` for the candidate closest to `word`, when one is close enough to be a
+/// typo (`sonet`, `gtp`, `antropic`); else nothing.
+pub(crate) fn did_you_mean(word: &str, candidates: impl IntoIterator<Item = String>) -> String {
+    // Transpositions count once (`gtp`); short words allow one edit, longer ones two.
+    let allowed = if word.chars().count() <= 4 { 1 } else { 2 };
+    let best = candidates
+        .into_iter()
+        .map(|c| (strsim::osa_distance(word, &c), c))
+        .filter(|(d, _)| *d <= allowed)
+        .min_by_key(|(d, _)| *d);
+    match best {
+        Some((_, c)) => format!(" (did you mean {c}?)"),
+        None => String::new(),
+    }
+}
+
+/// Where a provider's key would come from (as `api_key` reads it), never its value: `None`
+/// when nowhere. A file named is checked to hold one line, as a run would.
+pub(crate) fn key_origin(
+    var: &str,
+    key_file: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, ConfigError> {
+    let found = api_key(var, key_file, env)?.is_some();
+    let origin = match (key_file, env(var), env(&format!("{var}_FILE"))) {
+        _ if !found => return Ok(None),
+        (Some(path), _, _) => format!("--api-key-file {}", path.display()),
+        (None, Some(_), _) => var.to_owned(),
+        (None, None, Some(path)) => format!("{var}_FILE ({path})"),
+        (None, None, None) => return Ok(None),
+    };
+    Ok(Some(origin))
 }

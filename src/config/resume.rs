@@ -24,8 +24,9 @@ pub(crate) struct Resume {
     pub(crate) start: transcript::Start,
 }
 
-/// `--resume FILE`, or `--resume last`: the newest run in this run's workspace (`-w`, else the
-/// current directory).
+/// `--resume FILE`, `--resume RUN_ID` (a run under `$ROUNDS_HOME/runs`, as `rounds show` takes
+/// it), or `--resume last`: the newest run in this run's workspace (`-w`, else the current
+/// directory).
 pub(super) fn resume(
     which: &str,
     env: &dyn Fn(&str) -> Option<String>,
@@ -41,6 +42,12 @@ pub(super) fn resume(
         let workspace = std::fs::canonicalize(&dir).unwrap_or(dir);
         runs::newest(&runs, Some(&workspace))
             .ok_or(ConfigError::NothingToResume { runs, workspace })?
+    } else if runs::names_a_run_id(which, &cwd.join(which)) {
+        let runs = rounds_home(env).unwrap_or_default().join(runs::DIR);
+        runs::find(&runs, which).ok_or_else(|| ConfigError::NoRun {
+            id: which.to_owned(),
+            runs,
+        })?
     } else {
         cwd.join(which)
     };

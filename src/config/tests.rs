@@ -154,11 +154,11 @@ fn models_resolve_to_providers() {
     assert_eq!(c.model, "meta-llama/Llama-3-8B");
     assert!(matches!(
         w.resolve(&["-m", "nope/x", "q"]),
-        Err(ConfigError::UnknownProvider(_))
+        Err(ConfigError::UnknownProvider(..))
     ));
     assert!(matches!(
         w.resolve(&["-m", "llama3", "q"]),
-        Err(ConfigError::AmbiguousModel(_))
+        Err(ConfigError::AmbiguousModel(..))
     ));
     assert!(matches!(
         w.resolve(&["-m", "anthropic/x", "--base-url", "ftp://h", "q"]),

@@ -19,7 +19,7 @@ pub(crate) mod queue;
 mod tls;
 
 pub use export::export;
-pub use postgres::{PgStore, connect};
+pub use postgres::{PgStore, connect, reachable};
 pub(crate) use tls::{TlsError, UrlError};
 
 use crate::outcome::Status;

@@ -48,6 +48,17 @@ pub struct PgStore {
     run_id: Option<String>,
 }
 
+/// Connects and asks the server one query, changing nothing (`rounds doctor`): the database as
+/// messages name it (no password), or why it cannot be used.
+pub async fn reachable(url: &str) -> Result<String, StoreError> {
+    let (client, database) = open(url).await?;
+    client
+        .simple_query("SELECT 1")
+        .await
+        .map_err(database_error(&database))?;
+    Ok(database)
+}
+
 /// Connects and brings the schema up to date. A failure here is the user's to fix before the run
 /// makes its first model call.
 pub async fn connect(url: &str) -> Result<PgStore, StoreError> {

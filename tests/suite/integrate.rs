@@ -6,13 +6,15 @@ use crate::common::sse::{self, B};
 use crate::common::{Sandbox, run};
 use pretty_assertions::assert_eq;
 
-const SUBCOMMANDS: [&str; 8] = [
+const SUBCOMMANDS: [&str; 10] = [
     "tools",
     "export",
     "config",
     "batch",
     "runs",
     "show",
+    "models",
+    "doctor",
     "completions",
     "man",
 ];

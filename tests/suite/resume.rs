@@ -515,3 +515,43 @@ fn calls_left_without_results_are_closed_on_resume() {
         );
     }
 }
+
+#[test]
+fn resume_takes_a_run_id_as_rounds_show_does() {
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![sse::answer("first answer")]);
+    let out = run(sb.anthropic(&server).args(["-o", "json", "first question"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let first: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let id = first["run_id"].as_str().unwrap().to_owned();
+
+    let server = MockServer::start(vec![sse::answer("second answer")]);
+    let out = run(sb.anthropic(&server).args([
+        "--resume",
+        &id,
+        "--no-cache",
+        "--no-transcript",
+        "and then?",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let body = server.requests()[0].json();
+    assert_eq!(body["messages"][0]["content"], sb.turn("first question"));
+    assert_eq!(body["messages"][1]["content"][0]["text"], "first answer");
+
+    // An id no run has is named as one; a file of that name would have been taken first.
+    let missing = "20990101T000000.000Z-00000000";
+    let out = run(sb.anthropic(&server).args(["--resume", missing, "x"]));
+    assert_eq!(out.code, 2);
+    let said = format!("--resume {missing}: no run of that id under");
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
+    std::fs::copy(
+        std::path::Path::new(first["transcript"].as_str().unwrap()),
+        sb.ws().join(missing),
+    )
+    .unwrap();
+    let server = MockServer::start(vec![sse::answer("from the file")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--resume", missing, "--no-transcript", "x"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
