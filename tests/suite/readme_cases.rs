@@ -49,6 +49,11 @@ pub(crate) enum Kind {
     RunsAndShow,
     /// `rounds batch jobs.jsonl --out results/`: every job completes.
     Batch,
+    /// `rounds doctor`: every check the run needs passes (key found, endpoint reachable) and
+    /// the key's value is never shown.
+    Doctor,
+    /// `rounds models`: the providers and the built-in aliases, with what they name.
+    Models,
 }
 
 /// A turn of the scripted model: the calls of one response, or its answer.
@@ -105,12 +110,21 @@ fn turns(kind: &Kind) -> Vec<Turn> {
         Kind::Resume | Kind::Runs | Kind::Show | Kind::RunsAndShow => {
             vec![Turn::Answer(FIRST), Turn::Answer(ANSWER)]
         }
-        Kind::Completions | Kind::Man | Kind::Replay | Kind::Tools(_) => vec![],
+        Kind::Completions
+        | Kind::Man
+        | Kind::Replay
+        | Kind::Tools(_)
+        | Kind::Doctor
+        | Kind::Models => vec![],
     }
 }
 
 /// The scripted model for `kind`, speaking the wire of whichever API a request comes to.
 pub(crate) fn model(kind: &Kind) -> MockServer {
+    if matches!(kind, Kind::Doctor | Kind::Models) {
+        // Not a model: doctor's GET of each endpoint wants an answer, any answer.
+        return MockServer::respond(|_: &Recorded| Reply::error(404, "{}"));
+    }
     let turns = turns(kind);
     MockServer::respond(move |request: &Recorded| {
         let at = turn_of(request);
@@ -286,6 +300,37 @@ pub(crate) fn check(kind: &Kind, sb: &Sandbox, server: &MockServer, out: &Run) {
             }
         }
         Kind::Runs | Kind::Show | Kind::RunsAndShow => check_runs_and_show(kind, out),
+        Kind::Doctor => {
+            ok(out);
+            for word in ["key", "endpoint", "sandbox", "ANTHROPIC_API_KEY"] {
+                assert!(
+                    out.stdout.contains(word),
+                    "doctor says nothing of {word}: {}",
+                    out.stdout
+                );
+            }
+            assert!(
+                !server.requests().is_empty(),
+                "doctor reached no endpoint: {}",
+                out.stdout
+            );
+        }
+        Kind::Models => {
+            ok(out);
+            for word in [
+                "anthropic",
+                "openai",
+                "gemini",
+                "sonnet",
+                "claude-sonnet-4-5",
+            ] {
+                assert!(
+                    out.stdout.contains(word),
+                    "models lists no {word}: {}",
+                    out.stdout
+                );
+            }
+        }
         Kind::Batch => {
             ok(out);
             let text = read(&sb.ws(), "results/results.jsonl");
