@@ -115,8 +115,10 @@ fn push_words(words: &mut Vec<OsString>, arg: &clap::Arg, key: &str, values: &[S
     if switch && values == ["false"] {
         return false;
     }
-    if values.is_empty() {
+    // `-c no-cache=true` reads as a switch's value: clap takes a switch bare.
+    if values.is_empty() || (switch && values == ["true"]) {
         words.push(OsString::from(format!("--{key}")));
+        return true;
     }
     for value in values {
         words.push(OsString::from(format!("--{key}={value}")));

@@ -247,3 +247,28 @@ fn rounds_config_prints_a_settings_file_that_reads_back_as_the_same_settings() {
     let reread: toml::Table = toml::from_str(&again.stdout).unwrap();
     assert_eq!(reread, shown, "{}", again.stdout);
 }
+
+/// `-c edit=true` is how a switch reads in a file (`edit = true`); `-c edit=false` leaves it off,
+/// and a value that is neither is refused rather than dropped.
+#[test]
+fn a_switch_set_with_c_is_on_for_true_off_for_false_and_refused_otherwise() {
+    let sb = Sandbox::new();
+    let offered = |start: &Value| start["tools"].to_string().contains("write_file");
+    assert!(
+        offered(&start_line(&sb, &["-c", "edit=true"])),
+        "-c edit=true"
+    );
+    assert!(
+        !offered(&start_line(&sb, &["-c", "edit=false"])),
+        "-c edit=false"
+    );
+    assert!(!offered(&start_line(&sb, &[])), "control: no preset");
+    let server = MockServer::start(vec![sse::answer("ok")]);
+    let out = run(sb.anthropic(&server).args(["-c", "edit=yes", "go"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("edit"), "{}", out.stderr);
+    assert!(
+        server.requests().is_empty(),
+        "a refused value sent a request"
+    );
+}
