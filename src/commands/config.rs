@@ -182,13 +182,13 @@ fn refused(layers: &Layers) -> String {
     let mut out = String::from("\n# Refused (see \"Who decides what\" in docs/security.md):\n");
     for r in &layers.refused {
         let quoted: Vec<String> = r.values.iter().map(|v| toml_value(v)).collect();
-        let line = format!(
-            "{} = {}  # {}: {}",
-            r.key,
-            quoted.join(", "),
-            r.source,
-            r.why
-        );
+        // A switch is refused with no value: it was on.
+        let value = if quoted.is_empty() {
+            "true".to_owned()
+        } else {
+            quoted.join(", ")
+        };
+        let line = format!("{} = {}  # {}: {}", r.key, value, r.source, r.why);
         out.push_str(&format!("# {}\n", terminal::line(&line)));
     }
     out

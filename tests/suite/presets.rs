@@ -256,6 +256,12 @@ fn a_project_file_cannot_turn_a_preset_on_and_the_users_file_can() {
             "{key} from the project file took effect"
         );
         assert!(!offered(&server).contains(&"write_file".into()));
+        let config = run(sb.rounds().current_dir(sb.ws()).arg("config"));
+        assert!(
+            config.stdout.contains(&format!("# {key} = true  #")),
+            "rounds config does not show the refused switch as it was: {}",
+            config.stdout
+        );
 
         let control = Sandbox::new();
         user_file(&control, &format!("{key} = true\n"));
