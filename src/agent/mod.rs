@@ -357,28 +357,7 @@ impl Agent {
                     let (results, tools) = scheduler.finish().await;
                     return RoundEnd::complete(record.round(streamed, results, tools));
                 }
-                Err(Stop::Cancelled) => {
-                    scheduler.cancel();
-                    let (results, tools) = scheduler.finish().await;
-                    // The text streamed so far is the run's answer as far as it got (a
-                    // deadline mid-answer keeps what the model had said).
-                    let cut = streamed.keep_partial();
-                    let round = (!results.is_empty() || streamed.has_text()).then(|| {
-                        let mut round = record.round(streamed, results, tools);
-                        if cut {
-                            round.error = Some(
-                                "the response was cut off when the run was stopped; its text \
-                                 so far is kept"
-                                    .to_owned(),
-                            );
-                        }
-                        round
-                    });
-                    return RoundEnd {
-                        round,
-                        stop: Some(Stop::Cancelled),
-                    };
-                }
+                Err(Stop::Cancelled) => return record.cancelled(scheduler, streamed).await,
                 Err(Stop::Failed(e)) => e,
             };
             let delay = self.limits.retry.delay(&e, attempt);
@@ -502,6 +481,29 @@ struct Record {
 }
 
 impl Record {
+    /// The round as far as it got when the run was cancelled: the calls that started, and the
+    /// text streamed so far, which is the run's answer as far as it got (a deadline mid-answer
+    /// keeps what the model had said).
+    async fn cancelled(&self, scheduler: Scheduler, mut streamed: Streamed) -> RoundEnd {
+        scheduler.cancel();
+        let (results, tools) = scheduler.finish().await;
+        let cut = streamed.keep_partial();
+        let round = (!results.is_empty() || streamed.has_text()).then(|| {
+            let mut round = self.round(streamed, results, tools);
+            if cut {
+                round.error = Some(
+                    "the response was cut off when the run was stopped; its text so far is kept"
+                        .to_owned(),
+                );
+            }
+            round
+        });
+        RoundEnd {
+            round,
+            stop: Some(Stop::Cancelled),
+        }
+    }
+
     /// The round's record from what the attempt streamed and the results of its calls.
     fn round(&self, mut streamed: Streamed, results: Vec<ToolResult>, tools: Duration) -> Round {
         streamed.guard.close();
