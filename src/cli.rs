@@ -162,7 +162,9 @@ pub struct Cli {
     /// Run CMD (with sh -c) before each tool call, the call as JSON on stdin.
     ///
     /// Exit 0 goes on (printing {"input": …} replaces the input), exit 2 vetoes the call with CMD's
-    /// stderr as the error the model sees, anything else is a warning. Repeatable.
+    /// stderr as the error the model sees. Any other ending (another exit code, a crash, a
+    /// timeout, a reply that is not JSON) vetoes the call too, and says why on stderr: a hook
+    /// that fails never lets a call through. Repeatable.
     #[arg(
         help_heading = "Tools & allowlist",
         long = "pre-tool-hook",
@@ -172,7 +174,8 @@ pub struct Cli {
 
     /// Run CMD after each tool call, with the call and its result as JSON on stdin.
     ///
-    /// Exit 2 replaces the result with an error carrying CMD's stderr. Repeatable.
+    /// Exit 2 replaces the result with an error carrying CMD's stderr; any other failure of the
+    /// hook withholds the result as well, and says why on stderr. Repeatable.
     #[arg(
         help_heading = "Tools & allowlist",
         long = "post-tool-hook",
@@ -241,6 +244,8 @@ pub struct Cli {
 
     /// The K-th time the same call (same tool, same arguments) returns the same result, the
     /// result tells the model so; once more ends the run as stuck (exit 9).
+    ///
+    /// With K=1 no call is repeated: the first repeat ends the run, with no warning before.
     #[arg(help_heading = "Limits", long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_repeats: u32,
 
@@ -375,9 +380,9 @@ pub struct Cli {
     )]
     pub profile: Option<String>,
 
-    /// One setting, as a settings file would give it:
+    /// One setting as a settings file would give it: -c key=value, repeatable.
     ///
-    /// -c key=value (repeatable). Flags and environment variables still win.
+    /// Flags and environment variables still win.
     #[arg(
         help_heading = "Settings",
         short = 'c',
@@ -399,11 +404,11 @@ pub(crate) const ONE_RUN: &str = "one_run";
 /// Which tools exist and which the model may use: shared by a run and `rounds tools`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ToolFlags {
-    /// Allow tools:
+    /// Allow tools: TOOL or TOOL(PATTERN), comma-separated, repeatable.
     ///
-    /// TOOL or TOOL(PATTERN), comma-separated, repeatable. Adds to the default (read_file, list_dir,
-    /// glob, grep); "none" clears what came before, "all" allows every tool. PATTERN is a glob on the
-    /// call's subject: the path for file tools (read_file(src/**)).
+    /// Adds to the default (read_file, list_dir, glob, grep); "none" clears what came before, "all"
+    /// allows every tool. PATTERN is a glob on the call's subject: the path for file tools
+    /// (read_file(src/**)).
     #[arg(
         help_heading = "Tools & allowlist",
         short,
@@ -492,9 +497,8 @@ pub struct ToolFlags {
     )]
     pub tools_file: Vec<PathBuf>,
 
-    /// Start an MCP server over stdio and offer its tools as NAME__TOOL:
-    ///
-    /// "NAME=COMMAND ARGS…", repeatable.
+    /// Start an MCP server over stdio ("NAME=COMMAND ARGS…") and offer its tools as NAME__TOOL;
+    /// repeatable.
     #[arg(help_heading = "MCP", long = "mcp", value_name = "NAME=COMMAND")]
     pub mcp: Vec<String>,
 

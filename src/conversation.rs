@@ -253,6 +253,24 @@ pub enum ErrorKind {
     Dropped,
 }
 
+impl ErrorKind {
+    /// The kind in words, for what a person reads (a summary, a progress line, a page): the
+    /// transcript and the JSON keep the snake_case name.
+    pub fn words(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidJson => "bad JSON",
+            ErrorKind::Schema => "bad arguments",
+            ErrorKind::UnknownTool => "not offered",
+            ErrorKind::Denied => "denied",
+            ErrorKind::Vetoed => "vetoed",
+            ErrorKind::Timeout => "timed out",
+            ErrorKind::Failed => "failed",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Dropped => "dropped",
+        }
+    }
+}
+
 /// The outcome of one tool call, sent back to the model and recorded in the transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

@@ -1,7 +1,7 @@
 //! Live progress on stderr for people watching a terminal: the round counter with what the run
 //! is waiting for, a spinner per running tool (name, subject, elapsed), and one line per finished
 //! call. Built only when stderr is a terminal and `-q` is off, so logs and CI output never see
-//! a control sequence.
+//! a control sequence. And the answer's text on a terminal's stdout as it streams ([`Stream`]).
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -11,8 +11,9 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::agent::Observer;
-use crate::conversation::{ToolResult, ToolUse};
+use crate::conversation::{Block, ToolResult, ToolUse};
 use crate::terminal;
+use crate::transcript::{End, RetryNote, Round};
 
 /// The progress display on screen, if any: log lines are printed above it, never through it.
 static SHOWN: Mutex<Option<MultiProgress>> = Mutex::new(None);
@@ -29,6 +30,24 @@ pub(crate) fn eprint_above(text: &[u8]) {
     match shown {
         Some(multi) => multi.suspend(write),
         None => write(),
+    }
+}
+
+/// Takes the progress display off the screen while the model's text is being written on the
+/// same terminal: bars drawn under a line still being written would be erased with it.
+fn hold_progress() {
+    if let Some(multi) = SHOWN.lock().ok().and_then(|s| s.clone()) {
+        let _ = multi.clear();
+        multi.set_draw_target(ProgressDrawTarget::hidden());
+    }
+}
+
+/// Puts the progress display back once the text's line is ended.
+fn release_progress() {
+    if let Some(multi) = SHOWN.lock().ok().and_then(|s| s.clone())
+        && multi.is_hidden()
+    {
+        multi.set_draw_target(ProgressDrawTarget::stderr());
     }
 }
 
@@ -133,13 +152,7 @@ impl Observer for Progress {
             bar.finish_and_clear();
             let mark = match result.error_kind {
                 None => "✓".to_owned(),
-                Some(kind) => format!(
-                    "✗ {}",
-                    serde_json::to_value(kind)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default()
-                ),
+                Some(kind) => format!("✗ {}", kind.words()),
             };
             let _ = self.multi.println(format!(
                 "  {mark} {text} ({:.1}s)",
@@ -147,6 +160,127 @@ impl Observer for Progress {
             ));
         }
         self.round_message(&s);
+    }
+}
+
+/// What the terminal was shown of the answer as it streamed: read by the printer of the final
+/// answer, so the answer is not printed a second time.
+static STREAMED: Mutex<Option<String>> = Mutex::new(None);
+
+/// Whether a terminal's stdout already shows `answer`, streamed; if so, as whole lines.
+pub(crate) fn answer_streamed(answer: &str) -> bool {
+    STREAMED
+        .lock()
+        .ok()
+        .is_some_and(|shown| shown.as_deref() == Some(answer))
+}
+
+/// `-o text` with stdout a terminal: the model's text written as it arrives, escaped like any
+/// text a terminal shows (a sequence split over two deltas is escaped in both halves, since
+/// every control character is escaped on its own). Thinking is not shown. The text of every
+/// round is shown (which round answers is known only when it ends); a round whose text is the
+/// answer makes [`answer_streamed`] true, so the answer is on the screen once.
+pub(crate) struct Stream {
+    state: Mutex<StreamState>,
+}
+
+#[derive(Default)]
+struct StreamState {
+    /// The last line written has no newline yet.
+    open: bool,
+    /// The text of this attempt at the round's response, as the deltas brought it.
+    attempt: String,
+    /// stdout went away: write no more.
+    closed: bool,
+}
+
+impl Stream {
+    pub(crate) fn new() -> Stream {
+        if let Ok(mut shown) = STREAMED.lock() {
+            *shown = None;
+        }
+        Stream {
+            state: Mutex::new(StreamState::default()),
+        }
+    }
+
+    fn write(state: &mut StreamState, bytes: &[u8]) {
+        use std::io::Write;
+        if state.closed {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
+            state.closed = true;
+        }
+    }
+
+    /// Ends a line left open, and gives the progress display its place back.
+    fn end_line(&self) {
+        if let Ok(mut s) = self.state.lock()
+            && s.open
+        {
+            s.open = false;
+            Stream::write(&mut s, b"\n");
+        }
+        release_progress();
+    }
+}
+
+impl Observer for Stream {
+    fn round_started(&self, _round: u32) {
+        if let Ok(mut s) = self.state.lock() {
+            s.attempt.clear();
+        }
+    }
+
+    fn text_delta(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let Ok(mut s) = self.state.lock() else { return };
+        if !s.open {
+            hold_progress();
+        }
+        Stream::write(&mut s, terminal::text(text).as_bytes());
+        s.open = !text.ends_with('\n');
+        s.attempt.push_str(text);
+    }
+
+    fn tool_use(&self, _call: &ToolUse) {
+        self.end_line();
+    }
+
+    /// The attempt's text is discarded; what it showed stays on the screen above the retry's.
+    fn retry(&self, _note: &RetryNote) {
+        self.end_line();
+        if let Ok(mut s) = self.state.lock() {
+            s.attempt.clear();
+        }
+    }
+
+    fn round_finished(&self, round: &Round) {
+        self.end_line();
+        let texts: Vec<&str> = round
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text, .. } if !text.is_empty() => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        // Shown only when the deltas were all of it (a provider could send a block whole).
+        let whole = self
+            .state
+            .lock()
+            .is_ok_and(|s| !s.closed && s.attempt == texts.concat());
+        if let Ok(mut shown) = STREAMED.lock() {
+            *shown = whole.then(|| crate::agent::final_text(&round.blocks));
+        }
+    }
+
+    fn finished(&self, _end: &End) {
+        self.end_line();
     }
 }
 

@@ -20,8 +20,9 @@ use crate::terminal;
 use crate::tools::presets::Preset;
 use crate::transcript::{End, Event, RetryNote, Round, Start, VERSION};
 
-/// Who hears about a run as it happens: events on stdout in stream-json mode, and progress on
-/// a terminal's stderr unless quiet.
+/// Who hears about a run as it happens: events on stdout in stream-json mode, the answer's
+/// text as it streams in text mode when stdout is a terminal (a pipe gets the final answer
+/// only), and progress on a terminal's stderr unless quiet.
 /// A reader of the event stream that goes away ends the run (`cancel`): no more tokens are
 /// spent on events nobody reads.
 pub(crate) fn observer(
@@ -33,6 +34,10 @@ pub(crate) fn observer(
     let mut all: Vec<Arc<dyn Observer>> = Vec::new();
     if mode == OutputMode::StreamJson {
         all.push(Arc::new(StreamJson::new(cancel.clone())));
+    }
+    // Before the progress display: the text takes the display off the screen before it writes.
+    if mode == OutputMode::Text && std::io::stdout().is_terminal() {
+        all.push(Arc::new(crate::progress::Stream::new()));
     }
     if !quiet && let Some(progress) = Progress::for_terminal(max_rounds) {
         all.push(Arc::new(progress));
@@ -60,6 +65,9 @@ pub(crate) fn print_outcome(mode: OutputMode, outcome: &Outcome) {
             // A person reads a terminal, and the answer is the model's: it must not drive the
             // terminal. Into a pipe it goes byte for byte.
             if std::io::stdout().is_terminal() {
+                if crate::progress::answer_streamed(&outcome.final_text) {
+                    return;
+                }
                 terminal::text(&outcome.final_text)
                     .into_owned()
                     .into_bytes()

@@ -75,7 +75,7 @@ pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&s
         let kinds: Vec<String> = outcome
             .tool_errors
             .iter()
-            .map(|(kind, n)| format!("{} {n}", crate::show::name(kind)))
+            .map(|(kind, n)| format!("{n} {}", kind.words()))
             .collect();
         calls.push_str(&format!(", {failed} failed ({})", kinds.join(", ")));
     }

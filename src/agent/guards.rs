@@ -150,25 +150,29 @@ impl Repeats {
                 continue;
             };
             let count = self.count(call, fingerprint(result));
-            if count < self.max {
-                continue;
-            }
+            // A first call is no repeat: with a limit of 1 there is no warning, and the first
+            // repeat is the one that ends the run.
+            let kind = match count {
+                c if c > self.max => GuardKind::Stuck,
+                c if c == self.max && c > 1 => GuardKind::Repeated,
+                _ => continue,
+            };
             result.content.push_str(&format!(
                 "{NOTE}{count} times and got this same result each time. It will not change. Do \
                  something else.]"
             ));
-            let kind = if count == self.max {
-                GuardKind::Repeated
-            } else {
-                GuardKind::Stuck
-            };
             let mut n = note(kind, Some(&call.id));
             n.count = Some(count);
             notes.push(n);
             if kind == GuardKind::Stuck && stuck.is_none() {
+                let warned = if self.max > 1 {
+                    "and went on after being told it would not change"
+                } else {
+                    "and --max-repeats 1 allows no repeat"
+                };
                 stuck = Some(format!(
                     "stuck: the model made the same {} call {count} times and got the same result \
-                     each time, and went on after being told it would not change",
+                     each time, {warned}",
                     call.name
                 ));
             }
@@ -424,6 +428,21 @@ mod tests {
         let (_, notes, stuck) = round(&mut repeats, &[(&c, "no such file")]);
         assert_eq!(notes[0].kind, GuardKind::Stuck);
         assert!(stuck.unwrap().contains("read_file call 4 times"));
+    }
+
+    #[test]
+    fn with_a_limit_of_one_a_first_call_is_no_repeat_and_the_first_repeat_is_stuck() {
+        let mut repeats = Repeats::new(1);
+        let c = call("c1", "read_file", r#"{"path":"a"}"#);
+        let (results, notes, stuck) = round(&mut repeats, &[(&c, "no such file")]);
+        assert_eq!(results[0].content, "no such file");
+        assert!(notes.is_empty() && stuck.is_none(), "{notes:?}");
+        let c = call("c2", "read_file", r#"{"path":"a"}"#);
+        let (_, notes, stuck) = round(&mut repeats, &[(&c, "no such file")]);
+        assert_eq!(notes[0].kind, GuardKind::Stuck);
+        let stuck = stuck.unwrap();
+        assert!(stuck.contains("call 2 times"), "{stuck}");
+        assert!(!stuck.contains("told"), "it was never told: {stuck}");
     }
 
     /// A conversation resumed from a transcript: `n` rounds of `c` returning `content`, with

@@ -313,8 +313,9 @@ impl Agent {
             };
             hit.then(|| {
                 format!(
-                    "--fail-on {rule}: {} ({kind:?}): {}",
+                    "--fail-on {rule}: {} ({}): {}",
                     r.name,
+                    kind.words(),
                     first_line(&r.content)
                 )
             })
@@ -356,16 +357,7 @@ impl Agent {
                     let (results, tools) = scheduler.finish().await;
                     return RoundEnd::complete(record.round(streamed, results, tools));
                 }
-                Err(Stop::Cancelled) => {
-                    scheduler.cancel();
-                    let (results, tools) = scheduler.finish().await;
-                    let round =
-                        (!results.is_empty()).then(|| record.round(streamed, results, tools));
-                    return RoundEnd {
-                        round,
-                        stop: Some(Stop::Cancelled),
-                    };
-                }
+                Err(Stop::Cancelled) => return record.cancelled(scheduler, streamed).await,
                 Err(Stop::Failed(e)) => e,
             };
             let delay = self.limits.retry.delay(&e, attempt);
@@ -448,9 +440,15 @@ impl Agent {
             };
             let Some(event) = event else { return Ok(()) };
             match event.map_err(Stop::Failed)? {
-                StreamEvent::TextDelta(t) => self.observer.text_delta(&t),
+                StreamEvent::TextDelta(t) => {
+                    self.observer.text_delta(&t);
+                    out.partial.push_str(&t);
+                }
                 StreamEvent::ThinkingDelta(t) => self.observer.thinking_delta(&t),
                 StreamEvent::Block(block) => {
+                    if matches!(block, Block::Text { .. }) {
+                        out.partial.clear();
+                    }
                     if let Block::ToolUse(call) = &block {
                         self.observer.tool_use(call);
                         match out.guard.admit(call) {
@@ -483,6 +481,29 @@ struct Record {
 }
 
 impl Record {
+    /// The round as far as it got when the run was cancelled: the calls that started, and the
+    /// text streamed so far, which is the run's answer as far as it got (a deadline mid-answer
+    /// keeps what the model had said).
+    async fn cancelled(&self, scheduler: Scheduler, mut streamed: Streamed) -> RoundEnd {
+        scheduler.cancel();
+        let (results, tools) = scheduler.finish().await;
+        let cut = streamed.keep_partial();
+        let round = (!results.is_empty() || streamed.has_text()).then(|| {
+            let mut round = self.round(streamed, results, tools);
+            if cut {
+                round.error = Some(
+                    "the response was cut off when the run was stopped; its text so far is kept"
+                        .to_owned(),
+                );
+            }
+            round
+        });
+        RoundEnd {
+            round,
+            stop: Some(Stop::Cancelled),
+        }
+    }
+
     /// The round's record from what the attempt streamed and the results of its calls.
     fn round(&self, mut streamed: Streamed, results: Vec<ToolResult>, tools: Duration) -> Round {
         streamed.guard.close();
@@ -508,6 +529,8 @@ impl Record {
 /// What one attempt streamed, and what its guards did.
 struct Streamed {
     blocks: Vec<Block>,
+    /// Text deltas of a text block not complete yet.
+    partial: String,
     usage: Usage,
     stop: Option<StopReason>,
     guard: guards::Response,
@@ -517,10 +540,29 @@ impl Streamed {
     fn new(max_calls: u32) -> Streamed {
         Streamed {
             blocks: Vec::new(),
+            partial: String::new(),
             usage: Usage::default(),
             stop: None,
             guard: guards::Response::new(max_calls),
         }
+    }
+
+    /// Makes the text of a block cut off mid-stream a block of its own; whether there was any.
+    fn keep_partial(&mut self) -> bool {
+        if self.partial.is_empty() {
+            return false;
+        }
+        self.blocks.push(Block::Text {
+            text: std::mem::take(&mut self.partial),
+            signature: None,
+        });
+        true
+    }
+
+    fn has_text(&self) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| matches!(b, Block::Text { text, .. } if !text.is_empty()))
     }
 }
 
@@ -607,7 +649,7 @@ fn first_line(s: &str) -> &str {
 }
 
 /// The answer text of a round: its text blocks, in order.
-fn final_text(blocks: &[Block]) -> String {
+pub(crate) fn final_text(blocks: &[Block]) -> String {
     let texts: Vec<&str> = blocks
         .iter()
         .filter_map(|b| match b {

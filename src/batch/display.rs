@@ -35,6 +35,14 @@ fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
 }
 
+/// ` (ETA 2m)` once a job has finished: before that there is no rate to tell it from, and
+/// indicatif's estimate would say 0s.
+fn eta_once(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+    if state.pos() > 0 {
+        let _ = write!(w, " (ETA {:#})", indicatif::HumanDuration(state.eta()));
+    }
+}
+
 impl Display {
     pub(crate) fn new(total: u64, quiet: bool) -> Display {
         if quiet || !std::io::stderr().is_terminal() {
@@ -42,9 +50,10 @@ impl Display {
         }
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let bar = multi.add(ProgressBar::new(total));
-        bar.set_style(style(
-            "{bar:30.cyan/blue} {pos}/{len} done · {msg} · {elapsed} (ETA {eta})",
-        ));
+        bar.set_style(
+            style("{bar:30.cyan/blue} {pos}/{len} done · {msg} · {elapsed}{eta_once}")
+                .with_key("eta_once", eta_once),
+        );
         bar.enable_steady_tick(Duration::from_millis(200));
         let display = Display {
             live: Some(Live {

@@ -30,7 +30,7 @@ pub enum BatchError {
     #[error("a batch needs --out DIR for its transcripts and results")]
     NoOut,
     /// The batch's directory (`--out DIR`, or a worker's own temporary one).
-    #[error("--out{}: {source}", at(.dir.as_deref()))]
+    #[error("{}", out_error(.dir.as_deref(), .source))]
     Out {
         dir: Option<PathBuf>,
         source: io::Error,
@@ -106,6 +106,19 @@ impl BatchError {
             | BatchError::Queue(_) => Status::Error,
             BatchError::Store(e) => e.status(),
         }
+    }
+}
+
+/// Why `--out` cannot be the batch's directory, and what to do when it names a file.
+fn out_error(dir: Option<&Path>, source: &io::Error) -> String {
+    match dir {
+        Some(d) if d.exists() && !d.is_dir() => format!(
+            "--out {} is a file, not a directory: --out names the directory where each job's \
+             transcript and results.jsonl go (made if missing, and read again when the batch \
+             runs again); name another directory, or move the file away",
+            d.display()
+        ),
+        _ => format!("--out{}: {source}", at(dir)),
     }
 }
 

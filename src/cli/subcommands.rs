@@ -32,8 +32,8 @@ pub struct ShowArgs {
     #[arg(value_name = "FILE|RUN_ID|last", default_value = "last")]
     pub run: String,
 
-    /// Write the run as one self-contained HTML page to FILE (no scripts, no external assets)
-    /// instead of printing it.
+    /// Write the run as one self-contained HTML page to FILE, or to stdout with - (no scripts,
+    /// no external assets), instead of showing it.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 

@@ -74,6 +74,11 @@ pub(crate) fn show(args: &ShowArgs) -> Result<(), Failure> {
     let shown = path.display().to_string();
     if let Some(out) = &args.html {
         let page = show::html::render(&transcript, &shown);
+        // `-` is stdout, as for the jobs of `rounds batch`: a file named `-` is `./-`.
+        if out.as_os_str() == "-" {
+            render::print_document(page.as_bytes());
+            return Ok(());
+        }
         return write_file(out, &page);
     }
     let terminal = std::io::stdout().is_terminal();

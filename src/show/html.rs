@@ -43,7 +43,12 @@ section{border:1px solid #d1d9e0;border-radius:6px;padding:.8rem 1rem;margin:1re
 details{margin:.3rem 0}summary{cursor:pointer}\
 .ok>summary{color:#1a7f37}.error>summary,.error>pre,.err{color:#cf222e}\
 .thinking,.note{color:#59636e}.warn{color:#9a6700}\
-.status-ok{color:#1a7f37}.status-bad{color:#cf222e}";
+.status-ok{color:#1a7f37}.status-bad{color:#cf222e}\
+.outcome{border-width:2px}\
+@media (prefers-color-scheme:dark){body{color:#e6edf3;background:#0d1117}\
+dt,.meta,.thinking,.note{color:#9198a1}section{border-color:#3d444d}\
+.call{border-left-color:#4493f8}.ok>summary,.status-ok{color:#3fb950}\
+.error>summary,.error>pre,.err,.status-bad{color:#f85149}.warn{color:#d29922}}";
 
 /// The whole transcript as an HTML document.
 pub(crate) fn render(t: &Transcript, path: &str) -> String {
@@ -55,6 +60,7 @@ pub(crate) fn render(t: &Transcript, path: &str) -> String {
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
          style-src 'unsafe-inline'\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
          <title>rounds run {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
         escape(&s.run_id)
     );
@@ -75,15 +81,30 @@ pub(crate) fn render(t: &Transcript, path: &str) -> String {
     }
     field("transcript", path);
     out.push_str("</dl>\n</header>\n");
+    // How it ended comes first: it is what a person opening the page looks for.
+    outcome(&mut out, t);
     let _ = writeln!(
         out,
         "<section class=\"prompt\">\n<h2>Prompt</h2>\n<pre>{}</pre>\n</section>",
         escape(s.user_prompt())
     );
-    for round in &t.rounds {
-        render_round(&mut out, round);
+    // The answer is shown once, at the top; the round whose text it is points there.
+    let answered = t
+        .end
+        .as_ref()
+        .is_some_and(|e| !e.final_text.is_empty() && super::answer_is_last_text(t, &e.final_text));
+    let last = t.rounds.len();
+    for (i, round) in t.rounds.iter().enumerate() {
+        render_round(&mut out, round, answered && i + 1 == last);
     }
-    out.push_str("<section class=\"end\">\n");
+    out.push_str("</body>\n</html>\n");
+    out
+}
+
+/// How the run ended: its status, usage, error, and its answer, as preformatted text (the
+/// answer is the model's Markdown: shown as written, never as markup).
+fn outcome(out: &mut String, t: &Transcript) {
+    out.push_str("<section class=\"outcome\" id=\"outcome\">\n");
     if t.torn_tail {
         out.push_str(
             "<p class=\"warn\">The last line was cut off (the run was killed while writing \
@@ -99,7 +120,7 @@ pub(crate) fn render(t: &Transcript, path: &str) -> String {
             };
             let _ = writeln!(
                 out,
-                "<h2>End: <span class=\"{class}\">{}</span></h2>\n<p>{} · {}</p>",
+                "<h2>Outcome: <span class=\"{class}\">{}</span></h2>\n<p>{} · {}</p>",
                 escape(&end_head(end)),
                 escape(&super::usage_text(&end.usage, end.cost_usd)),
                 duration(end.duration_ms)
@@ -119,13 +140,12 @@ pub(crate) fn render(t: &Transcript, path: &str) -> String {
             "<p class=\"warn\">No end line: the run is still going, or was killed.</p>\n",
         ),
     }
-    out.push_str("</section>\n</body>\n</html>\n");
-    out
+    out.push_str("</section>\n");
 }
 
 /// A round: its head line, retries, what the model said and called with each call's result,
-/// then what went wrong or was elided.
-fn render_round(out: &mut String, round: &Round) {
+/// then what went wrong or was elided. `answer`: its text is the run's answer, shown above.
+fn render_round(out: &mut String, round: &Round, answer: bool) {
     let _ = writeln!(
         out,
         "<section class=\"round\" id=\"round-{n}\">\n<h2>Round {n}{summary} <span \
@@ -154,8 +174,18 @@ fn render_round(out: &mut String, round: &Round) {
             duration(retry.delay_ms)
         );
     }
+    let mut pointed = false;
     for block in &round.blocks {
-        render_block(out, round, block);
+        match block {
+            Block::Text { .. } if answer => {
+                if !std::mem::replace(&mut pointed, true) {
+                    out.push_str(
+                        "<p class=\"note\">The answer: shown under Outcome, at the top.</p>\n",
+                    );
+                }
+            }
+            _ => render_block(out, round, block),
+        }
     }
     for stray in super::stray_results(round) {
         let _ = writeln!(

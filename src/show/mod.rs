@@ -128,7 +128,7 @@ pub(crate) fn stray_results(round: &Round) -> Vec<&ToolResult> {
 /// `✓ 13 bytes · 0 ms` or `✗ denied · 0 ms`, with the cut and where the whole output is.
 pub(crate) fn result_head(r: &ToolResult) -> String {
     let mut head = if r.is_error {
-        let kind = r.error_kind.as_ref().map_or("error".into(), name);
+        let kind = r.error_kind.map_or("error", |k| k.words());
         format!("✗ {kind}")
     } else {
         format!("✓ {} bytes", r.bytes.max(r.content.len() as u64))
@@ -143,7 +143,7 @@ pub(crate) fn result_head(r: &ToolResult) -> String {
     head
 }
 
-/// `completed (exit 0) · 2 rounds · 3 tool calls (1 failed: denied 1)`.
+/// `completed (exit 0) · 2 rounds · 3 tool calls (1 failed: 1 denied)`.
 pub(crate) fn end_head(end: &crate::transcript::End) -> String {
     let mut head = format!(
         "{} (exit {}) · {} round{} · {} tool call{}",
@@ -159,7 +159,7 @@ pub(crate) fn end_head(end: &crate::transcript::End) -> String {
         let kinds: Vec<String> = end
             .tool_errors
             .iter()
-            .map(|(k, n)| format!("{} {n}", name(k)))
+            .map(|(k, n)| format!("{n} {}", k.words()))
             .collect();
         head.push_str(&format!(" ({failed} failed: {})", kinds.join(", ")));
     }

@@ -130,8 +130,9 @@ impl Toolbox {
         match result.error_kind {
             None => tracing::info!("{} done in {} ms", call.name, result.duration_ms),
             Some(kind) => tracing::info!(
-                "{} failed ({kind:?}) in {} ms",
+                "{} did not succeed ({}) in {} ms",
                 call.name,
+                kind.words(),
                 result.duration_ms
             ),
         }
@@ -186,7 +187,23 @@ impl Toolbox {
         }
         let entry = match self.registry.get(&call.name) {
             Some(entry) if self.policy.offers(&call.name) => entry,
-            _ => return Err(fail(ErrorKind::UnknownTool, self.unknown(&call.name))),
+            Some(_) => {
+                // The model reached for a tool that exists but this run leaves out: the person
+                // reading stderr is the one who can allow it.
+                tracing::warn!(
+                    "the model called {}, which this run does not allow (allow it with -a {})",
+                    call.name,
+                    call.name
+                );
+                let why = format!(
+                    "{:?} is not allowed in this run (the user can allow it with -a {}); {}",
+                    call.name,
+                    call.name,
+                    self.available()
+                );
+                return Err(fail(ErrorKind::UnknownTool, why));
+            }
+            None => return Err(fail(ErrorKind::UnknownTool, self.unknown(&call.name))),
         };
         let validator = entry
             .validator()
@@ -228,17 +245,19 @@ impl Toolbox {
         Ok(entry)
     }
 
-    /// What the model reads when it calls a tool it was not offered: the ones it was.
+    /// What the model reads when it calls a tool that does not exist: the ones it may call.
     fn unknown(&self, name: &str) -> String {
+        format!("unknown tool {name:?}; {}", self.available())
+    }
+
+    /// The tools the model was offered, in words.
+    fn available(&self) -> String {
         let names: Vec<&str> = self.offered().iter().map(|s| s.name.as_str()).collect();
-        format!(
-            "unknown tool {name:?}; the available tools are: {}",
-            if names.is_empty() {
-                "(none)".to_owned()
-            } else {
-                names.join(", ")
-            }
-        )
+        if names.is_empty() {
+            "no tools are available".to_owned()
+        } else {
+            format!("the available tools are: {}", names.join(", "))
+        }
     }
 
     async fn run(

@@ -285,6 +285,20 @@ fn a_call_whose_result_changes_is_not_a_loop() {
         .arg("go"));
     assert_eq!(out.code, 9, "{}", out.stderr);
     assert_eq!(server.requests().len(), 2);
+    // After its first call the model is told nothing about repeating (it has not), and the
+    // run's error does not claim it was warned.
+    let second = server.requests()[1].json();
+    let result = second["messages"].as_array().unwrap().last().unwrap()["content"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!result.contains("this exact call"), "{result}");
+    assert!(
+        out.stderr.contains("2 times") && out.stderr.contains("--max-repeats 1 allows no repeat"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("1 times"), "{}", out.stderr);
 }
 
 /// The first request body of a one-round run with `model` and `flags`.

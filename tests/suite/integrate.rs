@@ -125,7 +125,7 @@ fn the_step_summary_is_appended_and_a_hostile_answer_stays_in_its_fence() {
     assert_eq!(md.matches("### ").count(), 2, "{md}");
     assert!(md.contains("### ⚠️ rounds: max_rounds (exit 3)"), "{md}");
     assert!(
-        md.contains("- **Tool calls:** 1, 1 failed (unknown_tool 1)"),
+        md.contains("- **Tool calls:** 1, 1 failed (1 not offered)"),
         "{md}"
     );
 }

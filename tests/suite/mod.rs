@@ -8,6 +8,7 @@ mod caching;
 mod call_ids;
 mod cli;
 mod context;
+mod day_one;
 mod diagnostics;
 mod doctor;
 mod exit_codes;

@@ -287,9 +287,16 @@ fn fail_on_tool_error_and_denied_end_the_run_after_that_round_with_exit_6() {
         end["error"]
             .as_str()
             .unwrap()
-            .starts_with("--fail-on denied: bash"),
+            .starts_with("--fail-on denied: bash (not offered): \"bash\" is not allowed"),
         "{end}"
     );
+    // Said in words, with what to do; never the Rust name of the kind.
+    assert!(
+        out.stderr.contains("allow it with -a bash"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("UnknownTool"), "{}", out.stderr);
     assert!(!sb.ws().join("ran").exists());
 }
 

@@ -37,6 +37,16 @@ fn bad_calls_become_error_results_and_the_run_continues() {
         out.stderr
     );
 
+    // The person who can allow it reads it too, in words.
+    assert!(
+        out.stderr.contains(
+            "rounds: warning: the model called bash, which this run does not allow (allow it \
+             with -a bash)"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("UnknownTool"), "{}", out.stderr);
     let lines = sb.transcript();
     let results = lines[1]["results"].as_array().unwrap();
     let kinds: Vec<&Value> = results.iter().map(|r| &r["error_kind"]).collect();
@@ -73,8 +83,9 @@ fn bad_calls_become_error_results_and_the_run_continues() {
         content(2)
     );
     assert!(
-        content(3).contains("unknown tool \"bash\"")
-            && content(3).contains("read_file, list_dir, glob, grep"),
+        content(3)
+            .contains("\"bash\" is not allowed in this run (the user can allow it with -a bash)")
+            && content(3).contains("the available tools are: read_file, list_dir, glob, grep"),
         "{}",
         content(3)
     );
