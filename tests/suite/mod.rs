@@ -1,6 +1,7 @@
 mod action;
 mod answers;
 mod batch;
+mod batch_failures;
 mod batch_ids;
 mod batch_queue;
 mod batch_untrusted;
@@ -10,6 +11,7 @@ mod cli;
 mod context;
 mod diagnostics;
 mod exit_codes;
+mod failures;
 mod guards;
 mod help;
 mod hooks;
