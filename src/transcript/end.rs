@@ -33,8 +33,9 @@ pub struct End {
     pub duration_ms: u64,
     /// What ended the run, in words, when something went wrong (null otherwise).
     pub error: Option<String>,
-    /// What kind of failure ended the run, and whether trying again may help (null when it
-    /// completed or stopped at a limit it was given).
+    /// What kind of failure ended the run, and whether trying again may help (absent when it
+    /// completed or stopped at a limit it was given, and in transcripts from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureRecord>,
     /// How many tool calls were made.
     #[serde(default)]
