@@ -550,9 +550,8 @@ impl std::fmt::Display for Stop {
     }
 }
 
-/// Ends the run after a round that failed or was cancelled: with the status the provider's
-/// failure has (unavailable when retrying later may succeed), or the one the cancellation's
-/// reason names.
+/// Ends the run after a round that failed (with its failure's status: unavailable when retrying
+/// later may succeed) or was cancelled (with the status the cancellation's reason names).
 fn stopped(done: Outcome, stop: Option<Stop>, cancel: &Cancel) -> Outcome {
     match stop {
         Some(Stop::Failed(e)) => done.fail(e.record(), e),
