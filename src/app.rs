@@ -10,7 +10,7 @@ use crate::agent::{Agent, Cancel, Observer};
 use crate::config::{Config, Resume};
 use crate::conversation::Message;
 use crate::files::Target;
-use crate::outcome::{Outcome, Signal, Status};
+use crate::outcome::{Failure, FailureRecord, Outcome, Signal, Status};
 use crate::process::ProcessContext;
 use crate::provider::{self, BuildError, Provider, ProviderChoice};
 use crate::records::{Records, RecordsError};
@@ -334,7 +334,7 @@ fn failed_record(mut outcome: Outcome, e: impl std::fmt::Display) -> Outcome {
         Some(earlier) => format!("{earlier}; then {e}"),
         None => e.to_string(),
     };
-    outcome.end(Status::Error, error)
+    outcome.fail(FailureRecord::new(Failure::Write, None), error)
 }
 
 /// `--output-last-message` could not be written.

@@ -21,11 +21,13 @@ pub(crate) use subcommands::{
 /// answers without calling tools or a limit is hit. The final answer goes to stdout; a JSONL
 /// transcript records every round.
 ///
-/// Exit status: 0 completed, 1 error, 2 usage, 3 max rounds, 4 budget (tokens or USD),
-/// 5 deadline, 6 tool failure (--fail-on), 7 answer not valid against --output-schema,
-/// 8 a batch job did not complete (rounds batch), 9 stuck (the same call kept returning the
-/// same result, see --max-repeats), 130/143 interrupted (SIGINT/SIGTERM), 141 the reader of
-/// stream-json went away.
+/// Exit status: 0 completed, 1 error (retrying will not fix it: a bad key, a wrong model, a
+/// request too long), 2 usage, 3 max rounds, 4 budget (tokens or USD), 5 deadline, 6 tool
+/// failure (--fail-on), 7 answer not valid against --output-schema, 8 a batch job did not
+/// complete (rounds batch), 9 stuck (the same call kept returning the same result, see
+/// --max-repeats), 10 the provider stayed unavailable through the retries (rate limit,
+/// overload, 5xx, network: retrying later may succeed), 130/143 interrupted (SIGINT/SIGTERM),
+/// 141 the reader of stream-json went away.
 #[derive(Debug, Parser)]
 #[command(group(clap::ArgGroup::new(ONE_RUN).multiple(true)))]
 #[command(

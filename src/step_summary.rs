@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::markdown;
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{FailureRecord, Outcome, Status};
 
 /// The most bytes of the answer put in the summary (GitHub takes at most 1 MiB per step).
 const MAX_ANSWER: usize = 64 * 1024;
@@ -54,6 +54,8 @@ pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&s
     let mark = match status {
         Status::Completed => "✅",
         Status::Error | Status::Usage => "❌",
+        // Worth a retry later, unlike an error.
+        Status::Unavailable => "🔁",
         _ => "⚠️",
     };
     let mut md = format!(
@@ -91,6 +93,9 @@ pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&s
     if let Some(path) = &outcome.transcript {
         item("Transcript", code_span(&path.display().to_string()));
     }
+    if let Some(failure) = &outcome.failure {
+        item("Failure", failure_text(failure));
+    }
     if let Some(error) = &outcome.error {
         md.push_str(&format!("\n**Error:**\n\n{}\n", fenced(error)));
     }
@@ -116,6 +121,24 @@ pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&s
     md
 }
 
+/// The failure record in words a person and a `grep` both read: the kind as written in the
+/// `end` line, whether retrying may help, and the provider's wait.
+fn failure_text(failure: &FailureRecord) -> String {
+    let kind = serde_json::to_value(failure.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let mut text = format!("`{kind}`, ");
+    text.push_str(match failure.retryable {
+        true => "retryable",
+        false => "not retryable",
+    });
+    if let Some(secs) = failure.retry_after {
+        text.push_str(&format!(" (the provider asked to wait {secs}s)"));
+    }
+    text
+}
+
 fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
@@ -137,6 +160,25 @@ fn fenced(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_failure_record_is_shown_with_its_wait() {
+        let failure = FailureRecord::new(
+            crate::outcome::Failure::RateLimited,
+            Some(std::time::Duration::from_millis(2500)),
+        );
+        let outcome = Outcome::new(Status::Completed, None).fail(failure, "HTTP 429");
+        let md = markdown(&outcome, None, None);
+        assert!(md.contains("### 🔁 rounds: unavailable (exit 10)"), "{md}");
+        assert!(
+            md.contains(
+                "- **Failure:** `rate_limited`, retryable (the provider asked to wait 2.5s)"
+            ),
+            "{md}"
+        );
+        let md = markdown(&Outcome::new(Status::MaxRounds, None), None, None);
+        assert!(!md.contains("Failure"), "{md}");
+    }
 
     #[test]
     fn hostile_text_stays_inside_its_fence_and_span() {

@@ -6,7 +6,6 @@
 //! so a run killed at any moment leaves every finished round on disk as valid JSONL. The same
 //! types are read back by `--resume` and by the replay provider.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -15,10 +14,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{Block, ErrorKind, StopReason, ToolResult, Usage};
-use crate::outcome::{Outcome, Status};
 use crate::process::sandbox::Summary;
 
+mod end;
 mod event;
+pub use end::End;
 pub(crate) use event::Event;
 
 /// The schema version written in every line's `v`.
@@ -221,101 +221,6 @@ pub struct RetryNote {
     pub error: String,
     /// The wait before the next attempt.
     pub delay_ms: u64,
-}
-
-/// The last line: how the run ended.
-// Built from the run's `Outcome` in one place (`From<&Outcome>`), so the transcript, the store
-// and the stream-json `end` event always agree with the exit status.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(try_from = "EndRecord")]
-#[schemars(deny_unknown_fields)]
-pub struct End {
-    pub status: Status,
-    /// The process's exit status, the status's own: written out so a reader needs no table.
-    #[schemars(schema_with = "crate::schema::exit_code")]
-    pub exit_code: u8,
-    /// How many rounds finished.
-    pub rounds: u32,
-    /// The model's final answer (empty when it gave none).
-    pub final_text: String,
-    /// The whole run's token counts.
-    pub usage: Usage,
-    /// What the run cost in USD, when the model's price is known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0.0))]
-    pub cost_usd: Option<f64>,
-    /// How long the run took.
-    pub duration_ms: u64,
-    /// What ended the run, in words, when something went wrong (null otherwise).
-    pub error: Option<String>,
-    /// How many tool calls were made.
-    #[serde(default)]
-    pub tool_calls: u32,
-    /// How many tool calls failed, by kind (kinds that never failed are left out).
-    #[serde(default)]
-    #[schemars(schema_with = "crate::schema::tool_errors")]
-    pub tool_errors: BTreeMap<ErrorKind, u32>,
-}
-
-impl From<&Outcome> for End {
-    fn from(outcome: &Outcome) -> End {
-        End {
-            status: outcome.status,
-            exit_code: outcome.exit_code(),
-            rounds: outcome.rounds,
-            final_text: outcome.final_text.clone(),
-            usage: outcome.usage,
-            cost_usd: outcome.cost_usd,
-            duration_ms: outcome.duration_ms,
-            error: outcome.error.clone(),
-            tool_calls: outcome.tool_calls,
-            tool_errors: outcome.tool_errors.clone(),
-        }
-    }
-}
-
-/// `End` as written: the status by name, which with the exit code tells SIGINT from SIGTERM.
-// (`JsonSchema` because `End` reads through it; the published schema is of what is written.)
-#[derive(Deserialize, JsonSchema)]
-struct EndRecord {
-    status: String,
-    exit_code: u8,
-    rounds: u32,
-    final_text: String,
-    usage: Usage,
-    #[serde(default)]
-    cost_usd: Option<f64>,
-    duration_ms: u64,
-    error: Option<String>,
-    #[serde(default)]
-    tool_calls: u32,
-    #[serde(default)]
-    tool_errors: BTreeMap<ErrorKind, u32>,
-}
-
-/// An end line whose status is none rounds writes (with that exit code).
-#[derive(Debug, thiserror::Error)]
-#[error("unknown status {0:?}")]
-pub(crate) struct UnknownStatus(pub String);
-
-impl TryFrom<EndRecord> for End {
-    type Error = UnknownStatus;
-
-    fn try_from(r: EndRecord) -> Result<End, UnknownStatus> {
-        let status = Status::from_record(&r.status, r.exit_code).ok_or(UnknownStatus(r.status))?;
-        Ok(End {
-            status,
-            exit_code: r.exit_code,
-            rounds: r.rounds,
-            final_text: r.final_text,
-            usage: r.usage,
-            cost_usd: r.cost_usd,
-            duration_ms: r.duration_ms,
-            error: r.error,
-            tool_calls: r.tool_calls,
-            tool_errors: r.tool_errors,
-        })
-    }
 }
 
 /// Writing the transcript failed: the run cannot keep its promise of a record, so it ends.

@@ -9,7 +9,7 @@ use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usage};
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{Failure, FailureRecord, Outcome, Status};
 use crate::pricing::Price;
 use crate::provider::{Cache, Provider, ProviderError, Request, StreamEvent, ToolChoice};
 use crate::records::Records;
@@ -118,7 +118,7 @@ impl Agent {
             done.rounds = number;
             count(&mut done, &round);
             if let Err(e) = records.write(&Line::Round(round.clone())).await {
-                return done.end(Status::Error, e);
+                return done.fail(FailureRecord::new(Failure::Write, None), e);
             }
             self.observer.round_finished(&round);
             let tripped = self.tripped(&round.results);
@@ -592,11 +592,11 @@ impl std::fmt::Display for Stop {
     }
 }
 
-/// Ends the run after a round that failed or was cancelled, with the status the cancellation's
-/// reason names.
+/// Ends the run after a round that failed (with its failure's status: unavailable when retrying
+/// later may succeed) or was cancelled (with the status the cancellation's reason names).
 fn stopped(done: Outcome, stop: Option<Stop>, cancel: &Cancel) -> Outcome {
     match stop {
-        Some(Stop::Failed(e)) => done.end(Status::Error, e.to_string()),
+        Some(Stop::Failed(e)) => done.fail(e.record(), e),
         Some(Stop::Cancelled) => match cancel.reason() {
             Some((status, why)) => done.end(status, why),
             None => done.end(Status::Error, "the run was cancelled"),

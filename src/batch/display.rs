@@ -159,12 +159,7 @@ pub(crate) fn stdout(text: &str) {
 
 /// The table that closes a batch, on stderr.
 pub(crate) fn summary(s: &Summary, results: Option<&std::path::Path>, backoffs: u32, seconds: f64) {
-    let mut text = format!(
-        "rounds batch: {} of {} job{} completed in {seconds:.1}s\n",
-        s.completed,
-        s.jobs,
-        if s.jobs == 1 { "" } else { "s" }
-    );
+    let mut text = format!("rounds batch: {} in {seconds:.1}s\n", s.headline());
     // A status read back from the store or an earlier results.jsonl is only a string.
     for (status, n) in &s.by_status {
         let status = terminal::line(status);

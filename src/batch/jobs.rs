@@ -1,6 +1,8 @@
 //! The jobs of a batch: one JSON object per line, `{"id": …, "prompt": …}` plus per-job
 //! overrides of the run flags, or, with `--template`, any fields that fill the template's
-//! `{{field}}` placeholders. A bad line is reported with its number and left out; the others run.
+//! `{{field}}` placeholders. A field of neither kind is an error (with the field it is most
+//! like), not ignored. A bad line is reported with its number and left out; the others run, and
+//! the batch counts it as a job that did not complete.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -108,8 +110,9 @@ pub(crate) enum LineError {
     PromptType,
     #[error("the prompt is empty")]
     EmptyPrompt,
-    #[error("unknown field {0:?} (a job has id, prompt and any of: {known})", known = override_names().join(", "))]
-    UnknownField(String),
+    /// A field no job has: a typo (`"promt"`) must not leave a job out or change it unseen.
+    #[error("unknown field {name:?} {hint}")]
+    UnknownField { name: String, hint: String },
     /// An override of the wrong type (`"max_rounds": "five"`).
     #[error("{0}")]
     Override(serde_json::Error),
@@ -194,6 +197,10 @@ fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job
     let Value::Object(mut fields) = value else {
         return Err(LineError::NotObject);
     };
+    // Before what the line lacks: `"promt"` is a typo to name, not a missing prompt.
+    if let Some(name) = fields.keys().find(|k| !known(k, template)) {
+        return Err(unknown(name, template));
+    }
     let id = match fields.get("id") {
         None | Some(Value::Null) => return Err(LineError::NoId),
         Some(Value::String(s)) => s.clone(),
@@ -214,14 +221,11 @@ fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job
     }
     fields.remove("id");
     fields.remove("prompt");
-    let mut overrides = Map::new();
-    for (name, value) in fields {
-        if override_names().contains(&name) {
-            overrides.insert(name, value);
-        } else if template.is_none() {
-            return Err(LineError::UnknownField(name));
-        }
-    }
+    // What is left is overrides and, with a template, its placeholders' values.
+    let overrides: Map<String, Value> = fields
+        .into_iter()
+        .filter(|(name, _)| override_names().contains(name))
+        .collect();
     let overrides: Overrides =
         serde_json::from_value(Value::Object(overrides)).map_err(LineError::Override)?;
     check_overrides(&overrides)?;
@@ -231,6 +235,48 @@ fn parse_line(raw: &str, line: usize, template: Option<&Template>) -> Result<Job
         prompt,
         overrides,
     })
+}
+
+/// Whether a job line may have the field `name`: `id`, an override, and the prompt, or with
+/// `--template` the template's placeholders instead.
+fn known(name: &str, template: Option<&Template>) -> bool {
+    name == "id"
+        || override_names().iter().any(|n| n == name)
+        || match template {
+            None => name == "prompt",
+            Some(t) => t.fields().any(|f| f == name),
+        }
+}
+
+/// The error for an unknown field: the known one it is most like, else what is known.
+fn unknown(name: &str, template: Option<&Template>) -> LineError {
+    let mut names: Vec<&str> = vec!["id"];
+    match template {
+        None => names.push("prompt"),
+        Some(t) => names.extend(t.fields()),
+    }
+    names.extend(override_names().iter().map(String::as_str));
+    // Jaro-Winkler weighs a shared start, where typos of a word usually are not.
+    let closest = names
+        .iter()
+        .map(|known| (strsim::jaro_winkler(name, known), *known))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let hint = match (closest, template) {
+        (Some((_, known)), _) => format!("(did you mean {known:?}?)"),
+        (None, None) => format!(
+            "(a job has id, prompt and any of: {})",
+            override_names().join(", ")
+        ),
+        (None, Some(_)) => format!(
+            "(with --template, a job has id, the template's placeholders and any of: {})",
+            override_names().join(", ")
+        ),
+    };
+    LineError::UnknownField {
+        name: name.to_owned(),
+        hint,
+    }
 }
 
 fn check_id(id: &str) -> Result<(), LineError> {
@@ -299,6 +345,14 @@ impl Template {
         }
         parts.push(Part::Text(rest.to_owned()));
         Template { parts }
+    }
+
+    /// The names of its placeholders.
+    pub(crate) fn fields(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Field(name) => Some(name.as_str()),
+            Part::Text(_) => None,
+        })
     }
 
     /// The prompt for one line: strings go in as they are, other values as JSON.
@@ -439,6 +493,48 @@ mod tests {
         assert!(jobs.bad[0].message.starts_with("not JSON"));
         assert!(jobs.bad[2].message.contains("already used"));
         assert!(jobs.bad[3].message.contains("unknown field \"colour\""));
+    }
+
+    #[test]
+    fn a_mistyped_field_is_an_error_that_names_the_field_meant() {
+        let text = concat!(
+            "{\"id\": \"a\", \"promt\": \"one\"}\n",
+            "{\"id\": \"b\", \"prompt\": \"two\", \"max_round\": 3}\n",
+            "{\"id\": \"c\", \"prompt\": \"three\", \"modle\": \"m/x\"}\n",
+            "{\"id\": \"d\", \"prompt\": \"four\", \"colour\": \"red\"}\n",
+        );
+        let jobs = parse(text, None);
+        assert!(jobs.jobs.is_empty(), "{:?}", jobs.jobs);
+        let messages: Vec<&str> = jobs.bad.iter().map(|b| b.message.as_str()).collect();
+        assert_eq!(
+            messages[..3],
+            [
+                "unknown field \"promt\" (did you mean \"prompt\"?)",
+                "unknown field \"max_round\" (did you mean \"max_rounds\"?)",
+                "unknown field \"modle\" (did you mean \"model\"?)",
+            ]
+        );
+        assert!(
+            messages[3].starts_with("unknown field \"colour\" (a job has id, prompt and any of: "),
+            "{}",
+            messages[3]
+        );
+        // With a template, its placeholders are the known fields, and a typo of one is named.
+        let t = Template::parse("Review {{file}}.");
+        let jobs = parse(
+            "{\"id\": 1, \"file\": \"a\"}\n{\"id\": 2, \"flie\": \"b\", \"file\": \"c\"}\n{\"id\": 3, \"file\": \"d\", \"prompt\": \"x\"}\n",
+            Some(&t),
+        );
+        assert_eq!(jobs.jobs.len(), 1);
+        assert_eq!(
+            jobs.bad[0].message,
+            "unknown field \"flie\" (did you mean \"file\"?)"
+        );
+        assert!(
+            jobs.bad[1]
+                .message
+                .starts_with("unknown field \"prompt\" (with --template")
+        );
     }
 
     #[test]

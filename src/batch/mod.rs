@@ -40,8 +40,9 @@ use results::ResultLine;
 use crate::commands::Failure;
 
 /// Runs `rounds batch` with its words (after "batch"). `Ok` is the status the batch ends with
-/// once it said what it did: completed, incomplete (some job did not complete; each job's own
-/// status is in `results.jsonl`) or interrupted.
+/// once it said what it did: completed, incomplete (some job did not complete, or a line of the
+/// jobs file was no job; each job's own status is in `results.jsonl`), unavailable (the only
+/// jobs that did not complete met a provider that stayed unavailable) or interrupted.
 pub(crate) fn main(words: Vec<OsString>) -> Result<Status, Failure> {
     // Help, and bad flags, as clap says them.
     let parsed = args::parse(words.clone()).map_err(Failure::Flags)?;
@@ -238,7 +239,7 @@ impl Reports {
 
 impl Finish<'_> {
     /// Prints the table, writes `--junit` and the step summary, and returns the batch's
-    /// status: the signal's, else completed when every job completed, else incomplete.
+    /// status: the signal's, else the summary's (`report::Summary::status`).
     fn report(&self, signal: Option<Signal>) -> Status {
         let summary = report::Summary::of(&self.results, self.bad.len());
         if !self.quiet {
@@ -260,8 +261,7 @@ impl Finish<'_> {
         }
         match signal {
             Some(signal) => Status::Interrupted(signal),
-            None if summary.completed == summary.jobs => Status::Completed,
-            None => Status::Incomplete,
+            None => summary.status(),
         }
     }
 }

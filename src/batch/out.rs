@@ -3,8 +3,9 @@
 //!
 //! - no transcript: the job runs;
 //! - ended `completed`: skipped;
-//! - no `end` line (the process was killed) or ended `interrupted`: resumed, with `--resume`
-//!   semantics, from the rounds it finished;
+//! - no `end` line (the process was killed) or ended `interrupted` or `unavailable` (the
+//!   provider stayed unavailable through the retries): resumed, with `--resume` semantics, from
+//!   the rounds it finished;
 //! - ended otherwise: skipped, or with `--retry-failed` run again from the start.
 //!
 //! A transcript is never both read and written: before a job resumes or starts over, its
@@ -147,7 +148,9 @@ impl OutDir {
             Some(Status::Completed) => {
                 Plan::Skip(Box::new(ResultLine::recorded(job, &path, &chain)))
             }
-            None | Some(Status::Interrupted(_)) => {
+            // Stopped from outside, or by a provider that stayed unavailable: what retrying
+            // later may fix is taken up again without --retry-failed.
+            None | Some(Status::Interrupted(_) | Status::Unavailable) => {
                 let prior = Prior::of(&chain);
                 if prior.rounds == 0 {
                     // Nothing was done that a resume would keep; the prompt is in no round.

@@ -76,7 +76,11 @@ pub(crate) async fn enqueue(
         ));
     }
     display::stdout(&format!("{id}\n"));
-    Ok(Status::Completed)
+    // The batch is queued without its bad lines: a job that will never run is not a success.
+    Ok(match bad.is_empty() {
+        true => Status::Completed,
+        false => Status::Incomplete,
+    })
 }
 
 fn store_url(parsed: &Parsed) -> Option<String> {
@@ -162,6 +166,8 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
     Ok(match status {
         _ if worker.misconfigured.load(Ordering::Relaxed) => Status::Usage,
         Status::Completed if worker.broken.load(Ordering::Relaxed) => Status::Error,
+        // The queue holds those jobs' results as final: starting a worker again retries none.
+        Status::Unavailable => Status::Incomplete,
         status => status,
     })
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use super::jobs::BadLine;
 use super::results::ResultLine;
 use crate::conversation::Usage;
+use crate::outcome::Status;
 use crate::{markdown, terminal};
 
 /// The figures of a finished batch.
@@ -23,6 +24,35 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// "N of M jobs completed": every line of the jobs file counts, a bad line as a job that
+    /// did not run, so no line is left out of the count unseen.
+    pub(crate) fn headline(&self) -> String {
+        let all = self.jobs + self.bad_lines;
+        let mut text = format!(
+            "{} of {all} job{} completed",
+            self.completed,
+            if all == 1 { "" } else { "s" }
+        );
+        if self.bad_lines > 0 {
+            let s = if self.bad_lines == 1 { "" } else { "s" };
+            text.push_str(&format!(" ({} bad line{s} not run)", self.bad_lines));
+        }
+        text
+    }
+
+    /// The batch's status when no signal stopped it: completed when every line of the jobs
+    /// file was a job that completed; unavailable when the only jobs that did not were ended by
+    /// a provider that stayed unavailable (running the batch again resumes them); else
+    /// incomplete.
+    pub(crate) fn status(&self) -> Status {
+        let unavailable = self.by_status.get(Status::Unavailable.as_str());
+        match (self.bad_lines, self.jobs - self.completed) {
+            (0, 0) => Status::Completed,
+            (0, failed) if unavailable == Some(&failed) => Status::Unavailable,
+            _ => Status::Incomplete,
+        }
+    }
+
     pub fn of(results: &[ResultLine], bad_lines: usize) -> Summary {
         let mut s = Summary {
             jobs: results.len(),
@@ -147,8 +177,8 @@ const MAX_BAD_ROWS: usize = 20;
 /// to stand apart from whatever else the step appends.
 pub fn markdown(summary: &Summary, results: &[ResultLine], bad: &[BadLine]) -> String {
     let mut md = format!(
-        "\n### rounds batch: {} of {} jobs completed\n\n| status | jobs |\n|---|---|\n",
-        summary.completed, summary.jobs
+        "\n### rounds batch: {}\n\n| status | jobs |\n|---|---|\n",
+        summary.headline()
     );
     for (status, n) in &summary.by_status {
         md.push_str(&format!("| {} | {n} |\n", cell(status)));
@@ -235,6 +265,7 @@ mod tests {
             final_text: "answer <b>&\u{1b}[31m".into(),
             final_json: None,
             error: (status != "completed").then(|| "the round limit\nwas reached".to_owned()),
+            failure: None,
             transcript: None,
             run_id: None,
         }
@@ -249,7 +280,33 @@ mod tests {
         assert_eq!(s.usage.input_tokens, 20);
         assert_eq!(s.slowest[0], ("b".to_owned(), 9));
         let md = markdown(&s, &results, &[]);
-        assert!(md.contains("1 of 2 jobs completed") && md.contains("| `b` | `max_rounds` |"));
+        assert!(
+            md.contains("1 of 3 jobs completed (1 bad line not run)"),
+            "{md}"
+        );
+        assert!(md.contains("| `b` | `max_rounds` |"), "{md}");
+    }
+
+    #[test]
+    fn a_bad_line_fails_the_batch_and_only_unavailable_jobs_make_it_unavailable() {
+        let status = |statuses: &[&str], bad: usize| {
+            let results: Vec<ResultLine> = statuses.iter().map(|s| result("j", s, 1)).collect();
+            Summary::of(&results, bad).status()
+        };
+        assert_eq!(status(&["completed", "completed"], 0), Status::Completed);
+        assert_eq!(status(&["completed"], 1), Status::Incomplete);
+        assert_eq!(status(&[], 1), Status::Incomplete);
+        assert_eq!(
+            status(&["completed", "unavailable"], 0),
+            Status::Unavailable
+        );
+        let both = ["unavailable", "unavailable"];
+        assert_eq!(status(&both, 0), Status::Unavailable);
+        assert_eq!(status(&both, 1), Status::Incomplete);
+        let mixed = ["unavailable", "error"];
+        assert_eq!(status(&mixed, 0), Status::Incomplete);
+        let one = Summary::of(&[result("a", "completed", 1)], 0);
+        assert_eq!(one.headline(), "1 of 1 job completed");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::jobs::Job;
 use crate::conversation::Usage;
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{FailureRecord, Outcome, Status};
 use crate::transcript::Transcript;
 
 /// The status of a job the batch never started (stopped by a signal or the batch's budget, or
@@ -40,6 +40,9 @@ pub struct ResultLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_json: Option<Value>,
     pub error: Option<String>,
+    /// What kind of failure ended the job's run, as its `end` line says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureRecord>,
     pub transcript: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
@@ -75,6 +78,7 @@ impl ResultLine {
             final_text: outcome.final_text.clone(),
             final_json: outcome.final_json.clone(),
             error: outcome.error.clone(),
+            failure: outcome.failure,
             transcript: outcome.transcript.clone(),
             run_id,
         }
@@ -97,6 +101,7 @@ impl ResultLine {
             final_text: end.map(|e| e.final_text.clone()).unwrap_or_default(),
             final_json: None,
             error: end.and_then(|e| e.error.clone()),
+            failure: end.and_then(|e| e.failure),
             transcript: Some(path.to_owned()),
             run_id: last.map(|t| t.start.run_id.clone()),
         }
@@ -116,6 +121,7 @@ impl ResultLine {
             final_text: String::new(),
             final_json: None,
             error: Some(why.to_owned()),
+            failure: None,
             transcript: None,
             run_id: None,
         }

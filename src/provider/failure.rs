@@ -1,65 +1,27 @@
 //! What kind of failure a provider error is, decided once where the error is made: from the
 //! HTTP status and the provider's own error body (its `type`, `code` or `status` field, and for
 //! the context window, the words each provider uses), never re-read from a message later. Retry
-//! decisions, the context squeeze and a run's failure record all read this.
+//! decisions, the context squeeze, a run's failure record and its exit status all read this.
 
-use serde::Serialize;
 use serde_json::Value;
 
-/// The kinds of provider failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Failure {
-    /// The key is missing, wrong or lacks the right (401, 403).
-    Auth,
-    /// Too many requests for now (429).
-    RateLimited,
-    /// A spent quota or billing limit: it does not come back within a retry's wait.
-    Quota,
-    /// The provider is overloaded (529, Anthropic's `overloaded_error`, 503).
-    Overloaded,
-    /// The provider failed (5xx, 408, 409, an error inside a stream).
-    ServerError,
-    /// Connecting, sending or reading failed, or the stream closed early.
-    Network,
-    /// No content for longer than the idle timeout.
-    Stalled,
-    /// The request is longer than the model's context window.
-    ContextTooLong,
-    /// The model or endpoint does not exist (404).
-    NotFound,
-    /// The provider rejected the request as it is (other 4xx).
-    InvalidRequest,
-    /// The provider declined the request itself (a blocked prompt).
-    Refused,
-    /// The stream broke its protocol.
-    Protocol,
-    /// The response carried more content than one response may.
-    TooLarge,
-    /// The replay has nothing more to play.
-    Replay,
-}
+// The kinds are the run's (`outcome`, where the failure record and the exit status read them);
+// deciding which one a provider's error is happens here.
+pub(crate) use crate::outcome::Failure;
 
 impl Failure {
-    /// Whether the same request may succeed if tried again.
-    pub(crate) fn retryable(self) -> bool {
-        matches!(
-            self,
-            Failure::RateLimited
-                | Failure::Overloaded
-                | Failure::ServerError
-                | Failure::Network
-                | Failure::Stalled
-        )
-    }
-
     /// The kind of an HTTP error: its status, refined by the error body (JSON, as each provider
     /// writes it; anything else is left to the status).
     pub(crate) fn of_http(status: u16, body: &[u8]) -> Failure {
         let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        // Gemini sometimes wraps its error in a one-element list.
+        let json = match json {
+            Value::Array(mut items) if items.len() == 1 => items.remove(0),
+            other => other,
+        };
         let error = &json["error"];
         let field = |name: &str| error[name].as_str().unwrap_or("").to_ascii_lowercase();
-        let (kind, code, grpc) = (field("type"), field("code"), field("status"));
+        let (kind, code) = (field("type"), field("code"));
         let message = match error["message"].as_str() {
             Some(m) => m.to_ascii_lowercase(),
             None => String::from_utf8_lossy(body).to_ascii_lowercase(),
@@ -67,13 +29,19 @@ impl Failure {
         if matches!(status, 400 | 413) && overflows(&code, &message) {
             return Failure::ContextTooLong;
         }
+        let details = error["details"].as_array().map_or(&[][..], Vec::as_slice);
+        // Gemini answers a bad key with 400 INVALID_ARGUMENT, its reason API_KEY_INVALID.
+        if details.iter().any(|d| d["reason"] == "API_KEY_INVALID") {
+            return Failure::Auth;
+        }
+        let says_when = details.iter().any(|d| d.get("retryDelay").is_some());
         match status {
             401 | 403 => Failure::Auth,
             404 => Failure::NotFound,
-            429 if spent(&kind, &code, &message) => Failure::Quota,
+            429 if spent(&kind, &code, &message, says_when) => Failure::Quota,
             429 => Failure::RateLimited,
-            529 => Failure::Overloaded,
-            503 if kind == "overloaded_error" || grpc == "unavailable" => Failure::Overloaded,
+            // 503 is "Service Unavailable" from every provider and proxy: overloaded, not broken.
+            503 | 529 => Failure::Overloaded,
             408 | 409 | 500..=599 => Failure::ServerError,
             _ => Failure::InvalidRequest,
         }
@@ -107,13 +75,16 @@ fn overflows(code: &str, message: &str) -> bool {
         .any(|phrase| message.contains(phrase))
 }
 
-/// A 429 that a retry's wait will not cure.
-fn spent(kind: &str, code: &str, message: &str) -> bool {
+/// A 429 that a retry's wait will not cure. `says_when`: the body tells when to come back
+/// (Gemini's `RetryInfo`).
+fn spent(kind: &str, code: &str, message: &str, says_when: bool) -> bool {
     kind == "insufficient_quota"
         || code == "insufficient_quota"
         || message.contains("insufficient_quota")
-        || message.contains("exceeded your current quota")
         || message.contains("perday")
+        // OpenAI's words for a spent balance; Gemini says them of its per-minute limits too,
+        // with a RetryInfo saying when the quota is back.
+        || (message.contains("exceeded your current quota") && !says_when)
 }
 
 #[cfg(test)]
@@ -155,7 +126,23 @@ mod tests {
                 r#"{"error":{"status":"UNAVAILABLE"}}"#,
                 Failure::Overloaded,
             ),
+            (503, "busy", Failure::Overloaded),
             (500, "oops", Failure::ServerError),
+            (
+                400,
+                r#"[{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}]"#,
+                Failure::Auth,
+            ),
+            (
+                429,
+                r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}"#,
+                Failure::RateLimited,
+            ),
+            (
+                429,
+                r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota"}}"#,
+                Failure::Quota,
+            ),
             (408, "", Failure::ServerError),
             (
                 400,

@@ -195,6 +195,16 @@ impl ProviderError {
     pub(crate) fn is_retryable(&self) -> bool {
         self.kind().retryable()
     }
+
+    /// The failure record of a run this error ended: its kind, and the wait the provider asked
+    /// for, if it did.
+    pub(crate) fn record(&self) -> crate::outcome::FailureRecord {
+        let retry_after = match self {
+            ProviderError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        crate::outcome::FailureRecord::new(self.kind(), retry_after)
+    }
 }
 
 /// What mapping an event (or the end of the body) gives: nothing but the events it pushed, or

@@ -46,14 +46,14 @@ pub async fn export(url: &str, run_id: &str) -> Result<String, StoreError> {
     let key = escape(run_id);
     let Some(run) = tx
         .query_opt(
-            // `sandbox` came with schema version 2 and `redaction` with 4; export does not
-            // migrate (it only reads), so an older database is read through to_jsonb, where
-            // they are simply absent.
+            // `sandbox` came with schema version 2, `redaction` with 4 and `failure` with 5;
+            // export does not migrate (it only reads), so an older database is read through
+            // to_jsonb, where they are simply absent.
             "SELECT start_time, provider, model, workspace, prompt, system, tools, limits, \
              resumed_from, status, exit_code, rounds, final_text, usage, duration_ms, error, \
              tool_calls, tool_errors, to_jsonb(r) -> 'sandbox' AS sandbox, \
              to_jsonb(r) -> 'redaction' AS redaction, \
-             to_jsonb(r) -> 'cost_usd' AS cost_usd \
+             to_jsonb(r) -> 'cost_usd' AS cost_usd, to_jsonb(r) -> 'failure' AS failure \
              FROM runs r WHERE run_id = $1",
             &[&key],
         )
@@ -179,6 +179,7 @@ fn end_line(run: &Row) -> Result<Option<End>, RowError> {
         cost_usd: get::<Option<Value>>(run, "cost_usd")?.and_then(|v| v.as_f64()),
         duration_ms,
         error: get::<Option<String>>(run, "error")?.map(|s| unescape(&s).into_owned()),
+        failure: decode_added(run, "failure")?,
         tool_calls: count("tool_calls")?,
         tool_errors: decode(run, "tool_errors")?,
     }))

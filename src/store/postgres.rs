@@ -24,6 +24,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (2, include_str!("migrations/0002_v0_2.sql")),
     (3, include_str!("migrations/0003_batches.sql")),
     (4, include_str!("migrations/0004_redaction.sql")),
+    (5, include_str!("migrations/0005_failure.sql")),
 ];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new
@@ -218,7 +219,7 @@ impl PgStore {
             .execute(
                 "UPDATE runs SET ended_at = now(), status = $2, exit_code = $3, rounds = $4, \
                  final_text = $5, usage = $6, duration_ms = $7, error = $8, tool_calls = $9, \
-                 tool_errors = $10, cost_usd = $11 WHERE run_id = $1",
+                 tool_errors = $10, cost_usd = $11, failure = $12 WHERE run_id = $1",
                 &[
                     &run_id,
                     &end.status.as_str(),
@@ -231,6 +232,7 @@ impl PgStore {
                     &to_int(end.tool_calls, "tool_calls")?,
                     &escape_value(to_json(&end.tool_errors)?),
                     &end.cost_usd,
+                    &end.failure.as_ref().map(to_json).transpose()?,
                 ],
             )
             .await

@@ -285,6 +285,14 @@ fn the_action_fails_the_step_by_exit_code_and_warns_when_a_limit_stopped_the_run
     assert_eq!((done.0.as_str(), done.1), ("1", 1), "{}", done.2);
     assert!(done.2.contains(&format!("{failed} (exit 1)")), "{}", done.2);
 
+    // Worth retrying later, and said so: a workflow can retry on exit 10 alone.
+    let overloaded = Reply::error(529, r#"{"error":{"type":"overloaded_error"}}"#);
+    let busy = [("prompt", "go"), ("args", "--max-retries=0")];
+    let done = run_and_report(&mut job, vec![overloaded], &busy);
+    assert_eq!((done.0.as_str(), done.1), ("10", 10), "{}", done.2);
+    let unavailable = "::error title=rounds::the provider stayed unavailable (exit 10)";
+    assert!(done.2.contains(unavailable), "{}", done.2);
+
     let done = run_and_report(&mut job, vec![], &[("prompt", "")]);
     assert_eq!((done.0.as_str(), done.1), ("2", 2), "{}", done.2);
     assert!(done.2.contains(&format!("{failed} (exit 2)")), "{}", done.2);

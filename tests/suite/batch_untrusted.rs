@@ -146,6 +146,7 @@ fn failed(id: &str, status: &str, error: &str) -> ResultLine {
         final_text: error.into(),
         final_json: None,
         error: Some(error.into()),
+        failure: None,
         transcript: None,
         run_id: None,
     }
@@ -363,7 +364,10 @@ fn a_batch_with_hostile_ids_and_errors_writes_an_inert_summary() {
     let md = std::fs::read_to_string(&summary).unwrap();
     let page = read(&md);
     assert_eq!(page.markup, Vec::<String>::new(), "{md}");
-    assert_eq!(page.headings, ["rounds batch: 1 of 3 jobs completed"]);
+    assert_eq!(
+        page.headings,
+        ["rounds batch: 1 of 4 jobs completed (1 bad line not run)"]
+    );
     let mut rows = page.tables[1].clone();
     rows.sort();
     let error = format!("anthropic: HTTP 400 Bad Request: {hostile_error} (invalid_request_error)");

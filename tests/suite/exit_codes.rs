@@ -73,11 +73,12 @@ fn provider_4xx_ends_with_exit_1_naming_provider_status_and_message() {
 }
 
 #[test]
-fn provider_5xx_ends_with_exit_1_and_the_body_text() {
+fn provider_5xx_ends_with_exit_10_and_the_body_text() {
     let sb = Sandbox::new();
     let server = MockServer::start(vec![Reply::error(503, "upstream connect error")]);
     let out = run(anthropic(&sb, &server).arg("hi"));
-    assert_eq!(out.code, 1);
+    // Unavailable: retrying later may succeed.
+    assert_eq!(out.code, 10);
     assert!(
         out.stderr
             .contains("anthropic: HTTP 503 Service Unavailable: upstream connect error"),
@@ -87,14 +88,14 @@ fn provider_5xx_ends_with_exit_1_and_the_body_text() {
 }
 
 #[test]
-fn an_error_event_mid_stream_is_exit_1_not_success() {
+fn an_error_event_mid_stream_is_exit_10_not_success() {
     let sb = Sandbox::new();
     let mut events = sse::anthropic(&[B::Text("partial answer")], "end_turn", 1, 1);
     events.truncate(3);
     events.push("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n".into());
     let server = MockServer::start(vec![Reply::sse(events)]);
     let out = run(anthropic(&sb, &server).arg("hi"));
-    assert_eq!(out.code, 1);
+    assert_eq!(out.code, 10);
     assert_eq!(out.stdout, "");
     assert!(
         out.stderr
@@ -105,7 +106,7 @@ fn an_error_event_mid_stream_is_exit_1_not_success() {
 }
 
 #[test]
-fn a_stream_cut_before_its_end_is_exit_1() {
+fn a_stream_cut_before_its_end_is_exit_10() {
     let sb = Sandbox::new();
     let mut events = sse::anthropic(&[B::Text("partial answer")], "end_turn", 1, 1);
     events.truncate(3);
@@ -113,7 +114,7 @@ fn a_stream_cut_before_its_end_is_exit_1() {
     reply.body.push(Step::Reset);
     let server = MockServer::start(vec![reply]);
     let out = run(anthropic(&sb, &server).arg("hi"));
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 10, "{}", out.stderr);
     assert!(
         out.stderr.contains("rounds: error: anthropic:"),
         "{}",
@@ -122,7 +123,7 @@ fn a_stream_cut_before_its_end_is_exit_1() {
 }
 
 #[test]
-fn connection_refused_is_exit_1() {
+fn connection_refused_is_exit_10() {
     let sb = Sandbox::new();
     // Bind and drop a listener: nothing listens on that port afterwards.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -130,7 +131,7 @@ fn connection_refused_is_exit_1() {
         .local_addr()
         .unwrap()
         .port();
-    // Refused connections are retried; after the last retry the run fails with exit 1.
+    // Refused connections are retried; after the last retry the run fails with exit 10.
     let out = run(sb.rounds().env("ANTHROPIC_API_KEY", "k").args([
         "--no-transcript",
         "--max-retries",
@@ -141,7 +142,7 @@ fn connection_refused_is_exit_1() {
         &format!("http://127.0.0.1:{port}"),
         "hi",
     ]));
-    assert_eq!(out.code, 1);
+    assert_eq!(out.code, 10);
     let expected =
         format!("anthropic: POST http://127.0.0.1:{port}/v1/messages: connection failed");
     assert!(out.stderr.contains(&expected), "{}", out.stderr);

@@ -1,6 +1,7 @@
 mod action;
 mod answers;
 mod batch;
+mod batch_failures;
 mod batch_ids;
 mod batch_queue;
 mod batch_untrusted;
@@ -12,6 +13,7 @@ mod day_one;
 mod diagnostics;
 mod doctor;
 mod exit_codes;
+mod failures;
 mod guards;
 mod help;
 mod hooks;

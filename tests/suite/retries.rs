@@ -124,7 +124,8 @@ fn after_the_last_retry_the_run_fails_with_the_providers_message() {
             .collect(),
     );
     let out = rounds(&sb, &server, &["--max-retries", "2"]);
-    assert_eq!(out.code, 1);
+    // The provider stayed unavailable: exit 10, a retry later may succeed.
+    assert_eq!(out.code, 10);
     assert_eq!(server.requests().len(), 3);
     assert!(
         out.stderr
@@ -135,7 +136,11 @@ fn after_the_last_retry_the_run_fails_with_the_providers_message() {
     let end = sb.transcript().pop().unwrap();
     assert_eq!(
         (end["status"].as_str(), end["exit_code"].as_u64()),
-        (Some("error"), Some(1))
+        (Some("unavailable"), Some(10))
+    );
+    assert_eq!(
+        end["failure"],
+        json!({"kind": "server_error", "retryable": true})
     );
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
 use rounds::conversation::{Block, CallDefect, ErrorKind, StopReason, ToolResult, ToolUse, Usage};
-use rounds::outcome::Status;
+use rounds::outcome::{Failure, FailureRecord, Status};
 use rounds::records::Store;
 use rounds::transcript::{self, End, Limits, Line, RetryNote, Round, Start};
 use serde_json::{Value, json};
@@ -105,7 +105,7 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
     let first = applied(&schema.url);
     assert_eq!(
         first.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
-        [1, 2, 3, 4]
+        [1, 2, 3, 4, 5]
     );
 
     let server = MockServer::start(vec![sse::answer("second")]);
@@ -137,7 +137,7 @@ fn runs_starting_together_on_a_new_database_migrate_once() {
         assert!(r.is_ok(), "{:?}", r.as_ref().err());
     }
     let rows = sql(&schema.url, "SELECT count(*) FROM rounds_schema_migrations");
-    assert_eq!(rows[0].get::<_, i64>(0), 4);
+    assert_eq!(rows[0].get::<_, i64>(0), 5);
 }
 
 #[test]
@@ -448,8 +448,8 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             cost_usd: None,
         }),
         Line::End(End {
-            status: Status::MaxRounds,
-            exit_code: 3,
+            status: Status::Unavailable,
+            exit_code: 10,
             rounds: 2,
             final_text: "partial \u{0}".into(),
             usage: Usage {
@@ -461,7 +461,13 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             },
             cost_usd: Some(0.0123),
             duration_ms: 9_000_000_000,
-            error: Some("the round limit".into()),
+            error: Some("anthropic: HTTP 429 Too Many Requests".into()),
+            // Kept whole, the provider's wait with it.
+            failure: Some(FailureRecord {
+                kind: Failure::RateLimited,
+                retryable: true,
+                retry_after: Some(37.5),
+            }),
             tool_calls: 3,
             tool_errors: [(ErrorKind::InvalidJson, 1), (ErrorKind::Cancelled, 1)].into(),
         }),
@@ -769,7 +775,7 @@ fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
     .iter()
     .map(|r| r.get(0))
     .collect();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     assert_eq!(
         block_on(rounds::store::export(&schema.url, "old")).unwrap(),
         jsonl

@@ -214,7 +214,8 @@ fn a_stream_of_keep_alives_alone_stalls_at_the_idle_timeout() {
         let started = Instant::now();
         let out = run_within(&mut cmd, Duration::from_secs(20));
         let took = started.elapsed();
-        assert_eq!(out.code, 1, "{name}: {}", out.stderr);
+        // A stall is the provider's, and retrying later may succeed.
+        assert_eq!(out.code, 10, "{name}: {}", out.stderr);
         assert!(took < Duration::from_secs(5), "{name}: {took:?}");
         let lines = sb.transcript();
         assert_eq!(types(&lines), ["start", "end"], "{name}");
