@@ -12,7 +12,7 @@ use crate::{render, terminal};
 
 /// `rounds config`.
 pub(crate) fn config(layers: &Layers) -> Result<(), Failure> {
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| crate::env::var(name);
     render::print_export(&text(layers, &env));
     Ok(())
 }
