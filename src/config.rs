@@ -263,7 +263,6 @@ impl Config {
         let project_docs = project_docs(&cli, resume.is_some(), recorded, &workspace)?;
         let system = system_prompt(&cli, recorded, &inputs.cwd)?;
         let (tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
-
         let run_id = new_run_id();
         let transcript = records::transcript(
             &cli,
@@ -282,19 +281,15 @@ impl Config {
         let tool_settings = tool_settings(&cli, tool_env, outputs, sandbox, redactor);
         let model_info = model_info(&cli, &inputs.cwd, &provider, &model)?;
         let limits = limits::loop_limits(&cli, &model_info, &provider, &options);
-        if !matches!(provider, ProviderChoice::Replay { .. }) {
-            let docs: usize = project_docs.sent.iter().map(|(_, t)| t.len()).sum();
-            limits::prompt_size(prompt.len() + docs, limits.context_window)?;
-        }
+        let turn = prompt.len() + project_docs.len();
+        limits::prompt_size(turn, limits.context_window, recorded.is_some())?;
         let cache = limits::cache(&cli, resume.as_ref(), &run_id);
-        let output_last_message = match &cli.output_last_message {
-            Some(path) => Some(records::last_message(&inputs.cwd.join(path))?),
-            None => None,
-        };
-        let output_schema = match &cli.output_schema {
-            Some(path) => Some(output_schema(&inputs.cwd.join(path))?),
-            None => None,
-        };
+        let output_last_message = (cli.output_last_message.as_ref())
+            .map(|path| records::last_message(&inputs.cwd.join(path)))
+            .transpose()?;
+        let output_schema = (cli.output_schema.as_ref())
+            .map(|path| output_schema(&inputs.cwd.join(path)))
+            .transpose()?;
         Ok(Config {
             cache,
             model_info,

@@ -15,9 +15,12 @@ const LARGE_PROMPT: usize = 1024 * 1024;
 
 /// The first turn (prompt and project instructions, `bytes` long) against the context window:
 /// a turn that cannot fit is an error before any request (a quarter of its bytes is the
-/// loop's own estimate of its tokens), a large one a warning.
-pub(super) fn prompt_size(bytes: usize, window: u64) -> Result<(), ConfigError> {
+/// loop's own estimate of its tokens), a large one a warning. A replay sends nothing.
+pub(super) fn prompt_size(bytes: usize, window: u64, replay: bool) -> Result<(), ConfigError> {
     let tokens = bytes as u64 / 4;
+    if replay {
+        return Ok(());
+    }
     if tokens > window {
         return Err(ConfigError::PromptTooLarge {
             bytes,

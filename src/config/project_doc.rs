@@ -28,6 +28,13 @@ pub(crate) struct ProjectDocs {
     pub(crate) record: Vec<ProjectDoc>,
 }
 
+impl ProjectDocs {
+    /// The bytes of text sent.
+    pub(crate) fn len(&self) -> usize {
+        self.sent.iter().map(|(_, text)| text.len()).sum()
+    }
+}
+
 /// `--project-doc` names only a file, never a path: a name with a separator (or `..`) could
 /// read a file of the user's instead of the repository's.
 pub(super) fn check_names(names: &[String]) -> Result<(), ConfigError> {
