@@ -77,6 +77,24 @@ pub struct Cli {
     #[arg(help_heading = "Prompt", long, value_name = "FILE|RUN_ID|last", group = ONE_RUN)]
     pub resume: Option<String>,
 
+    /// The file name of the project's instructions (repeatable; replaces the default).
+    ///
+    /// In each directory from the repository's root (the nearest with .git) down to the
+    /// workspace, the first of these names found is read; the first user turn holds them, the
+    /// nearest last, before the prompt (at most 32 KiB in all). They inform the model; they set
+    /// nothing.
+    #[arg(
+        help_heading = "Prompt",
+        long,
+        value_name = "NAME",
+        default_value = "AGENTS.md"
+    )]
+    pub project_doc: Vec<String>,
+
+    /// Read no project instructions (AGENTS.md).
+    #[arg(help_heading = "Prompt", long)]
+    pub no_project_doc: bool,
+
     /// System prompt text (replaces the built-in one).
     #[arg(
         help_heading = "Prompt",
@@ -342,6 +360,10 @@ pub struct Cli {
         hide_env_values = true
     )]
     pub step_summary: Option<PathBuf>,
+
+    /// Write no step summary, even when GITHUB_STEP_SUMMARY is set.
+    #[arg(help_heading = "Output", long)]
+    pub no_step_summary: bool,
 
     /// What to print on stdout.
     #[arg(value_name = "text|json|stream-json", help_heading = "Output", short, long, value_enum, default_value_t = OutputMode::Text, group = ONE_RUN)]

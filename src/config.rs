@@ -22,11 +22,13 @@ use crate::tools::{Outputs, Workspace, builtin};
 use crate::transcript::ReadError;
 
 mod limits;
+mod project_doc;
 mod prompt;
 mod provider;
 mod records;
 mod resume;
 
+use project_doc::ProjectDocs;
 use prompt::{MAX_STDIN_BYTES, resolve_prompt};
 pub(crate) use prompt::{StdinKind, read_real_stdin, stdin_kind};
 
@@ -54,6 +56,8 @@ pub(crate) struct Config {
     /// Seconds without data before a provider stream counts as stalled.
     pub(crate) idle_timeout: Duration,
     pub(crate) prompt: String,
+    /// The project's instructions (AGENTS.md) the first user turn holds before the prompt.
+    pub(crate) project_docs: ProjectDocs,
     pub(crate) system: String,
     pub(crate) resume: Option<Resume>,
     pub(crate) workspace: Workspace,
@@ -128,12 +132,26 @@ pub enum ConfigError {
     #[error("stdin is larger than {} MiB", MAX_STDIN_BYTES / 1024 / 1024)]
     StdinTooLarge,
     #[error(
-        "stdin is binary ({0} bytes that are not UTF-8 text): a model cannot read it; save it \
-         in the workspace and name the file in the prompt (with read_file allowed)"
+        "stdin is binary ({0} bytes holding NUL bytes): a model cannot read it; save it in the \
+         workspace and name the file in the prompt (with read_file allowed)"
     )]
     BinaryStdin(usize),
+    #[error("prompt file {} is binary ({bytes} bytes holding NUL bytes): a model cannot read it", path.display())]
+    BinaryFile { path: PathBuf, bytes: usize },
     #[error("the prompt is empty: give it as arguments, with -f FILE, or on stdin")]
     EmptyPrompt,
+    #[error(
+        "the prompt is about {tokens} tokens ({bytes} bytes), more than the model's context \
+         window ({window} tokens): shorten it, or save it in the workspace and let the model \
+         read what it needs (with read_file allowed)"
+    )]
+    PromptTooLarge {
+        bytes: usize,
+        tokens: u64,
+        window: u64,
+    },
+    #[error("--project-doc {0:?}: a file name (such as AGENTS.md), not a path")]
+    ProjectDocName(String),
     #[error("\"-\" reads the prompt from stdin, but stdin is a terminal")]
     StdinIsTerminal,
     /// A preset that runs commands under the sandbox, with the sandbox turned off.
@@ -181,6 +199,12 @@ pub enum ConfigError {
     },
     #[error("--tool-env {0}: provider keys are never passed to tools")]
     SecretToolEnv(String),
+    /// A value that did not come from the command line, with where it came from.
+    #[error("{origin}: {error}")]
+    At {
+        origin: String,
+        error: Box<ConfigError>,
+    },
     /// A file rounds writes cannot be made (its directory, a symlink in its path…).
     #[error("cannot write {what} {}: {source}{hint}", path.display())]
     Output {
@@ -190,6 +214,25 @@ pub enum ConfigError {
         source: std::io::Error,
         hint: &'static str,
     },
+}
+
+impl ConfigError {
+    /// This error, said with where the model it is about came from (`model_origin`: a
+    /// variable, a settings file and line), when that was not the command line.
+    pub(crate) fn with_model_origin(self, model_origin: Option<String>) -> ConfigError {
+        match (self, model_origin) {
+            (
+                error @ (ConfigError::UnknownProvider(..)
+                | ConfigError::AmbiguousModel(..)
+                | ConfigError::EmptyModel(_)),
+                Some(origin),
+            ) => ConfigError::At {
+                origin,
+                error: Box::new(error),
+            },
+            (error, _) => error,
+        }
+    }
 }
 
 /// The outside world config reads from; tests substitute it.
@@ -234,9 +277,9 @@ impl Config {
             &inputs.cwd,
         )?;
         let workspace = workspace(&cli.tools, &inputs.cwd)?;
+        let project_docs = project_docs(&cli, resume.is_some(), recorded, &workspace)?;
         let system = system_prompt(&cli, recorded, &inputs.cwd)?;
         let (tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
-
         let run_id = new_run_id();
         let transcript = records::transcript(
             &cli,
@@ -255,15 +298,15 @@ impl Config {
         let tool_settings = tool_settings(&cli, tool_env, outputs, sandbox, redactor);
         let model_info = model_info(&cli, &inputs.cwd, &provider, &model)?;
         let limits = limits::loop_limits(&cli, &model_info, &provider, &options);
+        let turn = prompt.len() + project_docs.len();
+        limits::prompt_size(turn, limits.context_window, recorded.is_some())?;
         let cache = limits::cache(&cli, resume.as_ref(), &run_id);
-        let output_last_message = match &cli.output_last_message {
-            Some(path) => Some(records::last_message(&inputs.cwd.join(path))?),
-            None => None,
-        };
-        let output_schema = match &cli.output_schema {
-            Some(path) => Some(output_schema(&inputs.cwd.join(path))?),
-            None => None,
-        };
+        let output_last_message = (cli.output_last_message.as_ref())
+            .map(|path| records::last_message(&inputs.cwd.join(path)))
+            .transpose()?;
+        let output_schema = (cli.output_schema.as_ref())
+            .map(|path| output_schema(&inputs.cwd.join(path)))
+            .transpose()?;
         Ok(Config {
             cache,
             model_info,
@@ -274,6 +317,7 @@ impl Config {
             model,
             idle_timeout: Duration::from_secs_f64(cli.idle_timeout),
             prompt,
+            project_docs,
             system,
             resume,
             workspace,
@@ -291,19 +335,20 @@ impl Config {
 
 impl Config {
     /// The user turn the run adds: the prompt, opened by what differs between runs (the
-    /// workspace root). Kept out of the system prompt, it leaves the system prompt and the tool
-    /// definitions, the prefix a server caches, byte for byte the same for every run with the
-    /// same flags. A replay sends its recorded turn again.
+    /// workspace root, the project's instructions). Kept out of the system prompt, it leaves the
+    /// system prompt and the tool definitions, the prefix a server caches, byte for byte the
+    /// same for every run with the same flags, in any repository. A replay sends its recorded
+    /// turn again.
     pub(crate) fn user_turn(&self) -> String {
         if let ProviderChoice::Replay { transcript, .. } = &self.provider
             && transcript.start.prompt == self.prompt
         {
             return self.prompt.clone();
         }
-        format!(
-            "Workspace root: {}\n\n{}",
-            self.workspace.root().display(),
-            self.prompt
+        crate::transcript::turn::compose(
+            &self.workspace.root().display().to_string(),
+            &self.project_docs.sent,
+            &self.prompt,
         )
     }
 }
@@ -329,6 +374,26 @@ fn choose_provider(
     let (api, options) = model_options(cli);
     let provider = provider.configure(api, options, &model, cli.max_tokens)?;
     Ok((provider, model, options))
+}
+
+/// The project's instructions for the first user turn: none with `--no-project-doc`, nor for
+/// a resumed run (the turn that opened its conversation holds them); a replay's as recorded
+/// (it sends its recorded turn).
+fn project_docs(
+    cli: &Cli,
+    resumed: bool,
+    recorded: Option<&crate::transcript::Start>,
+    workspace: &Workspace,
+) -> Result<ProjectDocs, ConfigError> {
+    project_doc::check_names(&cli.project_doc)?;
+    Ok(match recorded {
+        _ if cli.no_project_doc || resumed => ProjectDocs::default(),
+        Some(start) => ProjectDocs {
+            sent: Vec::new(),
+            record: start.project_docs.clone(),
+        },
+        None => project_doc::read(workspace.root(), &cli.project_doc),
+    })
 }
 
 /// `--system`, `--system-file`, a replay's recorded one, or the built-in one; then

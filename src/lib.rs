@@ -15,6 +15,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod conversation;
+pub mod env;
 pub mod files;
 pub mod inventory;
 pub mod markdown;
@@ -52,7 +53,7 @@ pub fn main(mut args: Vec<std::ffi::OsString>) -> u8 {
     if args.get(1).is_some_and(|a| a == "help") && args.get(2).is_some_and(|a| a == "batch") {
         args.splice(1..3, ["batch".into(), "--help".into()]);
     }
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| env::var(name);
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let ended = match commands::read(settings::parse(args.clone(), &env, &cwd), &args) {
         Ok((cli, layers)) => run(cli, layers),
@@ -110,9 +111,10 @@ fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> R
     let step_summary = cli
         .step_summary
         .clone()
-        .filter(|p| !p.as_os_str().is_empty())
+        .filter(|p| !cli.no_step_summary && !p.as_os_str().is_empty())
         .and_then(|p| step_summary::open(&p));
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| env::var(name);
+    let model_origin = layers.origin("model");
     let mut read_stdin = || config::read_real_stdin(quiet);
     let inputs = Inputs {
         env: &env,
@@ -124,7 +126,7 @@ fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> R
         transcript: None,
     };
     let ran = Config::resolve(cli, inputs)
-        .map_err(Failure::Config)
+        .map_err(|e| Failure::Config(e.with_model_origin(model_origin)))
         .and_then(|config| {
             let rt = runtime().map_err(Failure::Runtime)?;
             let cancel = agent::Cancel::default();
@@ -160,8 +162,7 @@ pub(crate) fn init_logging(verbose: u8, quiet: bool) {
         (false, 1) => LevelFilter::INFO,
         (false, _) => LevelFilter::DEBUG,
     };
-    let filter = std::env::var("ROUNDS_LOG")
-        .ok()
+    let filter = env::var("ROUNDS_LOG")
         .and_then(|s| s.parse::<Targets>().ok())
         .unwrap_or_else(|| Targets::new().with_target("rounds", level));
     let layer = tracing_subscriber::fmt::layer()

@@ -17,6 +17,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
+use clap::parser::ValueSource;
 use toml::de::{DeTable, DeValue};
 
 use crate::cli::Cli;
@@ -44,6 +45,8 @@ pub struct Read {
     pub aliases: BTreeMap<String, String>,
     /// The project's: only for the project's own model value, if `trust` lets them.
     pub project_aliases: BTreeMap<String, String>,
+    /// The names of every `[profile.NAME]` in the files, each once.
+    pub profiles: std::collections::BTreeSet<String>,
 }
 
 /// What applies of the settings, after `trust`: what `rounds config` shows and a run warns of.
@@ -57,6 +60,28 @@ pub struct Layers {
     pub project_aliases: BTreeMap<String, String>,
     /// What a source set that it may not, and why.
     pub refused: Vec<Refusal>,
+    /// The flags whose value came from an environment variable, by long name: the variable.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Layers {
+    /// Where the value of setting `key` came from, for a message about it: the variable
+    /// (`ROUNDS_MODEL="…"`) or the file and line (`…/config.toml:3: max-rounds = "five"`);
+    /// `None` for the command line and defaults.
+    pub(crate) fn origin(&self, key: &str) -> Option<String> {
+        if let Some(var) = self.env.get(key) {
+            let value = crate::env::var(var).unwrap_or_default();
+            return Some(format!("{var}={value:?}"));
+        }
+        let applied = self.settings.get(key)?;
+        let sources: Vec<String> = applied.sources.iter().map(Source::to_string).collect();
+        let values: Vec<String> = applied.values.iter().map(|v| format!("{v:?}")).collect();
+        let value = match values.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        Some(format!("{}: {key} = {value}", sources.join(", ")))
+    }
 }
 
 /// A setting's values as they apply, with their sources and how they combined.
@@ -108,9 +133,8 @@ pub(crate) fn load(
 ) -> Result<Read, SettingsError> {
     let known = long_flags();
     let mut read = Read::default();
-    let mut profiles = Vec::new();
     for file in files {
-        let (top, chosen) = read_file(file, &known, profile, &mut profiles, &mut read)?;
+        let (top, chosen) = read_file(file, &known, profile, &mut read)?;
         let group = if file.users {
             &mut read.trusted
         } else {
@@ -118,18 +142,6 @@ pub(crate) fn load(
         };
         group.extend(top);
         group.extend(chosen);
-    }
-    if let Some(wanted) = profile
-        && !profiles.iter().any(|p| p == wanted)
-    {
-        return Err(SettingsError(format!(
-            "--profile {wanted}: no [profile.{wanted}] in the settings files (found: {})",
-            if profiles.is_empty() {
-                "none".to_owned()
-            } else {
-                profiles.join(", ")
-            }
-        )));
     }
     // The user's chosen profile goes over their file's top level: put it last of the file's.
     read.trusted.sort_by_key(|s| rank(&s.origin));
@@ -167,7 +179,6 @@ fn read_file(
     file: &SettingsFile,
     known: &BTreeMap<String, bool>,
     profile: Option<&str>,
-    profiles: &mut Vec<String>,
     read: &mut Read,
 ) -> Result<(Vec<Setting>, Vec<Setting>), SettingsError> {
     let path = &file.path;
@@ -214,7 +225,7 @@ fn read_file(
                             )?);
                         }
                     }
-                    profiles.push(name);
+                    read.profiles.insert(name);
                 }
             }
             ("alias", DeValue::Table(table)) => {
@@ -303,13 +314,54 @@ fn setting(
 }
 
 fn suggest(known: &BTreeMap<String, bool>, key: &str) -> String {
-    let close = known
-        .keys()
-        .find(|k| k.contains(key) || key.contains(k.as_str()) || k.replace('-', "_") == key);
-    match close {
+    match closest(known.keys().map(String::as_str), key) {
         Some(k) => format!(" (did you mean {k:?}?)"),
         None => "; settings are the long flags of a run, as in rounds --help".to_owned(),
     }
+}
+
+/// The one of `candidates` that `word` most likely misspells (`maxrounds`, `max_rounds`,
+/// `max-round` for `max-rounds`), by the measure and threshold clap suggests flags with.
+pub(crate) fn closest<'a>(
+    candidates: impl IntoIterator<Item = &'a str>,
+    word: &str,
+) -> Option<&'a str> {
+    let bare = |s: &str| s.replace(['-', '_'], "").to_lowercase();
+    let wanted = bare(word);
+    let mut best: Option<(f64, &str)> = None;
+    for candidate in candidates {
+        let score = if bare(candidate) == wanted {
+            2.0
+        } else {
+            strsim::jaro(&wanted, &bare(candidate))
+        };
+        if score > 0.8 && best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, candidate));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// `--profile NAME` (or `ROUNDS_PROFILE`, as `label` says) names a profile no file has.
+pub(crate) fn check_profile(
+    wanted: &str,
+    label: &str,
+    profiles: &std::collections::BTreeSet<String>,
+) -> Result<(), SettingsError> {
+    if profiles.contains(wanted) {
+        return Ok(());
+    }
+    let found = if profiles.is_empty() {
+        "none".to_owned()
+    } else {
+        profiles.iter().cloned().collect::<Vec<_>>().join(", ")
+    };
+    let hint = closest(profiles.iter().map(String::as_str), wanted)
+        .map(|p| format!("; did you mean {p:?}?"))
+        .unwrap_or_default();
+    Err(SettingsError(format!(
+        "{label}: no [profile.{wanted}] in the settings files (found: {found}){hint}"
+    )))
 }
 
 /// Why the command line could not be read.
@@ -329,11 +381,11 @@ pub(crate) fn parse(
     cwd: &Path,
 ) -> Result<(Cli, Layers), ParseError> {
     use clap::FromArgMatches;
-    let command = Cli::command();
+    let command = crate::env::unset_empty(Cli::command());
     let given = command
         .clone()
         .try_get_matches_from(&args)
-        .map_err(ParseError::Clap)?;
+        .map_err(|e| located(e, &command, &args, None))?;
     // `rounds models` lists the user's aliases too. (`rounds doctor` reads the files itself:
     // a file that is wrong is what it reports, not a reason not to run.)
     let applies = matches!(given.subcommand_name(), None | Some("config" | "models"));
@@ -348,7 +400,15 @@ pub(crate) fn parse(
         .unwrap_or_default();
     let read =
         load(&files(env, cwd), profile.as_deref(), &overrides).map_err(ParseError::Settings)?;
-    let (added, layers) = settle(&command, &given, read);
+    if let Some(wanted) = &profile {
+        let label = match given.value_source("profile") {
+            Some(ValueSource::EnvVariable) => format!("ROUNDS_PROFILE={wanted:?}"),
+            _ => format!("--profile {wanted}"),
+        };
+        check_profile(wanted, &label, &read.profiles).map_err(ParseError::Settings)?;
+    }
+    let (added, mut layers) = settle(&command, &given, read);
+    layers.env = from_env(&command, &given);
     if given.subcommand_name().is_some() {
         // `rounds config` shows the layers (and `models` the aliases); they take no run flags
         // to merge them with.
@@ -358,9 +418,84 @@ pub(crate) fn parse(
     let mut full = args.clone();
     let insert_at = 1.min(full.len());
     full.splice(insert_at..insert_at, added);
-    let matches = command
-        .try_get_matches_from(&full)
-        .map_err(ParseError::Clap)?;
+    // The command again only on an error: a run's start should not pay for a second copy.
+    let matches = command.try_get_matches_from(&full).map_err(|e| {
+        let command = crate::env::unset_empty(Cli::command());
+        located(e, &command, &args, Some(&layers))
+    })?;
     let cli = Cli::from_arg_matches(&matches).map_err(ParseError::Clap)?;
     Ok((cli, layers))
+}
+
+/// The flags of `matches` whose value came from an environment variable: long name, variable.
+fn from_env(command: &clap::Command, matches: &clap::ArgMatches) -> BTreeMap<String, String> {
+    command
+        .get_arguments()
+        .filter(|a| matches.value_source(a.get_id().as_str()) == Some(ValueSource::EnvVariable))
+        .filter_map(|a| {
+            Some((
+                a.get_long()?.to_owned(),
+                a.get_env()?.to_string_lossy().into_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// A clap error about a value that did not come from the command line, told with where it
+/// came from: the variable, or (with `layers`, the settings beneath the command line) the file
+/// and line. clap names only the flag, which the user never typed.
+fn located(
+    e: clap::Error,
+    command: &clap::Command,
+    args: &[OsString],
+    layers: Option<&Layers>,
+) -> ParseError {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue
+    ) {
+        return ParseError::Clap(e);
+    }
+    let (Some(ContextValue::String(flag)), Some(ContextValue::String(value))) = (
+        e.get(ContextKind::InvalidArg),
+        e.get(ContextKind::InvalidValue),
+    ) else {
+        return ParseError::Clap(e);
+    };
+    let long = flag
+        .trim_start_matches('-')
+        .split([' ', '='])
+        .next()
+        .unwrap_or_default();
+    let Some(arg) = command.get_arguments().find(|a| a.get_long() == Some(long)) else {
+        return ParseError::Clap(e);
+    };
+    let typed = args.iter().skip(1).any(|a| {
+        let a = a.to_string_lossy();
+        a.starts_with(&format!("--{long}"))
+            || arg
+                .get_short()
+                .is_some_and(|s| !a.starts_with("--") && a.starts_with(&format!("-{s}")))
+    });
+    let origin = match layers {
+        // The command line parsed alone: what failed now came from the settings.
+        Some(layers) => layers.origin(long),
+        None if typed => None,
+        None => arg
+            .get_env()
+            .map(|var| format!("{}={value:?}", var.to_string_lossy())),
+    };
+    let Some(origin) = origin else {
+        return ParseError::Clap(e);
+    };
+    let why = match (e.kind(), e.get(ContextKind::ValidValue)) {
+        (ErrorKind::InvalidValue, Some(ContextValue::Strings(valid))) => {
+            format!("expected one of {}", valid.join(", "))
+        }
+        _ => std::error::Error::source(&e).map_or_else(|| "invalid".to_owned(), |s| s.to_string()),
+    };
+    ParseError::Settings(SettingsError(format!(
+        "{origin}: not a value of --{long}: {why}"
+    )))
 }

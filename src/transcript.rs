@@ -19,7 +19,9 @@ use crate::process::sandbox::Summary;
 mod end;
 mod event;
 pub use end::End;
+pub(crate) mod turn;
 pub(crate) use event::Event;
+pub use turn::ProjectDoc;
 
 /// The schema version written in every line's `v`.
 pub(crate) const VERSION: u32 = 1;
@@ -55,10 +57,15 @@ pub struct Start {
     pub model: String,
     /// The workspace root tools ran in.
     pub workspace: String,
-    /// The user turn the run added, as sent: a line naming the workspace root, then the prompt
-    /// (older transcripts named the workspace root in `system`, and this is the prompt alone).
-    /// `--resume` and replay send it again as it is.
+    /// The user turn the run added, as sent: a line naming the workspace root, the project's
+    /// instructions (`project_docs`) if any, then the prompt (older transcripts named the
+    /// workspace root in `system`, and this is the prompt alone). `--resume` and replay send it
+    /// again as it is.
     pub prompt: String,
+    /// The files of project instructions (AGENTS.md) the turn holds, root first (absent when
+    /// none was read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub project_docs: Vec<ProjectDoc>,
     /// The system prompt, as sent.
     pub system: String,
     /// The allowlist in effect, as rules (`read_file`, `bash(git *)`).
@@ -79,11 +86,11 @@ pub struct Start {
 }
 
 impl Start {
-    /// The prompt as the user gave it: `prompt` without the workspace line the run put in
-    /// front of it for the model (what `rounds runs`, `show` and step summaries show).
+    /// The prompt as the user gave it: `prompt` without the workspace line and the project's
+    /// instructions the run put in front of it for the model (what `rounds runs`, `show` and
+    /// step summaries show).
     pub(crate) fn user_prompt(&self) -> &str {
-        let opening = format!("Workspace root: {}\n\n", self.workspace);
-        self.prompt.strip_prefix(&opening).unwrap_or(&self.prompt)
+        turn::prompt_of(&self.prompt, &self.workspace)
     }
 }
 

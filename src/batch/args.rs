@@ -344,7 +344,7 @@ pub(crate) fn command() -> clap::Command {
         }
         cmd = cmd.arg(arg);
     }
-    cmd
+    crate::env::unset_empty(cmd)
 }
 
 /// Parses `rounds batch`'s words (without "rounds batch"). `Err` is clap's, to print as clap
@@ -352,7 +352,11 @@ pub(crate) fn command() -> clap::Command {
 pub(crate) fn parse<I: IntoIterator<Item = OsString>>(words: I) -> Result<Parsed, clap::Error> {
     let argv = std::iter::once(OsString::from("rounds batch")).chain(words);
     let matches = command().try_get_matches_from(argv)?;
-    let flags = BatchFlags::from_arg_matches(&matches)?;
+    let mut flags = BatchFlags::from_arg_matches(&matches)?;
+    // The run flag --no-step-summary wins over the batch's --step-summary and its variable.
+    if matches.get_flag("no_step_summary") {
+        flags.step_summary = None;
+    }
     Ok(Parsed { flags, matches })
 }
 

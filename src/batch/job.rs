@@ -124,7 +124,7 @@ impl Setup {
     /// The job's run, configured; `Err` is the usage error that ends it before it starts.
     pub(crate) fn config(&self, job: &Job, at: &Placement<'_>) -> Result<Config, SetupError> {
         let cli = self.cli(job, at)?;
-        let env = |name: &str| std::env::var(name).ok();
+        let env = |name: &str| crate::env::var(name);
         let mut no_stdin = || Ok(String::new());
         let inputs = Inputs {
             env: &env,

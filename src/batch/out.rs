@@ -184,6 +184,7 @@ mod tests {
             model: "m".into(),
             workspace: "/".into(),
             prompt: "p".into(),
+            project_docs: Vec::new(),
             system: "s".into(),
             tools: vec![],
             limits: Limits {

@@ -15,7 +15,7 @@ use crate::{config, render, terminal};
 
 /// `rounds config`.
 pub(crate) fn config(layers: &Layers) -> Result<(), Failure> {
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| crate::env::var(name);
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let mut out = text(layers, &env);
     out.push_str(&model_notes(layers, &env, &cwd));

@@ -156,7 +156,13 @@ fn settings_checks(
                     ./.rounds.toml)";
         checks.push(Check::new("settings", "", State::Skip, none.to_owned()).needed(false));
     }
-    let read = match settings::load(&files, profile, overrides) {
+    let loaded = settings::load(&files, profile, overrides).and_then(|read| {
+        if let Some(wanted) = profile {
+            settings::check_profile(wanted, &format!("--profile {wanted}"), &read.profiles)?;
+        }
+        Ok(read)
+    });
+    let read = match loaded {
         Ok(read) => read,
         Err(e) => {
             if !checks.iter().any(Check::failed) {

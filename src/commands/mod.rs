@@ -119,7 +119,7 @@ pub(crate) fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
 
 /// `$ROUNDS_HOME/runs`.
 fn runs_dir() -> Result<PathBuf, Failure> {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let env = |k: &str| crate::env::var(k);
     crate::config::rounds_home(&env)
         .map(|home| home.join(runs::DIR))
         .ok_or(Failure::NoHome)

@@ -3,12 +3,40 @@
 
 use std::time::Duration;
 
-use super::{DEFAULT_CONTEXT_WINDOW, Resume};
+use super::{ConfigError, DEFAULT_CONTEXT_WINDOW, Resume};
 use crate::agent::{FailOn, LoopLimits};
 use crate::cli::{self, Cli};
 use crate::pricing::ModelInfo;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{Cache, Options, Parallel, ProviderChoice};
+
+/// A prompt this large is said on stderr: every round sends it again.
+const LARGE_PROMPT: usize = 1024 * 1024;
+
+/// The first turn (prompt and project instructions, `bytes` long) against the context window:
+/// a turn that cannot fit is an error before any request (a quarter of its bytes is the
+/// loop's own estimate of its tokens), a large one a warning. A replay sends nothing.
+pub(super) fn prompt_size(bytes: usize, window: u64, replay: bool) -> Result<(), ConfigError> {
+    let tokens = bytes as u64 / 4;
+    if replay {
+        return Ok(());
+    }
+    if tokens > window {
+        return Err(ConfigError::PromptTooLarge {
+            bytes,
+            tokens,
+            window,
+        });
+    }
+    if bytes > LARGE_PROMPT {
+        tracing::warn!(
+            "the prompt is {:.1} MiB (about {tokens} tokens of a {window}-token context \
+             window), sent again in every round",
+            bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
+    Ok(())
+}
 
 pub(super) fn loop_limits(
     cli: &Cli,

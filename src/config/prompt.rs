@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::time::Duration;
 
-use super::{ConfigError, read_file};
+use super::ConfigError;
 use crate::cli::Cli;
 
 /// Larger input would not fit any model's context; refusing is clearer than truncating.
@@ -66,16 +66,39 @@ pub(crate) fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
     if bytes.len() as u64 > MAX_STDIN_BYTES {
         return Err(ConfigError::StdinTooLarge);
     }
-    text_stdin(bytes)
+    text_input(bytes, "stdin").map_err(ConfigError::BinaryStdin)
 }
 
-/// Piped input as text. Binary input is refused rather than sent as a page of U+FFFD: a
-/// model cannot read it, and a file in the workspace is how to give it one.
-pub(super) fn text_stdin(bytes: Vec<u8>) -> Result<String, ConfigError> {
+/// Input a user gave as text (stdin, `-f FILE`). Only what is really binary (it holds a NUL
+/// byte) is refused, rather than sent as a page of U+FFFD: a model cannot read it, and a file
+/// in the workspace is how to give it one. Text with bytes that are not UTF-8 (a Latin-1 file
+/// in `git diff`) is decoded lossily, said once on stderr. `Err` holds the input's size.
+pub(super) fn text_input(bytes: Vec<u8>, what: &str) -> Result<String, usize> {
     if bytes.contains(&0) {
-        return Err(ConfigError::BinaryStdin(bytes.len()));
+        return Err(bytes.len());
     }
-    String::from_utf8(bytes).map_err(|e| ConfigError::BinaryStdin(e.into_bytes().len()))
+    Ok(String::from_utf8(bytes).unwrap_or_else(|e| {
+        tracing::warn!(
+            "{what} is not UTF-8: the bytes that are not are sent as U+FFFD (convert it, e.g. \
+             with iconv -f latin1 -t utf-8, to keep them)"
+        );
+        String::from_utf8_lossy(e.as_bytes()).into_owned()
+    }))
+}
+
+/// `-f FILE`: text by the same rule as stdin.
+fn prompt_file(path: &Path) -> Result<String, ConfigError> {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::File {
+        what: "prompt file",
+        path: path.to_owned(),
+        source,
+    })?;
+    text_input(bytes, &format!("prompt file {}", path.display())).map_err(|bytes| {
+        ConfigError::BinaryFile {
+            path: path.to_owned(),
+            bytes,
+        }
+    })
 }
 
 pub(super) fn resolve_prompt(
@@ -89,7 +112,7 @@ pub(super) fn resolve_prompt(
     let from_args = match &cli.prompt_file {
         // `-f -`: the prompt is stdin, as `-` alone says.
         Some(_) if dash_file => None,
-        Some(path) => Some(read_file("prompt file", &cwd.join(path))?),
+        Some(path) => Some(prompt_file(&cwd.join(path))?),
         None if cli.prompt.is_empty() || cli.prompt == ["-"] => None,
         None => Some(cli.prompt.join(" ")),
     };

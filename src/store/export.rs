@@ -109,6 +109,8 @@ fn start_line(run_id: &str, run: &Row) -> Result<Start, RowError> {
         model: text(run, "model")?,
         workspace: text(run, "workspace")?,
         prompt: text(run, "prompt")?,
+        // The store keeps the turn (`prompt`), which holds the files, not their list.
+        project_docs: Vec::new(),
         system: text(run, "system")?,
         tools: decode(run, "tools")?,
         limits: decode(run, "limits")?,

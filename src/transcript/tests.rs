@@ -9,6 +9,7 @@ fn sample_start() -> Start {
         model: "m".into(),
         workspace: "/ws".into(),
         prompt: "hi".into(),
+        project_docs: Vec::new(),
         system: "sys".into(),
         tools: vec!["read_file".into()],
         limits: Limits {

@@ -201,9 +201,14 @@ fn reach(key: &str) -> &'static str {
         | "output-schema"
         | "prices"
         | "resume" => "it reads a file",
-        "transcript" | "no-transcript" | "output-last-message" | "step-summary" => {
-            "it decides what rounds writes where"
+        "project-doc" | "no-project-doc" => {
+            "it decides which of the repository's files the model reads"
         }
+        "transcript"
+        | "no-transcript"
+        | "output-last-message"
+        | "step-summary"
+        | "no-step-summary" => "it decides what rounds writes where",
         "pre-tool-hook" | "post-tool-hook" | "mcp" | "mcp-config" | "tools-file" => "it runs code",
         "allow"
         | "sandbox"

@@ -353,6 +353,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
         model: "gpt-x".into(),
         workspace: "/ws".into(),
         prompt: "find \u{0} it".into(),
+        project_docs: Vec::new(),
         system: "be brief".into(),
         tools: vec!["read_file".into(), "bash(git *)".into()],
         limits: Limits {
@@ -676,6 +677,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         model: "m".into(),
         workspace: "/ws".into(),
         prompt: "p".into(),
+        project_docs: Vec::new(),
         system: "s".into(),
         tools: vec![],
         limits: Limits {

@@ -20,8 +20,7 @@ pub(crate) const MAX_SCHEMA: usize = 16 * 1024;
 /// `MAX_LINE`, or less when `ROUNDS_MCP_MAX_LINE` (bytes) says so: the tests show the bound
 /// with a few MiB instead of hundreds. It can only lower the limit.
 pub(crate) fn max_line() -> usize {
-    std::env::var("ROUNDS_MCP_MAX_LINE")
-        .ok()
+    crate::env::var("ROUNDS_MCP_MAX_LINE")
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n > 0)
         .map_or(MAX_LINE, |n| n.min(MAX_LINE))

@@ -39,7 +39,7 @@ enum Bypass {
 
 impl Proxies {
     pub(crate) fn from_env() -> Proxies {
-        Proxies::from_vars(|name| std::env::var(name).ok())
+        Proxies::from_vars(crate::env::var)
     }
 
     /// Reads the variables through `var` (tests pass their own).
