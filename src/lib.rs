@@ -35,6 +35,7 @@ pub mod settings;
 pub mod show;
 pub mod step_summary;
 pub mod store;
+pub mod suggest;
 pub mod terminal;
 pub mod tools;
 pub mod transcript;

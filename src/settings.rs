@@ -314,32 +314,10 @@ fn setting(
 }
 
 fn suggest(known: &BTreeMap<String, bool>, key: &str) -> String {
-    match closest(known.keys().map(String::as_str), key) {
+    match crate::suggest::closest(key, known.keys().map(String::as_str)) {
         Some(k) => format!(" (did you mean {k:?}?)"),
         None => "; settings are the long flags of a run, as in rounds --help".to_owned(),
     }
-}
-
-/// The one of `candidates` that `word` most likely misspells (`maxrounds`, `max_rounds`,
-/// `max-round` for `max-rounds`), by the measure and threshold clap suggests flags with.
-pub(crate) fn closest<'a>(
-    candidates: impl IntoIterator<Item = &'a str>,
-    word: &str,
-) -> Option<&'a str> {
-    let bare = |s: &str| s.replace(['-', '_'], "").to_lowercase();
-    let wanted = bare(word);
-    let mut best: Option<(f64, &str)> = None;
-    for candidate in candidates {
-        let score = if bare(candidate) == wanted {
-            2.0
-        } else {
-            strsim::jaro(&wanted, &bare(candidate))
-        };
-        if score > 0.8 && best.is_none_or(|(b, _)| score > b) {
-            best = Some((score, candidate));
-        }
-    }
-    best.map(|(_, c)| c)
 }
 
 /// `--profile NAME` (or `ROUNDS_PROFILE`, as `label` says) names a profile no file has.
@@ -356,7 +334,7 @@ pub(crate) fn check_profile(
     } else {
         profiles.iter().cloned().collect::<Vec<_>>().join(", ")
     };
-    let hint = closest(profiles.iter().map(String::as_str), wanted)
+    let hint = crate::suggest::closest(wanted, profiles.iter().map(String::as_str))
         .map(|p| format!("; did you mean {p:?}?"))
         .unwrap_or_default();
     Err(SettingsError(format!(

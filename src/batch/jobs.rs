@@ -256,14 +256,8 @@ fn unknown(name: &str, template: Option<&Template>) -> LineError {
         Some(t) => names.extend(t.fields()),
     }
     names.extend(override_names().iter().map(String::as_str));
-    // Jaro-Winkler weighs a shared start, where typos of a word usually are not.
-    let closest = names
-        .iter()
-        .map(|known| (strsim::jaro_winkler(name, known), *known))
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    let hint = match (closest, template) {
-        (Some((_, known)), _) => format!("(did you mean {known:?}?)"),
+    let hint = match (crate::suggest::closest(name, names), template) {
+        (Some(known), _) => format!("(did you mean {known:?}?)"),
         (None, None) => format!(
             "(a job has id, prompt and any of: {})",
             override_names().join(", ")

@@ -185,18 +185,11 @@ pub(crate) fn model_names(aliases: &BTreeMap<String, String>) -> Vec<String> {
     names
 }
 
-/// ` (did you mean X?)` for the candidate closest to `word`, when one is close enough to be a
-/// typo (`sonet`, `gtp`, `antropic`); else nothing.
+/// ` (did you mean X?)` for the candidate closest to `word` (`suggest::closest`), else nothing.
 pub(crate) fn did_you_mean(word: &str, candidates: impl IntoIterator<Item = String>) -> String {
-    // Transpositions count once (`gtp`); short words allow one edit, longer ones two.
-    let allowed = if word.chars().count() <= 4 { 1 } else { 2 };
-    let best = candidates
-        .into_iter()
-        .map(|c| (strsim::osa_distance(word, &c), c))
-        .filter(|(d, _)| *d <= allowed)
-        .min_by_key(|(d, _)| *d);
-    match best {
-        Some((_, c)) => format!(" (did you mean {c}?)"),
+    let candidates: Vec<String> = candidates.into_iter().collect();
+    match crate::suggest::closest(word, candidates.iter().map(String::as_str)) {
+        Some(c) => format!(" (did you mean {c}?)"),
         None => String::new(),
     }
 }
