@@ -147,7 +147,12 @@ fn settings_checks(
             let whose = if file.users { "user's" } else { "project's" };
             match settings::load(std::slice::from_ref(file), None, &[]) {
                 Ok(_) => Check::new("settings", path, State::Ok, format!("the {whose}: valid")),
-                Err(e) => Check::new("settings", path, State::Fail, e.to_string()),
+                // The error names the file and line; the subject already says the file.
+                Err(e) => {
+                    let said = e.to_string();
+                    let detail = said.strip_prefix(&format!("{path}:")).unwrap_or(&said);
+                    Check::new("settings", path, State::Fail, format!("line {detail}"))
+                }
             }
         })
         .collect();
@@ -182,6 +187,11 @@ fn settings_checks(
         .try_get_matches_from(["rounds"])
         .unwrap_or_default();
     let (_, layers) = settings::settle(&command, &given, read);
+    if !checks.iter().any(Check::failed)
+        && let Err(e) = values_as_a_run_reads_them(env, cwd, profile, overrides)
+    {
+        checks.push(Check::new("settings", "values", State::Fail, e));
+    }
     for refused in &layers.refused {
         let detail = format!("refused: {refused}");
         checks.push(Check::new(
@@ -192,6 +202,34 @@ fn settings_checks(
         ));
     }
     (checks, layers)
+}
+
+/// What a run would say of the values the files and `-c` give (`max-rounds = "five"` reads
+/// as a file but is no number): the same parse a run does, with a prompt that is never sent.
+fn values_as_a_run_reads_them(
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &Path,
+    profile: Option<&str>,
+    overrides: &[String],
+) -> Result<(), String> {
+    let mut args: Vec<std::ffi::OsString> = vec!["rounds".into()];
+    if let Some(profile) = profile {
+        args.extend(["--profile".into(), profile.into()]);
+    }
+    for o in overrides {
+        args.extend(["-c".into(), o.into()]);
+    }
+    args.extend(["--".into(), "doctor".into()]);
+    match settings::parse(args, env, cwd) {
+        Ok(_) => Ok(()),
+        // clap's own lines end in a usage hint for a command line nobody typed here.
+        Err(settings::ParseError::Clap(e)) => {
+            let said = e.render().to_string();
+            let first = said.lines().next().unwrap_or_default();
+            Err(first.trim_start_matches("error: ").to_owned())
+        }
+        Err(settings::ParseError::Settings(e)) => Err(e.to_string()),
+    }
 }
 
 /// The model a run would use, and the provider it names.

@@ -192,8 +192,26 @@ fn each_settings_file_is_checked_and_a_broken_one_is_reported_not_fatal() {
         "{bad}"
     );
     assert_eq!(r["failed"].as_array().unwrap().len(), 1, "{r}");
-    // A profile that no file has.
+    assert!(
+        !bad["detail"].as_str().unwrap().contains(&project),
+        "the path is said twice: {bad}"
+    );
+    // A file that reads as TOML with a value no run takes: doctor says what a run would.
     std::fs::remove_file(sb.ws().join(".rounds.toml")).unwrap();
+    std::fs::write(config.join("config.toml"), "max-rounds = \"five\"\n").unwrap();
+    let out = run(doctor(&sb, &server).env("ANTHROPIC_API_KEY", SECRET));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let values = check(&report(&out.stdout), "settings", "values").clone();
+    assert_eq!(values["state"], "fail");
+    let detail = values["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("config.toml:1") && detail.contains("five"),
+        "{values}"
+    );
+    let control = run(sb.anthropic(&server).args(["hi"]));
+    assert_eq!(control.code, 2, "a run refuses it too: {}", control.stderr);
+    std::fs::write(config.join("config.toml"), "max-rounds = 5\n").unwrap();
+    // A profile that no file has.
     let out = run(doctor(&sb, &server)
         .env("ANTHROPIC_API_KEY", SECRET)
         .args(["--profile", "cii"]));
