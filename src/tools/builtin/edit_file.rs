@@ -25,6 +25,8 @@ use crate::tools::{
     Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
 };
 
+mod near;
+
 /// Larger files are refused: the whole file is held in memory (twice) and diffed.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Unchanged lines shown around each change.
@@ -134,29 +136,58 @@ fn edit(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolE
             )));
         }
     };
-    let (old, new) = in_file_style(&text, &args.old_string, &args.new_string);
+    let (updated, count, note) = change(&text, path, args)?;
+    // The file that was read, even when `path` went through a symlink inside the workspace; and
+    // only if it is still that file.
+    let rel = workspace.display(&real);
+    let report = workspace.replace_atomic(&rel, updated.as_bytes(), &file)?;
+    let s = if count == 1 { "" } else { "s" };
+    let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
+    Ok(format!(
+        "edited {}: {count} replacement{s}{note}\n{}",
+        report.path,
+        unified_diff(&report.path, &text, &updated)
+    ))
+}
+
+/// The file's new text, the number of replacements, and what to say about a near match.
+fn change(
+    text: &str,
+    path: &str,
+    args: &Args,
+) -> Result<(String, usize, Option<String>), ToolError> {
+    let (old, new) = in_file_style(text, &args.old_string, &args.new_string);
     let count = text.matches(old.as_ref()).count();
+    // Mixed line endings have their own, exact advice (see `not_found`).
+    let mixed = to_lf(text).contains(to_lf(&args.old_string).as_ref());
+    if count == 0 && !mixed {
+        return match near::locate(text, &args.old_string, &args.new_string) {
+            near::Near::One(edit) => Ok((edit.apply(text), 1, Some(edit.note()))),
+            near::Near::Many(lines) => Err(ToolError::failed(ambiguous_near(path, &lines))),
+            near::Near::None => Err(ToolError::failed(not_found(text, path, &args.old_string))),
+        };
+    }
     if count == 0 {
-        return Err(ToolError::failed(not_found(&text, path, &args.old_string)));
+        return Err(ToolError::failed(not_found(text, path, &args.old_string)));
     }
     if count > 1 && !args.replace_all {
-        return Err(ToolError::failed(ambiguous(&text, path, &old, count)));
+        return Err(ToolError::failed(ambiguous(text, path, &old, count)));
     }
     let updated = if args.replace_all {
         text.replace(old.as_ref(), &new)
     } else {
         text.replacen(old.as_ref(), &new, 1)
     };
-    // The file that was read, even when `path` went through a symlink inside the workspace; and
-    // only if it is still that file.
-    let rel = workspace.display(&real);
-    let report = workspace.replace_atomic(&rel, updated.as_bytes(), &file)?;
-    let s = if count == 1 { "" } else { "s" };
-    Ok(format!(
-        "edited {}: {count} replacement{s}\n{}",
-        report.path,
-        unified_diff(&report.path, &text, &updated)
-    ))
+    Ok((updated, count, None))
+}
+
+fn ambiguous_near(path: &str, lines: &[usize]) -> String {
+    let listed: Vec<String> = lines.iter().map(usize::to_string).collect();
+    format!(
+        "old_string was not found in {path:?}; with indentation ignored it matches at lines {}: \
+         copy it exactly, with surrounding lines so that it matches once",
+        listed.join(", ")
+    )
 }
 
 /// The strings in the file's own line-ending style: models write `\n` even when the file uses
@@ -205,6 +236,10 @@ fn not_found(text: &str, path: &str, old: &str) -> String {
         ));
     }
     msg.push_str(" Read the file again and copy old_string exactly.");
+    let mixed = to_lf(text).contains(to_lf(old).as_ref());
+    if let Some(close) = near::closest(text, old).filter(|_| !mixed) {
+        msg.push_str(&close);
+    }
     msg
 }
 
@@ -402,13 +437,14 @@ mod tests {
             got,
             Err(r#"old_string was not found in "a.rs". Read the file again and copy old_string exactly."#.to_owned())
         );
-        let got = replace(&ws, "a.rs", "    let x = 1;\n}", "y").await;
+        let got = replace(&ws, "a.rs", "let  x = 1;\n}", "y").await;
         assert_eq!(
             got,
             Err(
                 "old_string was not found in \"a.rs\". A match ignoring whitespace starts at \
                  line 2: check indentation, tabs versus spaces and trailing spaces. Read the file \
-                 again and copy old_string exactly."
+                 again and copy old_string exactly. The closest lines are 2-3:\n     2\t\tlet x \
+                 = 1;\n     3\t}\n"
                     .to_owned()
             )
         );
@@ -424,6 +460,39 @@ mod tests {
         );
         assert_eq!(read(&root, "a.rs"), b"fn main() {\n\tlet x = 1;\n}\n");
         assert_eq!(read(&root, "mixed.txt"), b"a\r\nb\nc\r\n");
+    }
+
+    #[tokio::test]
+    async fn a_near_match_is_applied_reindented_and_said() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "a.rs", "fn main() {\n\tlet x = 1;\n}\n");
+        let got = replace(&ws, "a.rs", "    let x = 1;\n}", "    let x = 2;\n}").await;
+        assert_eq!(
+            got,
+            Ok(
+                "edited a.rs: 1 replacement (old_string matched lines 2-3 only with indentation \
+                and trailing whitespace ignored; replaced them with new_string re-indented to the \
+                file's indentation)\n--- a/a.rs\n+++ b/a.rs\n@@ -1,3 +1,3 @@\n fn main() {\n\
+                -\tlet x = 1;\n+\tlet x = 2;\n }\n"
+                    .to_owned()
+            )
+        );
+        assert_eq!(read(&root, "a.rs"), b"fn main() {\n\tlet x = 2;\n}\n");
+        // Two places match that way: nothing is edited, and both are named.
+        write(&root, "b.py", "if a:\n    x = 1\nif b:\n        x = 1\n");
+        let got = replace(&ws, "b.py", "x = 1  ", "x = 2").await;
+        assert_eq!(
+            got,
+            Err(
+                "old_string was not found in \"b.py\"; with indentation ignored it matches at \
+                 lines 2, 4: copy it exactly, with surrounding lines so that it matches once"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            read(&root, "b.py"),
+            b"if a:\n    x = 1\nif b:\n        x = 1\n"
+        );
     }
 
     #[tokio::test]
