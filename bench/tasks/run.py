@@ -18,7 +18,7 @@ The "how it went wrong" columns count runs (a run can count in several):
   no_tool     answered without any tool call
   text_call   a response whose text holds a tool call (`"name"` + `"arguments"`/`"parameters"`,
               or `<tool_call>`) that was not run as one
-  from_text   a tool call rounds recognised in the text and ran (calls_from_text)
+  from_text   a tool call rounds recognised in the text and ran (its id is call_from_text_…)
   edit_miss   an edit_file whose old_string did not match
   stuck       the loop guards saw a repeated call (repeated/stuck), or the run ended `stuck`
   wrote       a question task (its check reads only the answer) that wrote or edited a file
@@ -30,6 +30,8 @@ import argparse, json, os, re, shutil, statistics, subprocess, sys, tempfile, ti
 HERE = os.path.dirname(os.path.abspath(__file__))
 KINDS = ["no_tool", "text_call", "from_text", "edit_miss", "stuck", "wrote"]
 WRITERS = {"write_file", "edit_file"}
+# The id prefix of the calls rounds read from a response's text (a local server's).
+FROM_TEXT = "call_from_text_"
 
 
 def check(task, answer, ws):
@@ -100,7 +102,7 @@ def classify(task, rounds, status, before, after):
         texts = [b.get("text", "") for b in r.get("blocks", []) if b.get("type") == "text"]
         uses = [b for b in r.get("blocks", []) if b.get("type") == "tool_use"]
         calls += len(uses)
-        if r.get("calls_from_text"):
+        if any(u.get("id", "").startswith(FROM_TEXT) for u in uses):
             kinds.add("from_text")
         elif not uses and any(text_call(t) for t in texts):
             kinds.add("text_call")
