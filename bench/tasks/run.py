@@ -7,7 +7,10 @@ the runs that failed went wrong (read from each run's transcript).
                        [--only ID,ID] [--json OUT]
 
 With several --rounds-bin, the binaries take turns task by task and run by run (so a busy
-machine slows them alike), and a table is printed for each.
+machine slows them alike), and a table is printed for each. A --rounds-bin may carry flags
+after the path, shell-quoted, to compare variants of one binary in the same session:
+    --rounds-bin target/debug/rounds \
+    --rounds-bin "target/debug/rounds --append-system-prompt 'Read the files before answering.'"
 
 Each run gets a fresh copy of the task's files as its workspace. A task may name extra flags
 ("args": [...]) and a check that decides when the run is done ("rounds_check": "CMD"): it is
@@ -25,7 +28,7 @@ The "how it went wrong" columns count runs (a run can count in several):
 
 A measuring tool, not a test: a small model is not deterministic, so compare several runs of the
 same binary and server."""
-import argparse, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KINDS = ["no_tool", "text_call", "from_text", "edit_miss", "stuck", "wrote"]
@@ -147,6 +150,8 @@ def run_task(task, args, rounds_bin):
             f.write(content)
     before = snapshot(ws)
     transcript = os.path.join(root, "t.jsonl")
+    spec = rounds_bin
+    rounds_bin, *variant = shlex.split(spec)
     cmd = [rounds_bin, "-m", f"llamacpp/{args.model}", "--base-url", args.base_url,
            "-w", ws, "--transcript", transcript, "--timeout", str(args.timeout),
            "--max-rounds", "10", "--no-stdin", "-q"]
@@ -155,7 +160,7 @@ def run_task(task, args, rounds_bin):
     checked = bool(task.get("rounds_check")) and has_check_flag(rounds_bin)
     if checked:
         cmd += ["--check", task["rounds_check"]]
-    cmd += task.get("args", [])
+    cmd += task.get("args", []) + variant
     cmd.append(task["prompt"])
     started = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -173,7 +178,7 @@ def run_task(task, args, rounds_bin):
     solved = check(task, out.stdout, ws)
     kinds = classify(task, rounds, status, before, snapshot(ws))
     shutil.rmtree(root, ignore_errors=True)
-    return {"task": task["id"], "bin": rounds_bin, "solved": solved, "secs": round(took, 2),
+    return {"task": task["id"], "bin": spec, "solved": solved, "secs": round(took, 2),
             "requests": len(rounds), "status": status, "exit": out.returncode,
             "checked": checked, "kinds": sorted(kinds), "answer": out.stdout[-2000:],
             "stderr": out.stderr[-2000:]}
@@ -230,7 +235,7 @@ def main():
                 r = run_task(task, args, b)
                 results[b][task["id"]].append(r)
                 raw.append(r)
-                print(f"# {task['id']} {os.path.basename(b)}: solved={r['solved']} "
+                print(f"# {task['id']} {b}: solved={r['solved']} "
                       f"{r['secs']:.1f}s {r['requests']} requests {r['status']} "
                       f"{','.join(r['kinds'])}", file=sys.stderr, flush=True)
                 if args.json:
