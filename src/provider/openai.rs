@@ -340,7 +340,7 @@ pub(crate) struct OpenAiMapper {
     done: bool,
     progress: Progress,
     /// The offered tools whose calls written as text are taken as calls (none: text is text).
-    pub(crate) text_calls: Vec<String>,
+    text_calls: Vec<String>,
 }
 
 impl OpenAiMapper {
