@@ -53,7 +53,11 @@ impl Provider for OpenAi {
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
         let e = &self.endpoint;
         let wire = build_request(&e.model, e.flavor, request, &e.options);
-        let mapper = OpenAiMapper::new(e.name).after(request.messages);
+        let mut mapper = OpenAiMapper::new(e.name).after(request.messages);
+        // A local server may leave a call in the text (see `text_calls`); a hosted one never.
+        if e.flavor == Flavor::Compatible && request.tool_choice == super::ToolChoice::Auto {
+            mapper.text_calls = request.tools.iter().map(|t| t.name.clone()).collect();
+        }
         e.send(e.bearer()?, &wire, mapper).await
     }
 }
@@ -335,6 +339,8 @@ pub(crate) struct OpenAiMapper {
     usage: Option<Usage>,
     done: bool,
     progress: Progress,
+    /// The offered tools whose calls written as text are taken as calls (none: text is text).
+    text_calls: Vec<String>,
 }
 
 impl OpenAiMapper {
@@ -350,6 +356,7 @@ impl OpenAiMapper {
             usage: None,
             done: false,
             progress: Progress::default(),
+            text_calls: Vec::new(),
         }
     }
 
@@ -445,7 +452,33 @@ impl OpenAiMapper {
         }
     }
 
+    /// A response with no calls whose text holds calls to offered tools: those calls, emitted
+    /// as calls (ids `call_from_text_…`), and the text without them. Not for a response cut by
+    /// the token cap, whose last call may be cut too.
+    fn emit_text_calls(&mut self, out: &mut Vec<StreamEvent>) {
+        if self.next_emit > 0
+            || !self.calls.is_empty()
+            || self.finish == Some(StopReason::MaxTokens)
+        {
+            return;
+        }
+        let Some(found) = super::text_calls::extract(&self.text, &self.text_calls) else {
+            return;
+        };
+        self.text = found.rest;
+        self.flush_text(out);
+        for call in found.calls {
+            let id = self.ids.accept(String::new(), super::text_calls::ID_PREFIX);
+            let args = Value::Object(call.arguments).to_string();
+            out.push(StreamEvent::Block(Block::ToolUse(ToolUse::from_raw(
+                id, call.name, &args,
+            ))));
+            self.next_emit += 1;
+        }
+    }
+
     fn end(&mut self, out: &mut Vec<StreamEvent>) {
+        self.emit_text_calls(out);
         self.flush_text(out);
         self.emit_calls(true, out);
         if let Some(usage) = self.usage {
@@ -506,6 +539,7 @@ impl Mapper for OpenAiMapper {
             if let Some(reason) = choice.finish_reason {
                 self.finish = Some(finish_reason(&reason));
                 // Tools can start now; usage and `[DONE]` may take a moment longer.
+                self.emit_text_calls(out);
                 self.flush_text(out);
                 self.emit_calls(true, out);
             }

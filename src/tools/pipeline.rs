@@ -121,10 +121,15 @@ impl Toolbox {
     pub(crate) async fn execute(&self, call: &ToolUse, cancel: CancellationToken) -> ToolResult {
         let started = Instant::now();
         tracing::info!("{} started ({})", call.name, call.id);
+        let unprefixed = self.unprefixed(call);
+        let call = unprefixed.as_ref().map_or(call, |(c, _)| c);
         let mut result = match self.checked(call, &call.input) {
             Err(result) => *result,
             Ok(entry) => self.hooked(call, entry, cancel).await,
         };
+        if let Some((_, note)) = &unprefixed {
+            result.content = format!("{note}\n{}", result.content);
+        }
         result.duration_ms = started.elapsed().as_millis() as u64;
         self.redact(&mut result);
         match result.error_kind {
@@ -137,6 +142,29 @@ impl Toolbox {
             ),
         }
         self.cap(result)
+    }
+
+    /// A call whose path starts with the workspace's own name where that cannot be meant (see
+    /// `Workspace::unprefixed`): the call without it, and what its result says about that. Only
+    /// when the call so corrected passes the schema and the allowlist, so a denied path is never
+    /// revealed to exist.
+    fn unprefixed(&self, call: &ToolUse) -> Option<(ToolUse, String)> {
+        let Some(Subject::Path(_)) = self.subject(call) else {
+            return None;
+        };
+        let path = call.input.get("path")?.as_str()?;
+        let creating = self.class_of(call) == Class::Mutating;
+        let fixed = self.workspace.unprefixed(path, creating)?;
+        let mut corrected = call.clone();
+        corrected
+            .input
+            .as_object_mut()?
+            .insert("path".to_owned(), Value::String(fixed.clone()));
+        self.checked(&corrected, &corrected.input).ok()?;
+        let note = format!(
+            "(no {path:?} in the workspace; paths are relative to its root, so this is {fixed:?})"
+        );
+        Some((corrected, note))
     }
 
     async fn hooked(&self, call: &ToolUse, entry: &Entry, cancel: CancellationToken) -> ToolResult {

@@ -43,6 +43,7 @@ mod sandbox_run;
 mod schema;
 mod settings;
 mod shell_rules;
+mod small_models;
 mod store;
 mod stream_bounds;
 mod terminal;

@@ -138,12 +138,30 @@ fn find(
     Ok(out)
 }
 
+/// What a glob that found nothing says, with what to try next: a model that guessed a file's
+/// name (`**/parse_config.py` for where `parse_config` is defined) is pointed at the name
+/// anywhere and at grep, rather than left to guess again or to write the file it did not find.
 fn no_match(pattern: &str, given: &str, at_root: bool) -> String {
-    if at_root {
+    let mut out = if at_root {
         format!("no files match {pattern:?}")
     } else {
         format!("no files match {pattern:?} under {given:?}")
+    };
+    let base = pattern.rsplit('/').next().unwrap_or(pattern);
+    let mut tries = Vec::new();
+    let anywhere = format!("**/{base}");
+    if !base.is_empty() && base != "**" && pattern != anywhere {
+        tries.push(format!("glob {anywhere:?}"));
     }
+    let stem = base.split('.').next().unwrap_or(base);
+    let is_name = stem.len() >= 3 && stem.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if is_name {
+        tries.push(format!("grep {stem:?} (the name inside files)"));
+    }
+    if !tries.is_empty() {
+        out.push_str(&format!("; try {}", tries.join(", or ")));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -209,6 +227,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_glob_that_finds_nothing_says_what_to_try() {
+        let (_dir, root, ws) = workspace();
+        tree(&root);
+        let cases = [
+            (
+                "**/parse_config.py",
+                r#"no files match "**/parse_config.py"; try grep "parse_config" (the name inside files)"#,
+            ),
+            (
+                "lib/parse_config.py",
+                r#"no files match "lib/parse_config.py"; try glob "**/parse_config.py", or grep "parse_config" (the name inside files)"#,
+            ),
+            ("*.py", r#"no files match "*.py"; try glob "**/*.py""#),
+            ("**/*.py", r#"no files match "**/*.py""#),
+        ];
+        for (pattern, want) in cases {
+            let got = call(&ws, json!({"pattern": pattern, "path": "src/tools"})).await;
+            let want = want.replacen(
+                &format!("{pattern:?}"),
+                &format!("{pattern:?} under \"src/tools\""),
+                1,
+            );
+            assert_eq!(got, Ok(want), "{pattern}");
+        }
+    }
+
+    #[tokio::test]
     async fn base_path_makes_pattern_relative_to_it() {
         let (_dir, root, ws) = workspace();
         tree(&root);
@@ -218,7 +263,7 @@ mod tests {
         );
         assert_eq!(
             call(&ws, json!({"pattern": "*.md", "path": "src"})).await,
-            Ok(r#"no files match "*.md" under "src""#.to_owned())
+            Ok(r#"no files match "*.md" under "src"; try glob "**/*.md""#.to_owned())
         );
         assert_eq!(
             call(&ws, json!({"pattern": "*", "path": "b.rs"})).await,

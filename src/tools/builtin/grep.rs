@@ -336,6 +336,19 @@ fn no_matches(args: &Args, searched: usize) -> String {
     if !args.case_insensitive && has_letters(&args.pattern) {
         out.push_str("; case-sensitive: try case_insensitive: true");
     }
+    // A model's pattern often guesses the text around a name (`def parse_config\(`): the name
+    // alone finds what the guess missed.
+    let longest = args
+        .pattern
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .max_by_key(|t| t.chars().count())
+        .filter(|t| t.chars().count() >= 3 && *t != args.pattern);
+    if let Some(token) = longest {
+        out.push_str(&format!("; or a shorter pattern: {token:?}"));
+    }
+    if args.glob.is_some() {
+        out.push_str("; or no glob");
+    }
     out.push(')');
     out
 }
@@ -514,7 +527,23 @@ mod tests {
         );
         assert_eq!(
             call(&ws, json!({"pattern": "[.]", "glob": "*.none"})).await,
-            Ok("no matches for /[.]/ (no file was searched: check path and glob)".to_owned())
+            Ok(
+                "no matches for /[.]/ (no file was searched: check path and glob; or no glob)"
+                    .to_owned()
+            )
+        );
+        // A guess at the text around a name: the name alone is suggested.
+        assert_eq!(
+            call(
+                &ws,
+                json!({"pattern": r"def parse_config\(", "case_insensitive": true})
+            )
+            .await,
+            Ok(
+                "no matches for /def parse_config\\(/ (5 files searched; or a shorter pattern: \
+                 \"parse_config\")"
+                    .to_owned()
+            )
         );
         let err = call(&ws, json!({"pattern": "a(b"})).await.unwrap_err();
         assert_eq!(

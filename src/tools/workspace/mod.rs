@@ -19,6 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use super::ToolError;
 use super::policy::Subject;
 
+mod invented;
 mod similar;
 mod write;
 
