@@ -154,7 +154,7 @@ def run_task(task, args, rounds_bin):
     rounds_bin, *variant = shlex.split(spec)
     cmd = [rounds_bin, "-m", f"llamacpp/{args.model}", "--base-url", args.base_url,
            "-w", ws, "--transcript", transcript, "--timeout", str(args.timeout),
-           "--max-rounds", "10", "--no-stdin", "-q"]
+           "--max-rounds", "10", "--temperature", "0", "--no-stdin", "-q"]
     if task["allow"]:
         cmd += ["-a", task["allow"]]
     checked = bool(task.get("rounds_check")) and has_check_flag(rounds_bin)
