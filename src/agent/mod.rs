@@ -18,6 +18,7 @@ use crate::transcript::{Line, RetryNote, Round};
 
 mod answer;
 mod cancel;
+mod check;
 mod context;
 mod guards;
 mod limits;
@@ -91,6 +92,7 @@ impl Agent {
         let mut repeats = guards::Repeats::new(self.limits.max_repeats);
         // A resumed conversation's calls count: resuming is no way out of being stuck.
         repeats.seed(history);
+        let mut checks = check::Checks::new(self.limits.check.clone(), self.limits.max_checks);
         loop {
             let summary = number == self.limits.max_rounds;
             if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {
@@ -116,6 +118,10 @@ impl Agent {
             context.calibrate(history, round.usage.input_total());
             round.cost_usd = self.cost(&round.usage);
             done.rounds = number;
+            let may_end = stuck.is_none() && !summary;
+            let (verdict, stop) = self
+                .judge(&mut round, &mut checks, stop, may_end, cancel)
+                .await;
             count(&mut done, &round);
             if let Err(e) = records.write(&Line::Round(round.clone())).await {
                 return done.fail(FailureRecord::new(Failure::Write, None), e);
@@ -137,12 +143,12 @@ impl Agent {
                 return done;
             }
             if !has_calls && stop_reason != Some(StopReason::PauseTurn) {
-                match self.answered(&mut done, history, &mut corrected) {
+                match self.answered(&mut done, history, &mut corrected, verdict) {
                     Answer::Accepted => {
                         done.status = Status::Completed;
                         return done;
                     }
-                    Answer::Invalid(errors) => return done.end(Status::Schema, errors.to_string()),
+                    Answer::Ended(status, why) => return done.end(status, why),
                     Answer::Corrected => {}
                 }
             }
@@ -180,14 +186,66 @@ impl Agent {
         (has_calls, stop_reason)
     }
 
-    /// The model answered without calling tools: whether the answer stands (valid against
-    /// `--output-schema`, if any), gets one corrective turn, or fails after it.
+    /// Runs `--check` after a round that answered without calling tools and may end the run
+    /// (it hit no guard and is not the summary at the round limit), into the round's record.
+    /// A round that called tools makes the last check stale. Returns what the check says, and
+    /// `stop` — a cancellation (the deadline, a signal) during the check, which ended it.
+    async fn judge(
+        &self,
+        round: &mut Round,
+        checks: &mut check::Checks,
+        stop: Option<Stop>,
+        may_end: bool,
+        cancel: &Cancel,
+    ) -> (check::Verdict, Option<Stop>) {
+        if !round.results.is_empty() {
+            checks.tools_ran();
+        }
+        let answer = round.results.is_empty() && round.stop_reason != Some(StopReason::PauseTurn);
+        if !(answer && may_end && stop.is_none()) {
+            return (check::Verdict::Done, stop);
+        }
+        let Some((command, attempt)) = checks.next().map(|(c, a)| (c.to_owned(), a)) else {
+            return (check::Verdict::Done, stop);
+        };
+        let id = format!("check-{}", round.round);
+        let token = cancel.token().child_token();
+        let run = self.toolbox.check(&command, attempt, id, token).await;
+        self.observer.check_finished(round.round, &run);
+        if cancel.token().is_cancelled() {
+            round.check = Some(run);
+            return (check::Verdict::Done, Some(Stop::Cancelled));
+        }
+        let verdict = checks.verdict(Some(&run));
+        if let check::Verdict::Again(_) = verdict {
+            tracing::warn!(
+                "the check failed (attempt {attempt} of {}); the model is told and goes on",
+                self.limits.max_checks
+            );
+        }
+        round.check = Some(run);
+        (verdict, stop)
+    }
+
+    /// The model answered without calling tools: whether the answer stands (the check passed,
+    /// and it is valid against `--output-schema`, if any), the model is told what is wrong (a
+    /// failed check, an invalid answer's one corrective turn), or the run ends. The check comes
+    /// first: an answer in the right shape about work that is not done is not done.
     fn answered(
         &self,
         done: &mut Outcome,
         history: &mut Vec<Message>,
         corrected: &mut bool,
+        verdict: check::Verdict,
     ) -> Answer {
+        match verdict {
+            check::Verdict::Done => {}
+            check::Verdict::Again(turn) => {
+                history.push(Message::User(turn));
+                return Answer::Corrected;
+            }
+            check::Verdict::Failed(why) => return Answer::Ended(Status::CheckFailed, why),
+        }
         let Some(schema) = &self.output_schema else {
             return Answer::Accepted;
         };
@@ -196,7 +254,7 @@ impl Agent {
                 done.final_json = Some(value);
                 Answer::Accepted
             }
-            Err(errors) if *corrected => Answer::Invalid(errors),
+            Err(errors) if *corrected => Answer::Ended(Status::Schema, errors.to_string()),
             Err(errors) => {
                 // One corrective turn, quoting what was wrong.
                 *corrected = true;
@@ -522,6 +580,7 @@ impl Record {
             elided: vec![],
             guards: streamed.guard.notes,
             cost_usd: None,
+            check: None,
         }
     }
 }
@@ -569,8 +628,9 @@ impl Streamed {
 /// What becomes of an answer given without tool calls.
 enum Answer {
     Accepted,
-    /// Still not valid against the schema after the corrective turn: why.
-    Invalid(answer::AnswerError),
+    /// The run ends: still not valid against the schema after the corrective turn, or the
+    /// check failed for the last time; why.
+    Ended(Status, String),
     /// Told what was wrong; the loop goes on.
     Corrected,
 }
@@ -613,6 +673,9 @@ fn count(done: &mut Outcome, round: &Round) {
     }
     done.stop_reason = round.stop_reason;
     done.final_text = final_text(&round.blocks);
+    if round.check.is_some() {
+        done.check = round.check.clone();
+    }
     for r in &round.results {
         done.tool_calls += 1;
         if let Some(kind) = r.error_kind {

@@ -1,0 +1,155 @@
+//! `--check`: after an answer without tool calls, the user's command decides whether the run is
+//! done. A failure goes back to the model as the next user turn, up to `--max-checks` times; the
+//! same failing output twice with no tool call in between ends the run at once, since the model
+//! is not getting on (RELIABILITY.md: loop guards end what cannot progress).
+
+use crate::transcript::CheckRun;
+
+/// The check of one run and what it has seen so far.
+pub(super) struct Checks {
+    command: Option<String>,
+    max: u32,
+    attempts: u32,
+    /// The output of the last failed check, until a tool call may have changed things.
+    last_failed: Option<String>,
+    /// The check passed and no tool has run since: an answer given again (after a schema's
+    /// corrective turn) needs no new run.
+    passed: bool,
+}
+
+/// What a check's run means for the loop.
+#[derive(Debug, PartialEq)]
+pub(super) enum Verdict {
+    /// No check to run, or it passed.
+    Done,
+    /// It failed and may run again: the model is told.
+    Again(String),
+    /// It failed for the last time: the run ends as `check_failed`, saying why.
+    Failed(String),
+}
+
+impl Checks {
+    pub(super) fn new(command: Option<String>, max: u32) -> Checks {
+        Checks {
+            command,
+            max,
+            attempts: 0,
+            last_failed: None,
+            passed: false,
+        }
+    }
+
+    /// The command to run for an answer, with its attempt number, when one must run.
+    pub(super) fn next(&mut self) -> Option<(&str, u32)> {
+        if self.passed {
+            return None;
+        }
+        let command = self.command.as_deref()?;
+        self.attempts += 1;
+        Some((command, self.attempts))
+    }
+
+    /// A round called tools: the workspace may have changed since the last check.
+    pub(super) fn tools_ran(&mut self) {
+        self.passed = false;
+        self.last_failed = None;
+    }
+
+    /// What `check` (this run's latest) means: done, one more try, or the end.
+    pub(super) fn verdict(&mut self, check: Option<&CheckRun>) -> Verdict {
+        let Some(check) = check else {
+            return Verdict::Done;
+        };
+        if check.passed {
+            self.passed = true;
+            return Verdict::Done;
+        }
+        let how = match check.exit_code {
+            Some(code) => format!("exit code {code}"),
+            None => "it did not finish".to_owned(),
+        };
+        if self.last_failed.as_deref() == Some(check.output.as_str()) {
+            return Verdict::Failed(format!(
+                "the check failed ({how}) with the same output as the time before, and the \
+                 model called no tool in between: it is not making progress (attempt {} of {})",
+                check.attempt, self.max
+            ));
+        }
+        if check.attempt >= self.max {
+            return Verdict::Failed(format!(
+                "the check still failed ({how}) after {} attempt{} (--max-checks)",
+                check.attempt,
+                if check.attempt == 1 { "" } else { "s" }
+            ));
+        }
+        self.last_failed = Some(check.output.clone());
+        Verdict::Again(check.turn())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(attempt: u32, exit_code: i32, output: &str) -> CheckRun {
+        CheckRun {
+            command: "make test".into(),
+            attempt,
+            passed: exit_code == 0,
+            exit_code: Some(exit_code),
+            duration_ms: 1,
+            output: output.into(),
+            truncated: false,
+            bytes: output.len() as u64,
+            full_output: None,
+            redacted: vec![],
+        }
+    }
+
+    #[test]
+    fn a_failure_is_told_until_the_last_attempt_and_a_pass_is_done() {
+        let mut checks = Checks::new(Some("make test".into()), 3);
+        assert_eq!(checks.next(), Some(("make test", 1)));
+        let told = checks.verdict(Some(&run(1, 1, "one failure")));
+        assert!(
+            matches!(&told, Verdict::Again(t) if t.contains("one failure")),
+            "{told:?}"
+        );
+        checks.tools_ran();
+        assert_eq!(checks.next(), Some(("make test", 2)));
+        assert_eq!(checks.verdict(Some(&run(2, 0, "ok"))), Verdict::Done);
+        // Passed, and no tool ran since: an answer given again is not checked again.
+        assert_eq!(checks.next(), None);
+        checks.tools_ran();
+        assert_eq!(checks.next(), Some(("make test", 3)));
+        let end = checks.verdict(Some(&run(3, 2, "broken again")));
+        assert!(
+            matches!(&end, Verdict::Failed(w) if w.contains("after 3 attempts")),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn the_same_failure_twice_without_a_tool_call_ends_it_and_a_tool_call_resets_that() {
+        let mut checks = Checks::new(Some("t".into()), 10);
+        checks.next();
+        assert!(matches!(
+            checks.verdict(Some(&run(1, 1, "x"))),
+            Verdict::Again(_)
+        ));
+        checks.tools_ran();
+        checks.next();
+        // A tool ran in between: the same output is one more try, not a sign of being stuck.
+        assert!(matches!(
+            checks.verdict(Some(&run(2, 1, "x"))),
+            Verdict::Again(_)
+        ));
+        checks.next();
+        let end = checks.verdict(Some(&run(3, 1, "x")));
+        assert!(matches!(&end, Verdict::Failed(w) if w.contains("not making progress")));
+        // Without a check there is nothing to run and nothing to decide.
+        let mut none = Checks::new(None, 3);
+        assert_eq!(none.next(), None);
+        assert_eq!(none.verdict(None), Verdict::Done);
+    }
+}
