@@ -239,6 +239,7 @@ mod tests {
                 "thinking_delta",
                 "tool_use",
                 "tool_result",
+                "check",
                 "retry",
                 "round",
                 "end"

@@ -685,14 +685,23 @@ fn count(done: &mut Outcome, round: &Round) {
 }
 
 /// About how many tokens the next request takes: it resends all of this one, its answer and
-/// the tool results.
+/// the tool results, or the output of the check that failed.
 fn next_request(round: &Round) -> u64 {
     let results: u64 = round
         .results
         .iter()
         .map(|r| r.content.len() as u64 / 4)
         .sum();
-    round.usage.total().saturating_add(results)
+    let check = round
+        .check
+        .as_ref()
+        .filter(|c| !c.passed)
+        .map_or(0, |c| c.output.len() as u64 / 4);
+    round
+        .usage
+        .total()
+        .saturating_add(results)
+        .saturating_add(check)
 }
 
 /// A rough token count for text the model will read (about four bytes a token).

@@ -535,3 +535,39 @@ fn the_check_gets_the_tools_scrubbed_environment_and_its_output_is_redacted() {
     let all = std::fs::read_to_string(sb.transcript_path()).unwrap();
     assert!(!all.contains(token) && !all.contains(key));
 }
+
+#[test]
+fn a_failed_checks_turn_is_a_new_round_and_the_round_limit_still_ends_the_run() {
+    let sb = Sandbox::new();
+    // A different failure each time (no stuck guard), more attempts than rounds.
+    let check =
+        "n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; echo \"failure $n\"; exit 1";
+    let server = MockServer::respond(|_| sse::answer("not yet"));
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--check", check, "--max-checks", "10", "--max-rounds", "2"])
+        .arg("--transcript")
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert_eq!(server.requests().len(), 2);
+    let t = sb.transcript();
+    assert_eq!(types(&t), ["start", "round", "round", "end"]);
+    assert_eq!(checks(&t).len(), 2);
+    assert_eq!(t[3]["status"], "max_rounds");
+
+    // The token budget bounds it too, and the check's output counts as the next request's
+    // input: 4000 bytes (about 1000 tokens) do not fit a budget of 500 (the mock's answers
+    // report 2 tokens each, so without the check's output the run would go on).
+    let sb = Sandbox::new();
+    let server = MockServer::respond(|_| sse::answer("not yet"));
+    let big = "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; echo $n; \
+               head -c 4000 /dev/zero | tr '\\0' x; exit 1";
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--check", big, "--max-checks", "10"])
+        .args(["--budget-tokens", "500", "--no-transcript", "go"]));
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert_eq!(server.requests().len(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("token budget of 500"), "{}", out.stderr);
+}
