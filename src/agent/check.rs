@@ -1,9 +1,12 @@
 //! `--check`: after an answer without tool calls, the user's command decides whether the run is
 //! done. A failure goes back to the model as the next user turn, up to `--max-checks` times; the
 //! same failing output twice with no tool call in between ends the run at once, since the model
-//! is not getting on (RELIABILITY.md: loop guards end what cannot progress).
+//! is not getting on, and more attempts would only spend the budget.
 
-use crate::transcript::CheckRun;
+use super::{Agent, Cancel, Stop};
+use crate::conversation::{Message, StopReason};
+use crate::outcome::{Outcome, Status};
+use crate::transcript::{CheckRun, Round};
 
 /// The check of one run and what it has seen so far.
 pub(super) struct Checks {
@@ -85,6 +88,96 @@ impl Checks {
         self.last_failed = Some(check.output.clone());
         Verdict::Again(check.turn())
     }
+}
+
+impl Agent {
+    /// Runs `--check` after a round that answered without calling tools and may end the run
+    /// (it hit no guard and is not the summary at the round limit), into the round's record.
+    /// A round that called tools makes the last check stale. Returns what the check says, and
+    /// `stop` — a cancellation (the deadline, a signal) during the check, which ended it.
+    pub(super) async fn judge(
+        &self,
+        round: &mut Round,
+        checks: &mut Checks,
+        stop: Option<Stop>,
+        may_end: bool,
+        cancel: &Cancel,
+    ) -> (Verdict, Option<Stop>) {
+        if !round.results.is_empty() {
+            checks.tools_ran();
+        }
+        let answer = round.results.is_empty() && round.stop_reason != Some(StopReason::PauseTurn);
+        if !(answer && may_end && stop.is_none()) {
+            return (Verdict::Done, stop);
+        }
+        let Some((command, attempt)) = checks.next().map(|(c, a)| (c.to_owned(), a)) else {
+            return (Verdict::Done, stop);
+        };
+        let id = format!("check-{}", round.round);
+        let token = cancel.token().child_token();
+        let run = self.toolbox.check(&command, attempt, id, token).await;
+        self.observer.check_finished(round.round, &run);
+        if cancel.token().is_cancelled() {
+            round.check = Some(run);
+            return (Verdict::Done, Some(Stop::Cancelled));
+        }
+        let verdict = checks.verdict(Some(&run));
+        if let Verdict::Again(_) = verdict {
+            tracing::warn!(
+                "the check failed (attempt {attempt} of {}); the model is told and goes on",
+                self.limits.max_checks
+            );
+        }
+        round.check = Some(run);
+        (verdict, stop)
+    }
+
+    /// The model answered without calling tools: whether the answer stands (the check passed,
+    /// and it is valid against `--output-schema`, if any), the model is told what is wrong (a
+    /// failed check, an invalid answer's one corrective turn), or the run ends. The check comes
+    /// first: an answer in the right shape about work that is not done is not done.
+    pub(super) fn answered(
+        &self,
+        done: &mut Outcome,
+        history: &mut Vec<Message>,
+        corrected: &mut bool,
+        verdict: Verdict,
+    ) -> Answer {
+        match verdict {
+            Verdict::Done => {}
+            Verdict::Again(turn) => {
+                history.push(Message::User(turn));
+                return Answer::Corrected;
+            }
+            Verdict::Failed(why) => return Answer::Ended(Status::CheckFailed, why),
+        }
+        let Some(schema) = &self.output_schema else {
+            return Answer::Accepted;
+        };
+        match schema.check(&done.final_text) {
+            Ok(value) => {
+                done.final_json = Some(value);
+                Answer::Accepted
+            }
+            Err(errors) if *corrected => Answer::Ended(Status::Schema, errors.to_string()),
+            Err(errors) => {
+                // One corrective turn, quoting what was wrong.
+                *corrected = true;
+                history.push(Message::User(schema.corrective(&errors)));
+                Answer::Corrected
+            }
+        }
+    }
+}
+
+/// What becomes of an answer given without tool calls.
+pub(super) enum Answer {
+    Accepted,
+    /// The run ends: still not valid against the schema after the corrective turn, or the
+    /// check failed for the last time; why.
+    Ended(Status, String),
+    /// Told what was wrong; the loop goes on.
+    Corrected,
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub(crate) mod scheduler;
 
 pub(crate) use answer::OutputSchema;
 pub(crate) use cancel::Cancel;
+use check::Answer;
 pub(crate) use limits::{FailOn, LoopLimits, OnMaxRounds};
 #[cfg(test)]
 pub(crate) use observer::Quiet;
@@ -118,9 +119,14 @@ impl Agent {
             context.calibrate(history, round.usage.input_total());
             round.cost_usd = self.cost(&round.usage);
             done.rounds = number;
-            let may_end = stuck.is_none() && !summary;
             let (verdict, stop) = self
-                .judge(&mut round, &mut checks, stop, may_end, cancel)
+                .judge(
+                    &mut round,
+                    &mut checks,
+                    stop,
+                    stuck.is_none() && !summary,
+                    cancel,
+                )
                 .await;
             count(&mut done, &round);
             if let Err(e) = records.write(&Line::Round(round.clone())).await {
@@ -184,84 +190,6 @@ impl Agent {
             history.push(Message::ToolResults(results));
         }
         (has_calls, stop_reason)
-    }
-
-    /// Runs `--check` after a round that answered without calling tools and may end the run
-    /// (it hit no guard and is not the summary at the round limit), into the round's record.
-    /// A round that called tools makes the last check stale. Returns what the check says, and
-    /// `stop` — a cancellation (the deadline, a signal) during the check, which ended it.
-    async fn judge(
-        &self,
-        round: &mut Round,
-        checks: &mut check::Checks,
-        stop: Option<Stop>,
-        may_end: bool,
-        cancel: &Cancel,
-    ) -> (check::Verdict, Option<Stop>) {
-        if !round.results.is_empty() {
-            checks.tools_ran();
-        }
-        let answer = round.results.is_empty() && round.stop_reason != Some(StopReason::PauseTurn);
-        if !(answer && may_end && stop.is_none()) {
-            return (check::Verdict::Done, stop);
-        }
-        let Some((command, attempt)) = checks.next().map(|(c, a)| (c.to_owned(), a)) else {
-            return (check::Verdict::Done, stop);
-        };
-        let id = format!("check-{}", round.round);
-        let token = cancel.token().child_token();
-        let run = self.toolbox.check(&command, attempt, id, token).await;
-        self.observer.check_finished(round.round, &run);
-        if cancel.token().is_cancelled() {
-            round.check = Some(run);
-            return (check::Verdict::Done, Some(Stop::Cancelled));
-        }
-        let verdict = checks.verdict(Some(&run));
-        if let check::Verdict::Again(_) = verdict {
-            tracing::warn!(
-                "the check failed (attempt {attempt} of {}); the model is told and goes on",
-                self.limits.max_checks
-            );
-        }
-        round.check = Some(run);
-        (verdict, stop)
-    }
-
-    /// The model answered without calling tools: whether the answer stands (the check passed,
-    /// and it is valid against `--output-schema`, if any), the model is told what is wrong (a
-    /// failed check, an invalid answer's one corrective turn), or the run ends. The check comes
-    /// first: an answer in the right shape about work that is not done is not done.
-    fn answered(
-        &self,
-        done: &mut Outcome,
-        history: &mut Vec<Message>,
-        corrected: &mut bool,
-        verdict: check::Verdict,
-    ) -> Answer {
-        match verdict {
-            check::Verdict::Done => {}
-            check::Verdict::Again(turn) => {
-                history.push(Message::User(turn));
-                return Answer::Corrected;
-            }
-            check::Verdict::Failed(why) => return Answer::Ended(Status::CheckFailed, why),
-        }
-        let Some(schema) = &self.output_schema else {
-            return Answer::Accepted;
-        };
-        match schema.check(&done.final_text) {
-            Ok(value) => {
-                done.final_json = Some(value);
-                Answer::Accepted
-            }
-            Err(errors) if *corrected => Answer::Ended(Status::Schema, errors.to_string()),
-            Err(errors) => {
-                // One corrective turn, quoting what was wrong.
-                *corrected = true;
-                history.push(Message::User(schema.corrective(&errors)));
-                Answer::Corrected
-            }
-        }
     }
 
     /// Why the next request, of about `next_input` tokens, would take the run past a budget.
@@ -623,16 +551,6 @@ impl Streamed {
             .iter()
             .any(|b| matches!(b, Block::Text { text, .. } if !text.is_empty()))
     }
-}
-
-/// What becomes of an answer given without tool calls.
-enum Answer {
-    Accepted,
-    /// The run ends: still not valid against the schema after the corrective turn, or the
-    /// check failed for the last time; why.
-    Ended(Status, String),
-    /// Told what was wrong; the loop goes on.
-    Corrected,
 }
 
 /// What stopped a response early.
