@@ -71,7 +71,8 @@ impl Checks {
             Some(code) => format!("exit code {code}"),
             None => "it did not finish".to_owned(),
         };
-        if self.last_failed.as_deref() == Some(check.output.as_str()) {
+        let output = unnumbered(&check.output);
+        if self.last_failed.as_deref() == Some(output.as_str()) {
             return Verdict::Failed(format!(
                 "the check failed ({how}) with the same output as the time before, and the \
                  model called no tool in between: it is not making progress (attempt {} of {})",
@@ -85,9 +86,28 @@ impl Checks {
                 if check.attempt == 1 { "" } else { "s" }
             ));
         }
-        self.last_failed = Some(check.output.clone());
+        self.last_failed = Some(output);
         Verdict::Again(check.turn())
     }
+}
+
+/// A check's output as the stuck guard compares it: the files a cut output names are the
+/// round's own (`check-3.stdout`), so `check-` and a number read the same in every round.
+fn unnumbered(output: &str) -> String {
+    const STEM: &str = "check-";
+    let mut out = String::with_capacity(output.len());
+    let mut rest = output;
+    while let Some(at) = rest.find(STEM) {
+        let after = &rest[at + STEM.len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        out.push_str(&rest[..at + STEM.len()]);
+        if digits > 0 {
+            out.push('#');
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 impl Agent {
@@ -240,6 +260,22 @@ mod tests {
         checks.next();
         let end = checks.verdict(Some(&run(3, 1, "x")));
         assert!(matches!(&end, Verdict::Failed(w) if w.contains("not making progress")));
+        // A cut output names its round's own spill file: that alone is no difference.
+        let mut checks = Checks::new(Some("t".into()), 10);
+        let cut =
+            |n: u32| format!("[... 9 bytes cut; the whole output is in /o/check-{n}.stdout ...]");
+        checks.next();
+        assert!(matches!(
+            checks.verdict(Some(&run(1, 1, &cut(1)))),
+            Verdict::Again(_)
+        ));
+        checks.next();
+        let end = checks.verdict(Some(&run(2, 1, &cut(2))));
+        assert!(matches!(&end, Verdict::Failed(w) if w.contains("not making progress")));
+        assert_eq!(
+            unnumbered("check-12 check- check-x9"),
+            "check-# check- check-x9"
+        );
         // Without a check there is nothing to run and nothing to decide.
         let mut none = Checks::new(None, 3);
         assert_eq!(none.next(), None);

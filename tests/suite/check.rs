@@ -571,3 +571,39 @@ fn a_failed_checks_turn_is_a_new_round_and_the_round_limit_still_ends_the_run() 
     assert_eq!(server.requests().len(), 1, "{}", out.stderr);
     assert!(out.stderr.contains("token budget of 500"), "{}", out.stderr);
 }
+
+#[test]
+fn a_long_check_output_keeps_its_head_and_tail_and_the_whole_is_saved_beside_the_transcript() {
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![sse::answer("done"), sse::answer("still done")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--check", "seq 1 100000; exit 1", "--max-checks", "2"])
+        .arg("--transcript")
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 11, "{}", out.stderr);
+    let t = sb.transcript();
+    let output = checks(&t)[0].1["output"].as_str().unwrap().to_owned();
+    assert!(
+        output.starts_with("exit code: 1\nstdout:\n1\n2\n3\n"),
+        "{output}"
+    );
+    assert!(output.contains("\n100000\n"), "{output}");
+    assert!(!output.contains("\n50000\n"), "the middle was kept");
+    assert!(output.len() < 20_000, "{} bytes", output.len());
+    let marker = "the whole output is in ";
+    let at = output
+        .find(marker)
+        .expect("the marker names the spill file")
+        + marker.len();
+    let path = output[at..].split(" ...]").next().unwrap();
+    assert!(
+        path.starts_with(sb.path("t.outputs").to_str().unwrap()),
+        "{path}"
+    );
+    let whole = std::fs::read_to_string(path).unwrap();
+    assert!(whole.contains("\n50000\n") && whole.ends_with("100000\n"));
+    // What the model read is what the transcript holds.
+    assert!(last_user_text(&server.requests()[1]).contains(&output));
+}
