@@ -232,7 +232,7 @@ async fn set_up(
         project_docs: project_docs.record,
         system: system.clone(),
         tools: toolbox.policy().allow_rules(),
-        limits: limits.record(tool_timeout),
+        limits: recorded_limits(&limits, tool_timeout, &redactor),
         resumed_from: resume.as_ref().map(|r| r.path.display().to_string()),
         sandbox: Some(sandbox_record),
         redaction: redactor.names(),
@@ -312,10 +312,24 @@ fn redact_prompt(redactor: &Redactor, turn: &mut String, system: &mut String) {
     }
 }
 
+/// The limits the start line records; a `--check` command written with a secret in it is
+/// recorded redacted, as its runs are.
+fn recorded_limits(
+    limits: &crate::agent::LoopLimits,
+    tool_timeout: std::time::Duration,
+    redactor: &Redactor,
+) -> crate::transcript::Limits {
+    let mut recorded = limits.record(tool_timeout);
+    if let Some(check) = &mut recorded.check {
+        redactor.redact(check);
+    }
+    recorded
+}
+
 /// The conversation so far (a resumed one, or none) with the prompt as the next user turn.
 fn conversation(resume: Option<Resume>, prompt: String) -> Vec<Message> {
     let mut history = resume.map(|r| r.history).unwrap_or_default();
-    history.push(Message::User(prompt));
+    crate::conversation::push_user(&mut history, prompt);
     history
 }
 

@@ -26,7 +26,7 @@ pub(crate) use subcommands::{
 /// failure (--fail-on), 7 answer not valid against --output-schema, 8 a batch job did not
 /// complete (rounds batch), 9 stuck (the same call kept returning the same result, see
 /// --max-repeats), 10 the provider stayed unavailable through the retries (rate limit,
-/// overload, 5xx, network: retrying later may succeed), 130/143 interrupted (SIGINT/SIGTERM),
+/// overload, 5xx, network: retrying later may succeed), 11 --check still failed, 130/143 interrupted (SIGINT/SIGTERM),
 /// 141 the reader of stream-json went away.
 #[derive(Debug, Parser)]
 #[command(group(clap::ArgGroup::new(ONE_RUN).multiple(true)))]
@@ -268,6 +268,21 @@ pub struct Cli {
     /// With K=1 no call is repeated: the first repeat ends the run, with no warning before.
     #[arg(help_heading = "Limits", long, value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_repeats: u32,
+
+    /// Done means CMD exits 0: it runs after each answer without tool calls, and a failure's
+    /// output goes back to the model (exit 11 after --max-checks).
+    ///
+    /// CMD runs with `bash -c` in the workspace root as a tool process does (the sandbox, the
+    /// tool timeout, stdin closed, secrets scrubbed and redacted), whether or not bash is
+    /// allowed. The same failing output twice with no tool call in between ends the run at once
+    /// (exit 11): the model is not getting on. Never read from a project's .rounds.toml.
+    #[arg(help_heading = "Limits", long, value_name = "CMD")]
+    pub check: Option<String>,
+
+    /// How many times --check may run and fail before the run ends as check_failed (exit 11,
+    /// the last answer still printed).
+    #[arg(help_heading = "Limits", long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_checks: u32,
 
     /// Stop the whole run after SECS (exit 5): the stream stops, running tools are killed, and
     /// the transcript is closed.

@@ -440,6 +440,19 @@ pub(crate) enum Message {
     ToolResults(Vec<ToolResult>),
 }
 
+/// Adds a user turn, joined (a blank line apart) to a user turn it follows: a resumed run whose
+/// check had failed goes on with the check's output and the new prompt as one turn, as every
+/// provider takes it.
+pub(crate) fn push_user(history: &mut Vec<Message>, text: String) {
+    match history.last_mut() {
+        Some(Message::User(last)) => {
+            last.push_str("\n\n");
+            last.push_str(&text);
+        }
+        _ => history.push(Message::User(text)),
+    }
+}
+
 /// Whether a tool may run at the same time as others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -59,6 +59,9 @@ pub enum Status {
     /// The model kept making the same call for the same result after being told it would not
     /// change (the loop guards).
     Stuck,
+    /// `--check`: the user's check still failed after the last attempt `--max-checks` allows,
+    /// or failed the same way twice with no tool call in between (the model is not getting on).
+    CheckFailed,
     /// SIGINT (130) or SIGTERM (143).
     Interrupted(Signal),
     /// The provider stayed unavailable (rate limited, overloaded, failing, unreachable) through
@@ -69,7 +72,7 @@ pub enum Status {
 impl Status {
     /// The statuses a run's record (its `end` line) can hold: every status but a batch's
     /// `Incomplete`. A new variant belongs here (`schema`'s test says so).
-    pub const OF_A_RUN: [Status; 13] = [
+    pub const OF_A_RUN: [Status; 14] = [
         Status::Completed,
         Status::Error,
         Status::Unavailable,
@@ -80,6 +83,7 @@ impl Status {
         Status::ToolFailure,
         Status::Schema,
         Status::Stuck,
+        Status::CheckFailed,
         Status::Interrupted(Signal::Interrupt),
         Status::Interrupted(Signal::Terminate),
         Status::Interrupted(Signal::Pipe),
@@ -98,6 +102,7 @@ impl Status {
             Status::Schema => "schema",
             Status::Incomplete => "incomplete",
             Status::Stuck => "stuck",
+            Status::CheckFailed => "check_failed",
             Status::Interrupted(_) => "interrupted",
             Status::Unavailable => "unavailable",
         }
@@ -115,8 +120,8 @@ impl Status {
             Status::Schema => 7,
             Status::Incomplete => 8,
             Status::Stuck => 9,
-            // 11 is taken for `check_failed` (--check).
             Status::Unavailable => 10,
+            Status::CheckFailed => 11,
             Status::Interrupted(Signal::Interrupt) => 130,
             Status::Interrupted(Signal::Terminate) => 143,
             Status::Interrupted(Signal::Pipe) => 141,
@@ -136,6 +141,7 @@ impl Status {
             "tool_failure" => Status::ToolFailure,
             "schema" => Status::Schema,
             "stuck" => Status::Stuck,
+            "check_failed" => Status::CheckFailed,
             "unavailable" => Status::Unavailable,
             "interrupted" if exit_code == 143 => Status::Interrupted(Signal::Terminate),
             "interrupted" if exit_code == 141 => Status::Interrupted(Signal::Pipe),
@@ -281,6 +287,8 @@ pub struct Outcome {
     pub final_json: Option<serde_json::Value>,
     pub tool_calls: u32,
     pub tool_errors: BTreeMap<ErrorKind, u32>,
+    /// `--check`: its latest run (its `attempt` says how many there were).
+    pub check: Option<crate::transcript::CheckRun>,
 }
 
 impl Outcome {
@@ -301,6 +309,7 @@ impl Outcome {
             final_json: None,
             tool_calls: 0,
             tool_errors: BTreeMap::new(),
+            check: None,
         }
     }
 
@@ -333,7 +342,7 @@ impl Outcome {
 /// `--output json`: the outcome with its exit code, which is derived, never stored.
 impl Serialize for Outcome {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Outcome", 15)?;
+        let mut s = serializer.serialize_struct("Outcome", 16)?;
         if self.run_id.is_some() {
             s.serialize_field("run_id", &self.run_id)?;
         }
@@ -355,6 +364,9 @@ impl Serialize for Outcome {
         s.serialize_field("stop_reason", &self.stop_reason)?;
         s.serialize_field("tool_calls", &self.tool_calls)?;
         s.serialize_field("tool_errors", &self.tool_errors)?;
+        if self.check.is_some() {
+            s.serialize_field("check", &self.check)?;
+        }
         s.end()
     }
 }

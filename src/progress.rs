@@ -13,7 +13,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::agent::Observer;
 use crate::conversation::{Block, ToolResult, ToolUse};
 use crate::terminal;
-use crate::transcript::{End, RetryNote, Round};
+use crate::transcript::{CheckRun, End, RetryNote, Round};
 
 /// The progress display on screen, if any: log lines are printed above it, never through it.
 static SHOWN: Mutex<Option<MultiProgress>> = Mutex::new(None);
@@ -160,6 +160,19 @@ impl Observer for Progress {
             ));
         }
         self.round_message(&s);
+    }
+
+    fn check_finished(&self, _round: u32, check: &CheckRun) {
+        let mark = match check.exit_code {
+            Some(0) => "✓".to_owned(),
+            Some(code) => format!("✗ exit {code}"),
+            None => "✗ did not finish".to_owned(),
+        };
+        let _ = self.multi.println(format!(
+            "  {mark} check {} ({:.1}s)",
+            terminal::line(&check.command),
+            check.duration_ms as f64 / 1000.0
+        ));
     }
 }
 

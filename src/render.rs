@@ -18,7 +18,7 @@ use crate::process::sandbox::Summary;
 use crate::progress::Progress;
 use crate::terminal;
 use crate::tools::presets::Preset;
-use crate::transcript::{End, Event, RetryNote, Round, Start, VERSION};
+use crate::transcript::{CheckRun, End, Event, RetryNote, Round, Start, VERSION};
 
 /// Who hears about a run as it happens: events on stdout in stream-json mode, the answer's
 /// text as it streams in text mode when stdout is a terminal (a pipe gets the final answer
@@ -347,6 +347,9 @@ impl Observer for StreamJson {
     }
     fn retry(&self, note: &RetryNote) {
         self.emit(Event::Retry(note));
+    }
+    fn check_finished(&self, round: u32, check: &CheckRun) {
+        self.emit(Event::Check { round, check });
     }
     fn round_finished(&self, round: &Round) {
         self.emit(Event::Round(round));

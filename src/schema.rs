@@ -210,6 +210,7 @@ mod tests {
             | Status::ToolFailure
             | Status::Schema
             | Status::Stuck
+            | Status::CheckFailed
             | Status::Unavailable
             | Status::Interrupted(_) => Status::OF_A_RUN.contains(&s),
             Status::Incomplete => !Status::OF_A_RUN.contains(&s),
@@ -238,6 +239,7 @@ mod tests {
                 "thinking_delta",
                 "tool_use",
                 "tool_result",
+                "check",
                 "retry",
                 "round",
                 "end"

@@ -96,8 +96,29 @@ pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&s
     if let Some(failure) = &outcome.failure {
         item("Failure", failure_text(failure));
     }
+    if let Some(check) = &outcome.check {
+        let how = match check.exit_code {
+            Some(0) => "passed".to_owned(),
+            Some(code) => format!("failed (exit code {code})"),
+            None => "did not finish".to_owned(),
+        };
+        item(
+            "Check",
+            format!(
+                "{} {how}, attempt {}",
+                code_span(&shorten(&check.command, 120)),
+                check.attempt
+            ),
+        );
+    }
     if let Some(error) = &outcome.error {
         md.push_str(&format!("\n**Error:**\n\n{}\n", fenced(error)));
+    }
+    if let Some(check) = outcome.check.as_ref().filter(|c| !c.passed) {
+        md.push_str(&format!(
+            "\n<details><summary>The check's last output</summary>\n\n{}\n</details>\n",
+            fenced(&shorten(&check.output, MAX_ANSWER))
+        ));
     }
     if !outcome.final_text.is_empty() {
         let lines = outcome.final_text.lines().count();

@@ -389,6 +389,7 @@ mod tests {
             stop_reason: None,
             usage: Default::default(),
             cost_usd: None,
+            check: None,
             model_ms: 0,
             tools_ms: 0,
             retries: vec![],

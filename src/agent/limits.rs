@@ -38,6 +38,10 @@ pub(crate) struct LoopLimits {
     /// How many times the same call may return the same result before the model is told, and
     /// ended as stuck at the next (`--max-repeats`).
     pub(crate) max_repeats: u32,
+    /// `--check`: the command whose success completes the run.
+    pub(crate) check: Option<String>,
+    /// How many times the check may run and fail (`--max-checks`).
+    pub(crate) max_checks: u32,
     pub(crate) budget_tokens: Option<u64>,
     /// The most the run may cost (`--budget-usd`); needs the model's price.
     pub(crate) budget_usd: Option<f64>,
@@ -61,6 +65,8 @@ impl LoopLimits {
             max_parallel: self.max_parallel,
             max_calls_per_round: Some(self.max_calls_per_round),
             max_repeats: Some(self.max_repeats),
+            check: self.check.clone(),
+            max_checks: self.check.as_ref().map(|_| self.max_checks),
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::transcript::{Line, RetryNote, Round};
 
 mod answer;
 mod cancel;
+mod check;
 mod context;
 mod guards;
 mod limits;
@@ -26,6 +27,7 @@ pub(crate) mod scheduler;
 
 pub(crate) use answer::OutputSchema;
 pub(crate) use cancel::Cancel;
+use check::Answer;
 pub(crate) use limits::{FailOn, LoopLimits, OnMaxRounds};
 #[cfg(test)]
 pub(crate) use observer::Quiet;
@@ -91,6 +93,7 @@ impl Agent {
         let mut repeats = guards::Repeats::new(self.limits.max_repeats);
         // A resumed conversation's calls count: resuming is no way out of being stuck.
         repeats.seed(history);
+        let mut checks = check::Checks::new(self.limits.check.clone(), self.limits.max_checks);
         loop {
             let summary = number == self.limits.max_rounds;
             if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {
@@ -116,6 +119,15 @@ impl Agent {
             context.calibrate(history, round.usage.input_total());
             round.cost_usd = self.cost(&round.usage);
             done.rounds = number;
+            let (verdict, stop) = self
+                .judge(
+                    &mut round,
+                    &mut checks,
+                    stop,
+                    stuck.is_none() && !summary,
+                    cancel,
+                )
+                .await;
             count(&mut done, &round);
             if let Err(e) = records.write(&Line::Round(round.clone())).await {
                 return done.fail(FailureRecord::new(Failure::Write, None), e);
@@ -137,12 +149,12 @@ impl Agent {
                 return done;
             }
             if !has_calls && stop_reason != Some(StopReason::PauseTurn) {
-                match self.answered(&mut done, history, &mut corrected) {
+                match self.answered(&mut done, history, &mut corrected, verdict) {
                     Answer::Accepted => {
                         done.status = Status::Completed;
                         return done;
                     }
-                    Answer::Invalid(errors) => return done.end(Status::Schema, errors.to_string()),
+                    Answer::Ended(status, why) => return done.end(status, why),
                     Answer::Corrected => {}
                 }
             }
@@ -178,32 +190,6 @@ impl Agent {
             history.push(Message::ToolResults(results));
         }
         (has_calls, stop_reason)
-    }
-
-    /// The model answered without calling tools: whether the answer stands (valid against
-    /// `--output-schema`, if any), gets one corrective turn, or fails after it.
-    fn answered(
-        &self,
-        done: &mut Outcome,
-        history: &mut Vec<Message>,
-        corrected: &mut bool,
-    ) -> Answer {
-        let Some(schema) = &self.output_schema else {
-            return Answer::Accepted;
-        };
-        match schema.check(&done.final_text) {
-            Ok(value) => {
-                done.final_json = Some(value);
-                Answer::Accepted
-            }
-            Err(errors) if *corrected => Answer::Invalid(errors),
-            Err(errors) => {
-                // One corrective turn, quoting what was wrong.
-                *corrected = true;
-                history.push(Message::User(schema.corrective(&errors)));
-                Answer::Corrected
-            }
-        }
     }
 
     /// Why the next request, of about `next_input` tokens, would take the run past a budget.
@@ -522,6 +508,7 @@ impl Record {
             elided: vec![],
             guards: streamed.guard.notes,
             cost_usd: None,
+            check: None,
         }
     }
 }
@@ -566,15 +553,6 @@ impl Streamed {
     }
 }
 
-/// What becomes of an answer given without tool calls.
-enum Answer {
-    Accepted,
-    /// Still not valid against the schema after the corrective turn: why.
-    Invalid(answer::AnswerError),
-    /// Told what was wrong; the loop goes on.
-    Corrected,
-}
-
 /// What stopped a response early.
 enum Stop {
     /// The provider failed for good.
@@ -613,6 +591,9 @@ fn count(done: &mut Outcome, round: &Round) {
     }
     done.stop_reason = round.stop_reason;
     done.final_text = final_text(&round.blocks);
+    if round.check.is_some() {
+        done.check = round.check.clone();
+    }
     for r in &round.results {
         done.tool_calls += 1;
         if let Some(kind) = r.error_kind {
@@ -622,14 +603,23 @@ fn count(done: &mut Outcome, round: &Round) {
 }
 
 /// About how many tokens the next request takes: it resends all of this one, its answer and
-/// the tool results.
+/// the tool results, or the output of the check that failed.
 fn next_request(round: &Round) -> u64 {
     let results: u64 = round
         .results
         .iter()
         .map(|r| r.content.len() as u64 / 4)
         .sum();
-    round.usage.total().saturating_add(results)
+    let check = round
+        .check
+        .as_ref()
+        .filter(|c| !c.passed)
+        .map_or(0, |c| c.output.len() as u64 / 4);
+    round
+        .usage
+        .total()
+        .saturating_add(results)
+        .saturating_add(check)
 }
 
 /// A rough token count for text the model will read (about four bytes a token).

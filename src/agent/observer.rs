@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::conversation::{ToolResult, ToolUse};
-use crate::transcript::{End, RetryNote, Round, Start};
+use crate::transcript::{CheckRun, End, RetryNote, Round, Start};
 
 pub(crate) trait Observer: Send + Sync {
     fn started(&self, start: &Start) {
@@ -33,6 +33,10 @@ pub(crate) trait Observer: Send + Sync {
     /// A request failed and will be made again; what streamed of it is discarded.
     fn retry(&self, note: &RetryNote) {
         let _ = note;
+    }
+    /// `--check` ran after the answer of round `round` (before the round's record).
+    fn check_finished(&self, round: u32, check: &CheckRun) {
+        let _ = (round, check);
     }
     fn round_finished(&self, round: &Round) {
         let _ = round;
@@ -75,6 +79,9 @@ impl Observer for Fanout {
     }
     fn retry(&self, note: &RetryNote) {
         self.0.iter().for_each(|o| o.retry(note));
+    }
+    fn check_finished(&self, round: u32, check: &CheckRun) {
+        self.0.iter().for_each(|o| o.check_finished(round, check));
     }
     fn round_finished(&self, round: &Round) {
         self.0.iter().for_each(|o| o.round_finished(round));

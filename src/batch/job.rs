@@ -115,6 +115,12 @@ impl Setup {
         if let Some(t) = o.temperature {
             ov.set("temperature", &mut cli.temperature, Some(t));
         }
+        if let Some(check) = o.check {
+            ov.set("check", &mut cli.check, Some(check));
+        }
+        if let Some(n) = o.max_checks {
+            ov.limit("max-checks", &mut cli.max_checks, n.get());
+        }
         if let Some(effort) = o.reasoning_effort {
             ov.set("reasoning-effort", &mut cli.reasoning_effort, Some(effort));
         }

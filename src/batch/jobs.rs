@@ -65,6 +65,11 @@ pub struct Overrides {
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<Effort>,
+    /// The job's own `--check` (a queue row's only under `--trust-queue`: it runs code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_checks: Option<std::num::NonZeroU32>,
 }
 
 /// Allowlist rules: one string (comma-separated, as on the command line) or a list of them.
@@ -448,7 +453,9 @@ mod tests {
                 "allow",
                 "budget_tokens",
                 "budget_usd",
+                "check",
                 "deny",
+                "max_checks",
                 "max_rounds",
                 "max_tokens",
                 "model",

@@ -198,6 +198,8 @@ mod tests {
                 max_parallel: 1,
                 max_calls_per_round: None,
                 max_repeats: None,
+                check: None,
+                max_checks: None,
             },
             resumed_from,
             sandbox: None,
@@ -218,6 +220,7 @@ mod tests {
                 ..Default::default()
             },
             cost_usd: None,
+            check: None,
             model_ms: 0,
             tools_ms: 0,
             retries: vec![],

@@ -60,6 +60,8 @@ pub(super) fn loop_limits(
             cli.max_calls_per_round
         },
         max_repeats: cli.max_repeats,
+        check: cli.check.clone(),
+        max_checks: cli.max_checks,
         budget_tokens: cli.budget_tokens,
         budget_usd: cli.budget_usd,
         on_max_rounds: cli.on_max_rounds,

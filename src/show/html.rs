@@ -187,6 +187,20 @@ fn render_round(out: &mut String, round: &Round, answer: bool) {
             _ => render_block(out, round, block),
         }
     }
+    if let Some(check) = &round.check {
+        let (class, open) = if check.passed {
+            ("ok", "")
+        } else {
+            ("error", " open")
+        };
+        let _ = writeln!(
+            out,
+            "<div class=\"call\"><details class=\"result {class}\"{open}><summary>{}</summary>\
+             <pre>{}</pre></details></div>",
+            escape(&super::check_head(check)),
+            escape(&check.output)
+        );
+    }
     for stray in super::stray_results(round) {
         let _ = writeln!(
             out,

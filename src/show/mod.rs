@@ -143,6 +143,28 @@ pub(crate) fn result_head(r: &ToolResult) -> String {
     head
 }
 
+/// `check make test · ✗ exit code 1 · attempt 2 · 0.4s · cut, whole output in FILE`.
+pub(crate) fn check_head(c: &crate::transcript::CheckRun) -> String {
+    let how = match c.exit_code {
+        Some(0) => "✓ passed".to_owned(),
+        Some(code) => format!("✗ exit code {code}"),
+        None => "✗ did not finish".to_owned(),
+    };
+    let mut head = format!(
+        "check {} · {how} · attempt {} · {}",
+        c.command,
+        c.attempt,
+        duration(c.duration_ms)
+    );
+    if c.truncated {
+        match &c.full_output {
+            Some(file) => head.push_str(&format!(" · cut, whole output in {file}")),
+            None => head.push_str(" · cut"),
+        }
+    }
+    head
+}
+
 /// `completed (exit 0) · 2 rounds · 3 tool calls (1 failed: 1 denied)`.
 pub(crate) fn end_head(end: &crate::transcript::End) -> String {
     let mut head = format!(

@@ -179,6 +179,13 @@ fn render_round(out: &mut Out, round: &Round, result_lines: usize) {
     for block in &round.blocks {
         render_block(out, round, block, result_lines);
     }
+    if let Some(check) = &round.check {
+        let style = if check.passed { GREEN } else { BOLD_RED };
+        let head = out.paint(style, &line(&super::check_head(check)));
+        out.line(&format!("  {head}"));
+        let body_style = (!check.passed).then_some(RED);
+        out.folded("    │ ", body_style, &check.output, result_lines);
+    }
     for stray in super::stray_results(round) {
         let note = out.paint(
             YELLOW,

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) mod assemble;
 pub(crate) mod builtin;
+pub(crate) mod check;
 pub(crate) mod hooks;
 pub mod manifest;
 pub mod mcp;

@@ -23,6 +23,7 @@ use super::{
 use crate::conversation::{CallDefect, ErrorKind, ToolResult, ToolUse};
 use crate::process::capture::cap_text;
 use crate::redact::Redactor;
+use crate::transcript::CheckRun;
 
 /// How long past its timeout a tool may take to clean up before the pipeline stops waiting.
 const CLEANUP_MARGIN: Duration = Duration::from_secs(3);
@@ -349,6 +350,57 @@ impl Toolbox {
                     ),
                 )
             }
+        }
+    }
+
+    /// Runs the user's `--check` command (see `tools::check`) as call `id`: the output is
+    /// redacted and capped as a result is, the whole saved beside the transcript when cut.
+    pub(crate) async fn check(
+        &self,
+        command: &str,
+        attempt: u32,
+        id: String,
+        cancel: CancellationToken,
+    ) -> CheckRun {
+        let started = Instant::now();
+        let ctx = ToolContext {
+            workspace: self.workspace.clone(),
+            cancel: cancel.child_token(),
+            call_id: id.clone(),
+            timeout: self.timeout,
+            env: self.env.clone(),
+            outputs: self.outputs.clone(),
+            sandbox: self.sandbox.clone(),
+            gate: Gate::open(),
+        };
+        let checked = super::check::run(command, &ctx).await;
+        let mut result = ToolResult {
+            tool_use_id: id,
+            name: "check".into(),
+            is_error: checked.exit_code != Some(0),
+            bytes: 0,
+            content: checked.output,
+            error_kind: None,
+            duration_ms: started.elapsed().as_millis() as u64,
+            truncated: false,
+            full_output: None,
+            redacted: Vec::new(),
+        };
+        self.redact(&mut result);
+        let result = self.cap(result);
+        let mut command = command.to_owned();
+        self.redactor.redact(&mut command);
+        CheckRun {
+            command,
+            attempt,
+            passed: checked.exit_code == Some(0),
+            exit_code: checked.exit_code,
+            duration_ms: result.duration_ms,
+            output: result.content,
+            truncated: result.truncated,
+            bytes: result.bytes,
+            full_output: result.full_output,
+            redacted: result.redacted,
         }
     }
 

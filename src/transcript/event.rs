@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{End, RetryNote, Round, Start};
+use super::{CheckRun, End, RetryNote, Round, Start};
 use crate::conversation::{ToolResult, ToolUse};
 
 /// One line of `--output stream-json` (serialized after `"v": 1` like a transcript line).
@@ -45,6 +45,14 @@ pub(crate) enum Event<'a> {
         round: u32,
         #[serde(flatten)]
         result: &'a ToolResult,
+    },
+    /// `--check` ran after the round's answer (the round's record, next, holds it too).
+    Check {
+        /// The round whose answer it judged.
+        #[schemars(range(min = 1))]
+        round: u32,
+        #[serde(flatten)]
+        check: &'a CheckRun,
     },
     Retry(&'a RetryNote),
     Round(&'a Round),

@@ -23,6 +23,8 @@ fn sample_start() -> Start {
             max_parallel: 8,
             max_calls_per_round: None,
             max_repeats: None,
+            check: None,
+            max_checks: None,
         },
         resumed_from: None,
         sandbox: None,
@@ -99,6 +101,7 @@ fn a_chain_is_followed_oldest_first_and_expanded_into_a_conversation() {
         elided: vec![],
         guards: vec![],
         cost_usd: None,
+        check: None,
     };
     let mut w = Writer::create(&first).unwrap();
     w.write(&Line::Start(sample_start())).unwrap();

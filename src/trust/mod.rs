@@ -156,6 +156,8 @@ pub(crate) const MAY_SET: &[(&str, Rule)] = &[
     ("max-parallel", Rule::Tighten),
     ("max-calls-per-round", Rule::Tighten),
     ("max-repeats", Rule::Tighten),
+    // Fewer attempts at the user's check only end a run sooner; the check itself runs code.
+    ("max-checks", Rule::Tighten),
     ("max-retries", Rule::Tighten),
     ("deny", Rule::Grow),
     ("fail-on", Rule::Grow),
@@ -209,7 +211,9 @@ fn reach(key: &str) -> &'static str {
         | "output-last-message"
         | "step-summary"
         | "no-step-summary" => "it decides what rounds writes where",
-        "pre-tool-hook" | "post-tool-hook" | "mcp" | "mcp-config" | "tools-file" => "it runs code",
+        "pre-tool-hook" | "post-tool-hook" | "mcp" | "mcp-config" | "tools-file" | "check" => {
+            "it runs code"
+        }
         "allow"
         | "sandbox"
         | "sandbox-write"

@@ -7,6 +7,7 @@ mod batch_queue;
 mod batch_untrusted;
 mod caching;
 mod call_ids;
+mod check;
 mod ci_inputs;
 mod cli;
 mod context;

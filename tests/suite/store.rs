@@ -367,6 +367,8 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             max_parallel: 2,
             max_calls_per_round: Some(16),
             max_repeats: Some(3),
+            check: Some("make test".into()),
+            max_checks: Some(3),
         },
         resumed_from: Some("/runs/earlier.jsonl".into()),
         sandbox: Some(
@@ -430,6 +432,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
                 count: None,
             }],
             cost_usd: Some(0.0123),
+            check: None,
         }),
         // A round with no blocks at all still exists.
         Line::Round(Round {
@@ -447,6 +450,18 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             elided: vec![],
             guards: vec![],
             cost_usd: None,
+            check: Some(rounds::transcript::CheckRun {
+                command: "make test".into(),
+                attempt: 2,
+                passed: false,
+                exit_code: Some(2),
+                duration_ms: 120,
+                output: "exit code: 2\nstdout: (empty)\nstderr:\nboom \u{0}\n".into(),
+                truncated: true,
+                bytes: 70_000,
+                full_output: Some("/tmp/x.outputs/check-2.txt".into()),
+                redacted: vec!["GH_TOKEN".into()],
+            }),
         }),
         Line::End(End {
             status: Status::Unavailable,
@@ -691,6 +706,8 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
             max_parallel: 1,
             max_calls_per_round: None,
             max_repeats: None,
+            check: None,
+            max_checks: None,
         },
         resumed_from: None,
         sandbox: None,
@@ -711,6 +728,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         elided: vec![],
         guards: vec![],
         cost_usd: None,
+        check: None,
     };
     let exported = block_on(async {
         let mut store = rounds::store::connect(&url).await.unwrap();

@@ -16,7 +16,7 @@ use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, par
 
 /// Bytes of each stream kept from the start and from the end; the rest is only in the spill
 /// file. Both streams together stay under the default result cap.
-const KEEP: usize = 6 * 1024;
+pub(crate) const KEEP: usize = 6 * 1024;
 
 pub(crate) struct Bash {
     spec: ToolSpec,
@@ -120,7 +120,8 @@ impl Tool for Bash {
     }
 }
 
-fn streams(stdout: &Captured, stderr: &Captured) -> String {
+/// Both streams as the model reads them: each, or that it was empty.
+pub(crate) fn streams(stdout: &Captured, stderr: &Captured) -> String {
     let show = |name: &str, c: &Captured| {
         if c.total == 0 {
             format!("{name}: (empty)\n")
