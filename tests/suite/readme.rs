@@ -128,6 +128,10 @@ pub(super) const CASES: &[(&str, Kind)] = &[
         "rounds batch jobs.jsonl --out results/ --jobs 8",
         Kind::Batch,
     ),
+    (
+        "rounds --edit --check 'cargo test --quiet' \"Make the failing test pass\"",
+        Kind::Check,
+    ),
     ("rounds doctor", Kind::Doctor),
     ("rounds models", Kind::Models),
 ];

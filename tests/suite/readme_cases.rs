@@ -54,6 +54,9 @@ pub(crate) enum Kind {
     Doctor,
     /// `rounds models`: the providers and the built-in aliases, with what they name.
     Models,
+    /// `--edit --check 'cargo test --quiet'`: the model stops with the test failing, reads the
+    /// check's output, fixes the code, and the run ends when the check passes.
+    Check,
 }
 
 /// A turn of the scripted model: the calls of one response, or its answer.
@@ -80,6 +83,14 @@ fn turns(kind: &Kind) -> Vec<Turn> {
                 ("bash", json!({"command": "cargo --version"})),
                 ("bash", json!({"command": "ls"})),
             ]),
+            Turn::Answer(ANSWER),
+        ],
+        Kind::Check => vec![
+            Turn::Answer(FIRST),
+            call(
+                "edit_file",
+                json!({"path": "src/lib.rs", "old_string": "a - b", "new_string": "a + b"}),
+            ),
             Turn::Answer(ANSWER),
         ],
         Kind::FullAuto => vec![
@@ -186,6 +197,17 @@ pub(crate) fn setup(kind: &Kind, sb: &Sandbox, server: &MockServer, command: &st
                 "properties": {"tests": {"type": "integer"}}});
             sb.write("answer.schema.json", &schema.to_string());
         }
+        Kind::Check => {
+            sb.write(
+                "Cargo.toml",
+                "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            );
+            sb.write(
+                "src/lib.rs",
+                "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n#[test]\nfn adds() {\n    \
+                 assert_eq!(add(2, 2), 4);\n}\n",
+            );
+        }
         Kind::Batch => sb.write(
             "jobs.jsonl",
             "{\"id\": \"one\", \"prompt\": \"Say one\"}\n{\"id\": \"two\", \"prompt\": \"Say two\"}\n",
@@ -274,6 +296,17 @@ pub(crate) fn check(kind: &Kind, sb: &Sandbox, server: &MockServer, out: &Run) {
         }
         Kind::EditAndCargo => check_edit_and_cargo(sb, out),
         Kind::FullAuto => check_full_auto(sb, out),
+        Kind::Check => {
+            ok(out);
+            assert!(read(&sb.ws(), "src/lib.rs").contains("a + b"));
+            let requests = server.requests();
+            assert_eq!(requests.len(), 3, "{}", out.stderr);
+            let second = requests[1].json().to_string();
+            assert!(
+                second.contains("cargo test --quiet") && second.contains("exit code: 101"),
+                "the failed check's output is not in the next request: {second}"
+            );
+        }
         Kind::LocalJson | Kind::StreamJson | Kind::Schema => check_piped(kind, server, out),
         Kind::MaxRounds => {
             assert_eq!(out.code, 3, "{}", out.stderr);
