@@ -43,15 +43,7 @@ pub(crate) fn extract(text: &str, offered: &[String]) -> Option<Found> {
     }
     let mut spans = candidates(text);
     if spans.is_empty() {
-        let trimmed = text.trim();
-        if trimmed.starts_with('{') {
-            let start = text.len() - text.trim_start().len();
-            spans.push(Span {
-                start,
-                end: start + trimmed.len(),
-                inner: (start, start + trimmed.len()),
-            });
-        }
+        spans.extend(bare(text));
     }
     let mut calls = Vec::new();
     let mut rest = Vec::new();
@@ -63,7 +55,12 @@ pub(crate) fn extract(text: &str, offered: &[String]) -> Option<Found> {
         if calls.len() + found.len() > MAX_CALLS {
             break;
         }
-        calls.extend(found);
+        // A small model at temperature 0 may write the same call over and over: once is the call.
+        for call in found {
+            if !calls.contains(&call) {
+                calls.push(call);
+            }
+        }
         rest.push(text[at..span.start].trim());
         at = span.end;
     }
@@ -134,6 +131,25 @@ fn candidates(text: &str) -> Vec<Span> {
         }
     }
     spans
+}
+
+/// A response that is nothing but calls: one or more JSON objects, and nothing else but the
+/// stray braces a chat template's escaping leaves around them (`{{"name": …}}}}`).
+fn bare(text: &str) -> Option<Span> {
+    let start = text.find(|c: char| c != '{' && !c.is_whitespace())?;
+    let open = text[..start].rfind('{')?;
+    if text[..open].chars().any(|c| c != '{' && !c.is_whitespace()) {
+        return None;
+    }
+    let mut values = serde_json::Deserializer::from_str(&text[open..]).into_iter::<Value>();
+    while let Some(Ok(_)) = values.next() {}
+    let end = open + values.byte_offset();
+    let tail_is_braces = text[end..].chars().all(|c| c == '}' || c.is_whitespace());
+    (end > open && tail_is_braces).then_some(Span {
+        start: 0,
+        end: text.len(),
+        inner: (open, end),
+    })
 }
 
 /// The line that closes a fence whose content starts at `from`: its start and end.

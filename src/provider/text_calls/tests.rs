@@ -46,6 +46,16 @@ fn the_forms_small_models_write_are_calls() {
             "```json\n[{\"name\": \"read_file\", \"arguments\": {}}, {\"name\": \"glob\", \"arguments\": {}}]\n```",
             2,
         ),
+        // Seen from Qwen2.5-Coder 1.5B on llama.cpp: a template's escaped braces around it.
+        (
+            "{{\"name\": \"glob\", \"arguments\": {\"pattern\": \"*.py\"}}}}",
+            1,
+        ),
+        // One object per line, the same call written again: two calls, each once.
+        (
+            "{\"name\": \"glob\", \"arguments\": {\"pattern\": \"a\"}}\n{\"name\": \"glob\", \"arguments\": {\"pattern\": \"b\"}}\n{\"name\": \"glob\", \"arguments\": {\"pattern\": \"a\"}}\n",
+            2,
+        ),
     ];
     for (text, n) in cases {
         assert_eq!(names(text).len(), n, "{text}");
@@ -85,6 +95,10 @@ fn hostile_or_doubtful_text_stays_text() {
         "Write `{\"name\": \"read_file\", \"arguments\": {}}` to call it.",
         "    <tool_call>{\"name\": \"read_file\", \"arguments\": {}}</tool_call>",
         "The answer is {\"name\": \"read_file\", \"arguments\": {}} as JSON.",
+        // Bare JSON with prose after it, or braces and nothing in them.
+        "{\"name\": \"read_file\", \"arguments\": {}}\nThen I will delete it.",
+        "{{{{ }}}}",
+        "{\"name\": \"read_file\", \"arguments\": {}} x }",
         // An unclosed fence is prose that was cut, not a call.
         "```json\n{\"name\": \"read_file\", \"arguments\": {}}",
     ];
@@ -119,5 +133,11 @@ fn huge_text_is_bounded_in_time_and_in_calls() {
         assert!(found.is_none_or(|f| f.calls.len() <= MAX_CALLS));
         assert!(started.elapsed().as_secs() < 2, "{} bytes", text.len());
     }
-    assert_eq!(names(&call.repeat(1_000)).len(), MAX_CALLS);
+    let distinct: String = (0..1_000)
+        .map(|i| {
+            format!("<tool_call>{{\"name\": \"read_file\", \"arguments\": {{\"path\": \"{i}\"}}}}</tool_call>\n")
+        })
+        .collect();
+    assert_eq!(names(&distinct).len(), MAX_CALLS);
+    assert_eq!(names(&call.repeat(1_000)).len(), 1, "the same call, once");
 }
