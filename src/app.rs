@@ -189,7 +189,6 @@ async fn set_up(
         provider: choice,
         model,
         idle_timeout,
-        prompt: _,
         project_docs,
         system,
         resume,
@@ -205,6 +204,7 @@ async fn set_up(
         transcript,
         transcript_is_default,
         store,
+        ..
     } = config;
     let provider = match providers {
         Some(source) => source.build(&choice, &model, idle_timeout),
@@ -219,9 +219,8 @@ async fn set_up(
         _ => system,
     };
     redact_prompt(&redactor, &mut turn, &mut system);
-    let records = open_records(transcript.as_ref(), store.as_deref(), transcript_is_default);
-    let mut records = records.await?;
-
+    let mut records =
+        (open_records(transcript.as_ref(), store.as_deref(), transcript_is_default)).await?;
     let start = Start {
         run_id: run_id.clone(),
         time: crate::agent::now_rfc3339(),
@@ -237,8 +236,7 @@ async fn set_up(
         sandbox: Some(sandbox_record),
         redaction: redactor.names(),
     };
-    let started = records.write(&Line::Start(start.clone())).await;
-    started.map_err(SetupError::Records)?;
+    (records.write(&Line::Start(start.clone())).await).map_err(SetupError::Records)?;
     observer.started(&start);
 
     Ok(Ready {

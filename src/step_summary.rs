@@ -97,19 +97,7 @@ pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&s
         item("Failure", failure_text(failure));
     }
     if let Some(check) = &outcome.check {
-        let how = match check.exit_code {
-            Some(0) => "passed".to_owned(),
-            Some(code) => format!("failed (exit code {code})"),
-            None => "did not finish".to_owned(),
-        };
-        item(
-            "Check",
-            format!(
-                "{} {how}, attempt {}",
-                code_span(&shorten(&check.command, 120)),
-                check.attempt
-            ),
-        );
+        item("Check", check_text(check));
     }
     if let Some(error) = &outcome.error {
         md.push_str(&format!("\n**Error:**\n\n{}\n", fenced(error)));
@@ -121,25 +109,41 @@ pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&s
         ));
     }
     if !outcome.final_text.is_empty() {
-        let lines = outcome.final_text.lines().count();
-        let mut answer = outcome.final_text.as_str();
-        let mut cut = String::new();
-        if answer.len() > MAX_ANSWER {
-            let mut end = MAX_ANSWER;
-            while !answer.is_char_boundary(end) {
-                end -= 1;
-            }
-            answer = &answer[..end];
-            cut = "\n_The answer is cut here; the transcript has all of it._\n".into();
-        }
-        md.push_str(&format!(
-            "\n<details><summary>Final answer ({lines} line{})</summary>\n\n{}\n{cut}\n</details>\n",
-            if lines == 1 { "" } else { "s" },
-            fenced(answer)
-        ));
+        md.push_str(&answer_details(&outcome.final_text));
     }
     md.push('\n');
     md
+}
+
+/// The check's last run: its command, how it ended, which attempt.
+fn check_text(check: &crate::transcript::CheckRun) -> String {
+    let how = match check.exit_code {
+        Some(0) => "passed".to_owned(),
+        Some(code) => format!("failed (exit code {code})"),
+        None => "did not finish".to_owned(),
+    };
+    let command = code_span(&shorten(&check.command, 120));
+    format!("{command} {how}, attempt {}", check.attempt)
+}
+
+/// The final answer, folded, cut at `MAX_ANSWER` bytes with a word that it was.
+fn answer_details(text: &str) -> String {
+    let lines = text.lines().count();
+    let mut answer = text;
+    let mut cut = String::new();
+    if answer.len() > MAX_ANSWER {
+        let mut end = MAX_ANSWER;
+        while !answer.is_char_boundary(end) {
+            end -= 1;
+        }
+        answer = &answer[..end];
+        cut = "\n_The answer is cut here; the transcript has all of it._\n".into();
+    }
+    format!(
+        "\n<details><summary>Final answer ({lines} line{})</summary>\n\n{}\n{cut}\n</details>\n",
+        if lines == 1 { "" } else { "s" },
+        fenced(answer)
+    )
 }
 
 /// The failure record in words a person and a `grep` both read: the kind as written in the

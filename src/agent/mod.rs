@@ -80,10 +80,8 @@ impl Agent {
         records: &mut Records,
         cancel: &Cancel,
     ) -> Outcome {
-        let _deadline = self
-            .limits
-            .deadline
-            .map(|after| cancel::deadline(after, cancel.clone()));
+        let deadline = self.limits.deadline;
+        let _deadline = deadline.map(|after| cancel::deadline(after, cancel.clone()));
         let mut done = Outcome::new(Status::MaxRounds, None);
         let offered = self.toolbox.offered();
         let mut context = self.context(&offered);
@@ -119,14 +117,9 @@ impl Agent {
             context.calibrate(history, round.usage.input_total());
             round.cost_usd = self.cost(&round.usage);
             done.rounds = number;
+            let may_check = stuck.is_none() && !summary;
             let (verdict, stop) = self
-                .judge(
-                    &mut round,
-                    &mut checks,
-                    stop,
-                    stuck.is_none() && !summary,
-                    cancel,
-                )
+                .judge(&mut round, &mut checks, stop, may_check, cancel)
                 .await;
             count(&mut done, &round);
             if let Err(e) = records.write(&Line::Round(round.clone())).await {

@@ -188,7 +188,7 @@ fn settings_checks(
         .unwrap_or_default();
     let (_, layers) = settings::settle(&command, &given, read);
     if !checks.iter().any(Check::failed)
-        && let Err(e) = values_as_a_run_reads_them(env, cwd, profile, overrides)
+        && let Some(e) = values_as_a_run_reads_them(env, cwd, profile, overrides)
     {
         checks.push(Check::new("settings", "values", State::Fail, e));
     }
@@ -206,12 +206,13 @@ fn settings_checks(
 
 /// What a run would say of the values the files and `-c` give (`max-rounds = "five"` reads
 /// as a file but is no number): the same parse a run does, with a prompt that is never sent.
+/// `None` when a run would take them.
 fn values_as_a_run_reads_them(
     env: &dyn Fn(&str) -> Option<String>,
     cwd: &Path,
     profile: Option<&str>,
     overrides: &[String],
-) -> Result<(), String> {
+) -> Option<String> {
     let mut args: Vec<std::ffi::OsString> = vec!["rounds".into()];
     if let Some(profile) = profile {
         args.extend(["--profile".into(), profile.into()]);
@@ -221,14 +222,14 @@ fn values_as_a_run_reads_them(
     }
     args.extend(["--".into(), "doctor".into()]);
     match settings::parse(args, env, cwd) {
-        Ok(_) => Ok(()),
+        Ok(_) => None,
         // clap's own lines end in a usage hint for a command line nobody typed here.
         Err(settings::ParseError::Clap(e)) => {
             let said = e.render().to_string();
             let first = said.lines().next().unwrap_or_default();
-            Err(first.trim_start_matches("error: ").to_owned())
+            Some(first.trim_start_matches("error: ").to_owned())
         }
-        Err(settings::ParseError::Settings(e)) => Err(e.to_string()),
+        Err(settings::ParseError::Settings(e)) => Some(e.to_string()),
     }
 }
 
