@@ -3,16 +3,21 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
 pub(crate) use crate::agent::OnMaxRounds;
 pub(crate) use crate::provider::{Api, CacheTtl, Effort, Parallel};
 
 mod subcommands;
+mod tool_flags;
+mod values;
 pub(crate) use subcommands::{
     BatchArgs, CompletionsArgs, DoctorArgs, ExportArgs, ListOutput, ModelsArgs, RunsArgs, ShowArgs,
     ToolsArgs,
 };
+pub use tool_flags::ToolFlags;
+pub(crate) use values::positive_secs;
+use values::{nonnegative_secs, positive_usd, temperature};
 
 /// Run an LLM tool-calling loop to completion, with no human present.
 ///
@@ -440,117 +445,6 @@ pub struct Cli {
 /// refuses (its jobs have their own): a flag joins by naming it (`group = ONE_RUN`).
 pub(crate) const ONE_RUN: &str = "one_run";
 
-/// Which tools exist and which the model may use: shared by a run and `rounds tools`.
-#[derive(Debug, Clone, Default, Args)]
-pub struct ToolFlags {
-    /// Allow tools: TOOL or TOOL(PATTERN), comma-separated, repeatable.
-    ///
-    /// Adds to the default (read_file, list_dir, glob, grep); "none" clears what came before, "all"
-    /// allows every tool. PATTERN is a glob on the call's subject: the path for file tools
-    /// (read_file(src/**)).
-    #[arg(
-        help_heading = "Tools & allowlist",
-        short,
-        long = "allow",
-        value_name = "RULES"
-    )]
-    pub allow: Vec<String>,
-
-    /// Deny tools or calls, same syntax as --allow.
-    ///
-    /// Deny wins over allow.
-    #[arg(
-        help_heading = "Tools & allowlist",
-        long = "deny",
-        value_name = "RULES"
-    )]
-    pub deny: Vec<String>,
-
-    /// Let the model edit files in the workspace (write_file, edit_file).
-    ///
-    /// Adds to what --allow offers; --deny still wins. Your settings file may set it, a
-    /// project's .rounds.toml may not.
-    #[arg(help_heading = "Tools & allowlist", long)]
-    pub edit: bool,
-
-    /// Let the model edit files and run commands in the sandbox (--edit plus bash).
-    ///
-    /// bash runs in the --sandbox: workspace-write, no network, unless you say otherwise;
-    /// --sandbox off is refused. Adds to what --allow offers; --deny still wins.
-    #[arg(help_heading = "Tools & allowlist", long)]
-    pub full_auto: bool,
-
-    /// Pass this environment variable through to tool processes (repeatable).
-    ///
-    /// Tools get a scrubbed environment (PATH, HOME, LANG, … but no keys); provider keys are never
-    /// passed.
-    #[arg(
-        help_heading = "Tools & allowlist",
-        long = "tool-env",
-        value_name = "NAME"
-    )]
-    pub tool_env: Vec<String>,
-
-    /// Search endpoint for web_search, with {query} where the URL-encoded query goes.
-    ///
-    /// It may answer with a DuckDuckGo-style HTML page or JSON {"results":[{"title","url","snippet"}]}.
-    /// [default: https://html.duckduckgo.com/html/?q={query}]
-    #[arg(help_heading = "Tools & allowlist", long, value_name = "URL")]
-    pub search_url: Option<String>,
-
-    /// Let web_fetch reach loopback, private, link-local and other non-public addresses (off by
-    /// default: a fetched page could talk the model into reading 169.254.169.254 or an internal
-    /// admin port). Proxies set in HTTP(S)_PROXY/ALL_PROXY are always reachable.
-    #[arg(help_heading = "Tools & allowlist", long)]
-    pub web_allow_private: bool,
-
-    /// The OS sandbox of every tool process (bash, command tools, hooks, MCP servers), on
-    /// Linux with Landlock and seccomp: workspace-write lets them write only in the workspace
-    /// and the temp dir, with no network and no access to other processes;
-    /// read-only allows no writes; off removes it; require is workspace-write that must be
-    /// fully enforced (exit 2 when the kernel cannot).
-    #[arg(help_heading = "Sandbox", long, value_name = "MODE", default_value = "workspace-write",
-          value_parser = clap::builder::PossibleValuesParser::new(crate::process::sandbox::FLAG_VALUES))]
-    pub sandbox: String,
-
-    /// Let tool processes also write below DIR (repeatable), e.g. a cache directory.
-    #[arg(help_heading = "Sandbox", long = "sandbox-write", value_name = "DIR")]
-    pub sandbox_write: Vec<PathBuf>,
-
-    /// Let bash and hooks use the network (command tools and MCP servers declare their own need
-    /// with network = true in their entry).
-    #[arg(help_heading = "Sandbox", long)]
-    pub tool_network: bool,
-
-    /// The directory file tools are confined to.
-    ///
-    /// [default: the current directory]
-    #[arg(help_heading = "Tools & allowlist", short, long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
-
-    /// Add command tools from a manifest (TOML or JSON; see docs/tools.md), repeatable.
-    #[arg(
-        help_heading = "Tools & allowlist",
-        long = "tools-file",
-        value_name = "FILE"
-    )]
-    pub tools_file: Vec<PathBuf>,
-
-    /// Start an MCP server over stdio ("NAME=COMMAND ARGS…") and offer its tools as NAME__TOOL;
-    /// repeatable.
-    #[arg(help_heading = "MCP", long = "mcp", value_name = "NAME=COMMAND")]
-    pub mcp: Vec<String>,
-
-    /// Start the MCP servers of a config file ({"mcpServers": {NAME: {command, args, env}}}).
-    #[arg(help_heading = "MCP", long, value_name = "FILE")]
-    pub mcp_config: Option<PathBuf>,
-
-    /// How long each MCP server may take to start: answer initialize and list all its tools.
-    #[arg(help_heading = "MCP", long, value_name = "SECS", default_value_t = 15.0, value_parser = positive_secs,
-          env = "ROUNDS_MCP_STARTUP_TIMEOUT")]
-    pub mcp_startup_timeout: f64,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List every tool available under the given flags (built-in, manifest, MCP) with its
@@ -633,56 +527,6 @@ Examples:
 
 A prompt that starts with a subcommand's name (tools, export, config, batch, runs, show, models,
 doctor, completions, man, help) needs -- in front: rounds -- show me the tests";
-
-/// The most seconds any time flag takes (about 31 years): far beyond any real limit, and small
-/// enough that adding it to the current time cannot overflow.
-const MAX_SECS: f64 = 1e9;
-
-/// A flag's value that is not what the flag takes: what it expected, and what it got.
-#[derive(Debug, thiserror::Error)]
-#[error("expected {expected}, got {got:?}")]
-pub(crate) struct BadValue {
-    expected: String,
-    got: String,
-}
-
-fn bad(expected: impl Into<String>, got: &str) -> BadValue {
-    BadValue {
-        expected: expected.into(),
-        got: got.to_owned(),
-    }
-}
-
-fn nonnegative_secs(s: &str) -> Result<f64, BadValue> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=MAX_SECS).contains(&v) => Ok(v),
-        _ => Err(bad(format!("a number of seconds from 0 to {MAX_SECS}"), s)),
-    }
-}
-
-fn positive_usd(s: &str) -> Result<f64, BadValue> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(bad("a positive amount of US dollars", s)),
-    }
-}
-
-fn temperature(s: &str) -> Result<f64, BadValue> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=2.0).contains(&v) => Ok(v),
-        _ => Err(bad("a temperature from 0 to 2", s)),
-    }
-}
-
-pub(crate) fn positive_secs(s: &str) -> Result<f64, BadValue> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= MAX_SECS => Ok(v),
-        _ => Err(bad(
-            format!("a positive number of seconds up to {MAX_SECS}"),
-            s,
-        )),
-    }
-}
 
 #[cfg(test)]
 mod tests;
