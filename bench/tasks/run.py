@@ -177,6 +177,11 @@ def run_task(task, args, rounds_bin):
         pass
     solved = check(task, out.stdout, ws)
     kinds = classify(task, rounds, status, before, snapshot(ws))
+    if args.keep and not solved and os.path.exists(transcript):
+        # The transcripts of the runs that failed: what to read to see why.
+        os.makedirs(args.keep, exist_ok=True)
+        n = len(os.listdir(args.keep))
+        shutil.copy(transcript, os.path.join(args.keep, f"{n:03}-{task['id']}.jsonl"))
     shutil.rmtree(root, ignore_errors=True)
     return {"task": task["id"], "bin": spec, "solved": solved, "secs": round(took, 2),
             "requests": len(rounds), "status": status, "exit": out.returncode,
@@ -222,6 +227,8 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated task ids")
     ap.add_argument("--json", metavar="OUT", default="",
                     help="write every run's raw result (a JSON list) to OUT")
+    ap.add_argument("--keep", metavar="DIR", default="",
+                    help="copy the transcript of every run that did not solve its task to DIR")
     args = ap.parse_args()
     bins = args.rounds_bin or [os.path.join(HERE, "../../target/release/rounds")]
     tasks = json.load(open(os.path.join(HERE, "tasks.json")))
