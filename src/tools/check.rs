@@ -4,11 +4,9 @@
 //! never through the allowlist or the hooks: those judge the model's calls, and the check is the
 //! user's own (it runs whether or not bash is allowed).
 
-use std::ffi::OsString;
-
 use super::ToolContext;
-use super::builtin::bash::{KEEP, streams};
-use crate::process::{self, Exit, Limits};
+use super::builtin::bash::{command_spec, streams};
+use crate::process::{self, Exit};
 
 /// How a check ended: its exit code (none when it was stopped) and the text the model reads.
 pub(crate) struct Checked {
@@ -19,25 +17,7 @@ pub(crate) struct Checked {
 /// Runs `command` with `bash -c` in the workspace root. The output holds no duration, so two
 /// runs that failed the same way read the same (the loop guard compares them).
 pub(crate) async fn run(command: &str, ctx: &ToolContext) -> Checked {
-    let spec = process::Spec {
-        argv: vec!["bash".into(), "-c".into(), OsString::from(command)],
-        cwd: ctx.workspace.root(),
-        env: &ctx.env,
-        stdin: None,
-        timeout: ctx.timeout,
-        cancel: ctx.cancel.clone(),
-        stdout: Limits {
-            head: KEEP,
-            tail: KEEP,
-            spill: ctx.outputs.file(&ctx.call_id, "stdout"),
-        },
-        stderr: Limits {
-            head: KEEP,
-            tail: KEEP,
-            spill: ctx.outputs.file(&ctx.call_id, "stderr"),
-        },
-        sandbox: &ctx.sandbox,
-    };
+    let spec = command_spec(command, ctx, ctx.timeout);
     let done = match process::run(spec).await {
         Ok(done) => done,
         Err(e) => {

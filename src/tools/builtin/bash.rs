@@ -16,7 +16,33 @@ use crate::tools::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, par
 
 /// Bytes of each stream kept from the start and from the end; the rest is only in the spill
 /// file. Both streams together stay under the default result cap.
-pub(crate) const KEEP: usize = 6 * 1024;
+const KEEP: usize = 6 * 1024;
+
+/// How a command runs, for bash and for `--check`: `bash -c` in the workspace root, stdin
+/// closed, each stream's head and tail kept and the whole spilled under the call's id. The
+/// sandbox is the run's, which already follows --tool-network.
+pub(crate) fn command_spec<'a>(
+    command: &str,
+    ctx: &'a ToolContext,
+    timeout: Duration,
+) -> process::Spec<'a> {
+    let limits = |stream: &str| Limits {
+        head: KEEP,
+        tail: KEEP,
+        spill: ctx.outputs.file(&ctx.call_id, stream),
+    };
+    process::Spec {
+        argv: vec!["bash".into(), "-c".into(), OsString::from(command)],
+        cwd: ctx.workspace.root(),
+        env: &ctx.env,
+        stdin: None,
+        timeout,
+        cancel: ctx.cancel.clone(),
+        stdout: limits("stdout"),
+        stderr: limits("stderr"),
+        sandbox: &ctx.sandbox,
+    }
+}
 
 pub(crate) struct Bash {
     spec: ToolSpec,
@@ -79,26 +105,7 @@ impl Tool for Bash {
             .filter(|t| *t > 0.0)
             .and_then(|t| Duration::try_from_secs_f64(t).ok())
             .map_or(ctx.timeout, |t| t.min(ctx.timeout));
-        let spec = process::Spec {
-            argv: vec!["bash".into(), "-c".into(), OsString::from(&args.command)],
-            cwd: ctx.workspace.root(),
-            env: &ctx.env,
-            stdin: None,
-            timeout: limit,
-            cancel: ctx.cancel.clone(),
-            stdout: Limits {
-                head: KEEP,
-                tail: KEEP,
-                spill: ctx.outputs.file(&ctx.call_id, "stdout"),
-            },
-            stderr: Limits {
-                head: KEEP,
-                tail: KEEP,
-                spill: ctx.outputs.file(&ctx.call_id, "stderr"),
-            },
-            // bash follows --tool-network, which the run's sandbox already says.
-            sandbox: &ctx.sandbox,
-        };
+        let spec = command_spec(&args.command, ctx, limit);
         let done = process::run(spec)
             .await
             .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
