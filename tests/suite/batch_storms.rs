@@ -56,6 +56,29 @@ fn limited(retry_after: Option<&str>) -> Reply {
     reply
 }
 
+/// Three-round jobs against an endpoint that, from the 20th request on, answers every request
+/// with 429 for 2 s, then recovers; and how many 429s it served.
+fn storm_server(retry_after: Option<&'static str>) -> (MockServer, Arc<Mutex<usize>>) {
+    const WINDOW: Duration = Duration::from_secs(2);
+    let refused: Arc<Mutex<usize>> = Arc::default();
+    let count = refused.clone();
+    let mut seen = (0, None::<Instant>);
+    let server = MockServer::respond(move |r| {
+        seen.0 += 1;
+        if seen.0 == 20 {
+            seen.1 = Some(r.received);
+        }
+        match seen.1 {
+            Some(since) if r.received < since + WINDOW => {
+                *count.lock().unwrap() += 1;
+                limited(retry_after)
+            }
+            _ => three_rounds(r),
+        }
+    });
+    (server, refused)
+}
+
 #[test]
 fn a_429_window_fails_no_job_when_it_names_its_wait() {
     storm(Some("1"));
@@ -66,32 +89,15 @@ fn a_429_window_that_names_no_wait_fails_no_job_either() {
     storm(None);
 }
 
-/// 40 three-round jobs, 8 at once, one retry each: from the 20th request on, the endpoint
-/// answers every request with 429 for 2 s, then recovers. Every wave of 429s would cost each
+/// 40 three-round jobs, 8 at once, one retry each, through the storm of `storm_server`. Every wave of 429s would cost each
 /// job in flight a retry; the shared pause must cost none.
 fn storm(retry_after: Option<&'static str>) {
-    const WINDOW: Duration = Duration::from_secs(2);
-    let state: Arc<Mutex<(usize, Option<Instant>, usize)>> = Arc::default();
-    let seen = state.clone();
-    let server = MockServer::respond(move |r| {
-        let mut s = seen.lock().unwrap();
-        s.0 += 1;
-        if s.0 == 20 {
-            s.1 = Some(r.received);
-        }
-        match s.1 {
-            Some(since) if r.received < since + WINDOW => {
-                s.2 += 1;
-                limited(retry_after)
-            }
-            _ => three_rounds(r),
-        }
-    });
+    let (server, refused) = storm_server(retry_after);
     let sb = Sandbox::new();
     let jobs = jobs_file(&sb, 40);
     let out = sb.path("out");
     let ran = run(batch(&sb, &server, &jobs, &out).args(["--jobs", "8", "--max-retries", "1"]));
-    let refused = state.lock().unwrap().2;
+    let refused = *refused.lock().unwrap();
     assert!(
         refused >= 8,
         "the storm must meet several jobs: {refused} 429s"
@@ -107,6 +113,65 @@ fn storm(retry_after: Option<&'static str>) {
         "{}",
         ran.stderr
     );
+}
+
+#[test]
+fn a_429_window_fails_no_job_through_two_queue_workers() {
+    let Some(pg) = crate::common::pg::server() else {
+        return;
+    };
+    let schema = crate::common::pg::Schema::new(pg);
+    let (server, refused) = storm_server(Some("1"));
+    let sb = Sandbox::new();
+    let jobs = jobs_file(&sb, 40);
+    sb.write("a.txt", "alpha\n");
+    let queue = |cmd: &mut Command| {
+        cmd.arg("batch").arg("--store").arg(&schema.url);
+    };
+    let mut enqueue = sb.anthropic(&server);
+    queue(&mut enqueue);
+    enqueue
+        .arg(&jobs)
+        .args(["--enqueue", "--max-rounds", "5", "--max-retries", "1"]);
+    let queued = run(&mut enqueue);
+    assert_eq!(queued.code, 0, "{}", queued.stderr);
+    let batch = queued.stdout.trim().to_owned();
+    let spawn = |out: &str| {
+        let mut cmd = sb.anthropic(&server);
+        queue(&mut cmd);
+        cmd.args([
+            "--batch",
+            &batch,
+            "--worker",
+            "--jobs",
+            "4",
+            "--max-retries",
+            "1",
+        ])
+        .arg("--out")
+        .arg(sb.path(out))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let workers = [spawn("w1"), spawn("w2")];
+    let mut said = String::new();
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        said.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    let refused = *refused.lock().unwrap();
+    assert!(
+        refused >= 8,
+        "the storm must meet several jobs: {refused} 429s"
+    );
+    let rows = crate::common::pg::sql(
+        &schema.url,
+        "SELECT result->>'status', count(*) FROM batch_jobs GROUP BY 1 ORDER BY 1",
+    );
+    let by_status: Vec<(Option<String>, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(by_status, [(Some("completed".to_owned()), 40)], "{said}");
 }
 
 /// When `t` (RFC 3339, from a transcript) was.
