@@ -308,7 +308,7 @@ fn a_full_disk_stops_new_jobs_says_so_once_and_keeps_every_completed_line() {
     for entry in std::fs::read_dir(&out).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.starts_with("job-") {
+        if !name.starts_with("job-") || !name.ends_with(".jsonl") {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
@@ -344,6 +344,13 @@ fn a_full_disk_stops_new_jobs_says_so_once_and_keeps_every_completed_line() {
         "said {said} times:\n{}",
         ran.stderr
     );
+    // A job that could not start leaves nothing behind: no empty transcript, no empty outputs
+    // directory (the attempts directory is made only when a transcript is set aside).
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(path.is_file() && size > 0, "{} left behind", path.display());
+    }
 }
 
 #[test]
