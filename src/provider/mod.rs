@@ -33,6 +33,7 @@ pub(crate) mod sse;
 #[cfg(test)]
 pub(crate) mod testing;
 pub(crate) mod text_calls;
+pub(crate) mod vertex;
 
 pub(crate) use choice::{Api, BuildError, OptionError, ProviderChoice, build, build_with};
 pub(crate) use failure::Failure;
