@@ -18,6 +18,8 @@ use crate::conversation::{Block, Message, StopReason, Usage};
 use crate::net::clip;
 
 pub(crate) mod anthropic;
+pub(crate) mod auth;
+pub(crate) mod azure;
 mod choice;
 mod endpoint;
 mod failure;
@@ -35,7 +37,7 @@ pub(crate) mod testing;
 pub(crate) mod text_calls;
 pub(crate) mod vertex;
 
-pub(crate) use choice::{Api, BuildError, OptionError, ProviderChoice, build, build_with};
+pub(crate) use choice::{Api, BuildError, Cloud, OptionError, ProviderChoice, build, build_with};
 pub(crate) use failure::Failure;
 pub(crate) use options::{Effort, Options, Parallel};
 pub(crate) use progress::{MAX_RESPONSE_BYTES, Progress};
@@ -171,13 +173,23 @@ pub(crate) enum ProviderError {
     /// The replay provider has nothing (more) to play.
     #[error("replay: {0}")]
     Replay(String),
+    /// Credentials could not be found, fetched or applied (a cloud's credential chain, a token
+    /// endpoint). The message names what was tried and never holds a secret.
+    #[error("{provider}: credentials: {message}")]
+    Credentials {
+        provider: String,
+        message: String,
+        kind: Failure,
+    },
 }
 
 impl ProviderError {
     /// What kind of failure this is, as decided where it was made.
     pub(crate) fn kind(&self) -> Failure {
         match self {
-            ProviderError::Http { kind, .. } | ProviderError::Stream { kind, .. } => *kind,
+            ProviderError::Http { kind, .. }
+            | ProviderError::Stream { kind, .. }
+            | ProviderError::Credentials { kind, .. } => *kind,
             ProviderError::Transport { .. } | ProviderError::Truncated { .. } => Failure::Network,
             ProviderError::Idle { .. } => Failure::Stalled,
             ProviderError::TooLarge { .. } => Failure::TooLarge,
@@ -206,6 +218,25 @@ impl ProviderError {
             _ => None,
         };
         crate::outcome::FailureRecord::new(self.kind(), retry_after)
+    }
+}
+
+/// Which credentials a cloud provider would use, for `rounds doctor`: sources and names, never
+/// a secret, and no network. `None` for a provider with a plain key (doctor checks the key).
+pub(crate) fn describe_credentials(
+    entry: &crate::providers::Entry,
+    key_file: Option<&std::path::Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Vec<String>> {
+    use crate::providers::Auth;
+    match entry.auth {
+        Auth::Key => None,
+        Auth::Azure if key_file.is_some() => {
+            Some(vec!["api-key header from --api-key-file".into()])
+        }
+        Auth::Azure => Some(azure::describe_credentials(env)),
+        Auth::Aws if key_file.is_some() => Some(vec!["Bedrock API key from --api-key-file".into()]),
+        Auth::Aws | Auth::Google => Some(vec!["(not built yet)".into()]),
     }
 }
 

@@ -1,5 +1,6 @@
 mod action;
 mod answers;
+mod azure;
 mod batch;
 mod batch_failures;
 mod batch_ids;
