@@ -236,7 +236,8 @@ pub(crate) fn describe_credentials(
         }
         Auth::Azure => Some(azure::describe_credentials(env)),
         Auth::Aws if key_file.is_some() => Some(vec!["Bedrock API key from --api-key-file".into()]),
-        Auth::Aws | Auth::Google => Some(vec!["(not built yet)".into()]),
+        Auth::Aws => Some(vec!["(not built yet)".into()]),
+        Auth::Google => Some(vertex::describe_credentials(env)),
     }
 }
 

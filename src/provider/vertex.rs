@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use reqwest::header::HeaderMap;
 
 use super::anthropic::{self, AnthropicMapper, Host};
+use super::choice::{BuildError, Cloud};
 use super::endpoint::Endpoint;
 use super::gemini::{self, GeminiMapper};
 use super::{EventStream, Provider, ProviderError, Request};
@@ -133,6 +134,18 @@ pub(crate) fn url(base: &str, place: &Place, model: &str) -> String {
     format!("{base}/v1/projects/{project}/locations/{location}/publishers/{method}")
 }
 
+/// The provider for `-m vertex/MODEL`, placed by `cloud` (the flags and settings), else by the
+/// environment.
+pub(crate) fn build(endpoint: Endpoint, cloud: &Cloud) -> Result<Arc<dyn Provider>, BuildError> {
+    let flags = Flags {
+        project: cloud.project.as_deref(),
+        location: cloud.region.as_deref(),
+    };
+    let env = |name: &str| crate::env::var(name);
+    let vertex = build_from(endpoint, &flags, &env).map_err(|e| BuildError::Config(e.message))?;
+    Ok(Arc::new(vertex))
+}
+
 /// The flags of a run that place it on Vertex (`--project`, `--region`), before the
 /// environment is asked.
 #[derive(Debug, Clone, Default)]
@@ -149,37 +162,22 @@ pub(crate) fn build_from(
     flags: &Flags<'_>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vertex, adc::AuthError> {
-    let auth = adc::GoogleAuth::locate(env)?;
+    let auth = adc::GoogleAuth::locate(env, endpoint.client.clone())?;
     let place = place(flags.project, flags.location, env, auth.file_project())
         .map_err(adc::AuthError::config)?;
     endpoint.url = url(&endpoint.url, &place, &endpoint.model);
+    // The entry's key variable names the credentials file, read above: it is no header.
+    endpoint.key = None;
+    endpoint.credentials = Some(Arc::new(auth));
     Ok(Vertex {
         family: Family::of(&endpoint.model),
         endpoint,
-        auth: Arc::new(auth),
     })
 }
 
 pub(crate) struct Vertex {
     endpoint: Endpoint,
     family: Family,
-    auth: Arc<adc::GoogleAuth>,
-}
-
-impl Vertex {
-    /// The URL requests go to.
-    #[cfg(test)]
-    pub(crate) fn url(&self) -> &str {
-        &self.endpoint.url
-    }
-
-    /// The bearer token (and quota project) for the next attempt.
-    async fn identity(&self) -> Result<HeaderMap, ProviderError> {
-        self.auth
-            .headers(&self.endpoint.client)
-            .await
-            .map_err(adc::AuthError::into_provider)
-    }
 }
 
 #[async_trait]
@@ -194,7 +192,8 @@ impl Provider for Vertex {
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
         let e = &self.endpoint;
-        let headers = self.identity().await?;
+        // The identity is added per attempt by the endpoint's credentials.
+        let headers = HeaderMap::new();
         match self.family {
             Family::Gemini => {
                 let wire = gemini::build_body(&e.model, e.name, request, &e.options);

@@ -1,3 +1,4 @@
+use super::request::VERTEX_VERSION;
 use super::*;
 use crate::conversation::{Class, ToolSpec};
 use crate::conversation::{ErrorKind, ToolResult};

@@ -16,11 +16,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use google_cloud_auth::credentials::{self as gca, CacheableResource};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use super::service_account::ServiceAccount;
+use crate::provider::auth::Credentials;
 use crate::provider::{Failure, ProviderError};
 
 /// The one scope Vertex AI needs.
@@ -80,12 +82,9 @@ impl AuthError {
     }
 
     pub(crate) fn into_provider(self) -> ProviderError {
-        // Until the shared `ProviderError::Credentials` lands: an error of the same kind.
-        ProviderError::Http {
+        ProviderError::Credentials {
             provider: super::NAME.into(),
-            status: 0,
             message: self.message,
-            retry_after: None,
             kind: self.kind,
         }
     }
@@ -127,6 +126,8 @@ enum Kind {
 pub(crate) struct GoogleAuth {
     origin: Origin,
     kind: Kind,
+    /// The providers' client, for the token endpoints too.
+    client: reqwest::Client,
     /// google-cloud-auth's credentials (they hold the token cache), made at the first request:
     /// they start a refresh task, which needs the runtime.
     library: tokio::sync::OnceCell<gca::Credentials>,
@@ -176,7 +177,10 @@ fn read_file(origin: &Origin, path: &PathBuf) -> Result<(String, Value), AuthErr
 
 impl GoogleAuth {
     /// The credentials the environment names, read and checked (but no token fetched).
-    pub(crate) fn locate(env: &dyn Fn(&str) -> Option<String>) -> Result<GoogleAuth, AuthError> {
+    pub(crate) fn locate(
+        env: &dyn Fn(&str) -> Option<String>,
+        client: reqwest::Client,
+    ) -> Result<GoogleAuth, AuthError> {
         let origin = origin(env);
         let kind = match &origin {
             Origin::Variable(path) | Origin::Gcloud(path) => {
@@ -203,6 +207,7 @@ impl GoogleAuth {
         Ok(GoogleAuth {
             origin,
             kind,
+            client,
             library: tokio::sync::OnceCell::new(),
         })
     }
@@ -217,7 +222,8 @@ impl GoogleAuth {
 
     /// The headers that carry the identity: `authorization` (sensitive), and the quota
     /// project's header where the credentials name one.
-    pub(crate) async fn headers(&self, client: &reqwest::Client) -> Result<HeaderMap, AuthError> {
+    pub(crate) async fn headers(&self) -> Result<HeaderMap, AuthError> {
+        let client = &self.client;
         if let Kind::ServiceAccount(sa) = &self.kind {
             let mut headers = HeaderMap::new();
             let mut value = HeaderValue::from_str(&sa.bearer(client).await?).map_err(|_| {
@@ -315,6 +321,15 @@ impl GoogleAuth {
              login`) is not there, and {} did not answer ({why})",
             self.origin
         )))
+    }
+}
+
+#[async_trait]
+impl Credentials for GoogleAuth {
+    async fn authorize(&self, request: &mut reqwest::Request) -> Result<(), ProviderError> {
+        let headers = self.headers().await.map_err(AuthError::into_provider)?;
+        request.headers_mut().extend(headers);
+        Ok(())
     }
 }
 

@@ -93,16 +93,8 @@ impl ServiceAccount {
         })
     }
 
-    pub(crate) fn email(&self) -> &str {
-        &self.email
-    }
-
     pub(crate) fn project(&self) -> Option<&str> {
         self.project.as_deref()
-    }
-
-    pub(crate) fn token_uri(&self) -> &str {
-        &self.token_uri
     }
 
     /// `Bearer TOKEN`, from the cache while it is fresh.

@@ -348,7 +348,7 @@ fn a_named_file_that_is_missing_malformed_or_unknown_stops_the_build() {
         (unknown.as_str(), "not supported"),
     ] {
         let env = env_of(&[("GOOGLE_APPLICATION_CREDENTIALS", path)]);
-        let Err(e) = GoogleAuth::locate(&env) else {
+        let Err(e) = GoogleAuth::locate(&env, crate::provider::http::client().unwrap()) else {
             panic!("{path} accepted")
         };
         assert_eq!(e.kind, Failure::Config);
@@ -372,10 +372,9 @@ async fn no_credentials_at_all_is_a_config_error_naming_what_was_tried() {
         ("HOME", &dir.path().display().to_string()),
         ("GCE_METADATA_HOST", &host),
     ]);
-    let auth = GoogleAuth::locate(&env).unwrap();
-    let client = crate::provider::http::client().unwrap();
+    let auth = GoogleAuth::locate(&env, crate::provider::http::client().unwrap()).unwrap();
     let started = std::time::Instant::now();
-    let e = auth.headers(&client).await.unwrap_err();
+    let e = auth.headers().await.unwrap_err();
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(e.kind, Failure::Config);
     for named in [
