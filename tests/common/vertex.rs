@@ -166,6 +166,7 @@ impl Seen {
                 self.metadata(r, lifetime)
             }
             p if p.ends_with(":generateAccessToken") => self.impersonate(r),
+            "/oidc" => github_oidc(r),
             _ => Err(format!("no route for {}", r.path)),
         };
         match outcome {
@@ -253,6 +254,18 @@ impl Seen {
             json!({"accessToken": token, "expireTime": expire.to_string()}),
         ))
     }
+}
+
+/// GitHub's OIDC token endpoint as google-github-actions/auth's file asks it: a bearer
+/// request token, the audience in the query, the token in the JSON's `value`.
+fn github_oidc(r: &Recorded) -> Result<Reply, String> {
+    if r.header("authorization") != Some(concat!("Bearer ", "gh-request-token")) {
+        return Err("the OIDC request without the runner's request token".into());
+    }
+    if !r.path.contains("audience=") {
+        return Err(format!("no audience in {}", r.path));
+    }
+    Ok(json_reply(json!({"value": "github-oidc-jwt", "count": 1})))
 }
 
 fn json_reply(body: Value) -> Reply {

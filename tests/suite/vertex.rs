@@ -237,6 +237,48 @@ fn workload_identity_federation_exchanges_a_file_sourced_token_at_the_sts() {
     secrets_absent(&[&out.stdout, &out.stderr]);
 }
 
+/// The file google-github-actions/auth writes: the subject token fetched from GitHub's OIDC
+/// endpoint (a URL with the runner's request token as a header, the token in JSON).
+#[test]
+fn workload_identity_federation_fetches_a_url_sourced_token_as_github_actions_sets_it_up() {
+    let sb = sandbox();
+    let google = Google::start(gemini_rounds(), 3600, Duration::ZERO);
+    let config = sb.path("gha-creds.json");
+    write_json(
+        &config,
+        &json!({"type": "external_account", "audience": "//iam.googleapis.com/pool",
+            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": format!("{}/sts", google.url()),
+            "credential_source": {
+                "url": format!("{}/oidc?api-version=2.0&audience=https://iam.googleapis.com/pool", google.url()),
+                "headers": {"Authorization": "Bearer gh-request-token"},
+                "format": {"type": "json", "subject_token_field_name": "value"}}}),
+    );
+    let out = run(sb
+        .rounds()
+        .env("GOOGLE_APPLICATION_CREDENTIALS", &config)
+        .env("GOOGLE_CLOUD_PROJECT", "gha-project")
+        .args(["--base-url", &google.url()])
+        .args([
+            "-m",
+            "vertex/gemini-2.5-pro",
+            "--no-transcript",
+            "read a.txt",
+        ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(google.problems(), Vec::<String>::new());
+    let exchange = google
+        .tokens()
+        .into_iter()
+        .find(|r| r.path == "/sts")
+        .expect("an exchange");
+    assert_eq!(form(&exchange)["subject_token"], "github-oidc-jwt");
+    for r in google.model_requests() {
+        assert_eq!(r.header("authorization"), Some("Bearer sts-token-1"));
+    }
+    assert!(!out.stderr.contains("gh-request-token"));
+}
+
 #[test]
 fn workload_identity_federation_can_impersonate_a_service_account() {
     let sb = sandbox();
@@ -436,4 +478,52 @@ fn credentials_never_reach_a_tools_environment_or_the_transcript() {
     );
     assert!(!transcript.contains("key.json"), "{transcript}");
     secrets_absent(&[&transcript, &out.stdout, &out.stderr]);
+}
+
+#[test]
+fn doctor_names_the_credentials_vertex_would_use_without_a_secret() {
+    let sb = sandbox();
+    let key = sb.path("key.json");
+    write_json(&key, &key_file("http://127.0.0.1:9"));
+    let doctor = |vars: &[(&str, &std::ffi::OsStr)]| {
+        let mut cmd = sb.rounds();
+        cmd.envs(vars.iter().copied()).args([
+            "doctor",
+            "-m",
+            "vertex/gemini-2.5-pro",
+            "--timeout",
+            "1",
+        ]);
+        run(&mut cmd)
+    };
+    let out = doctor(&[("GOOGLE_APPLICATION_CREDENTIALS", key.as_os_str())]);
+    let auth = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("auth") && l.contains("vertex:"));
+    let auth = auth.unwrap_or_default();
+    assert!(auth.starts_with("ok"), "{}", out.stdout);
+    for said in [
+        crate::common::vertex::EMAIL,
+        "key.json",
+        "http://127.0.0.1:9/token",
+        "global",
+    ] {
+        assert!(auth.contains(said), "{said}: {auth}");
+    }
+    secrets_absent(&[&out.stdout, &out.stderr]);
+    let out = doctor(&[(
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        sb.path("gone.json").as_os_str(),
+    )]);
+    let auth = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("auth") && l.contains("vertex:"));
+    assert!(
+        auth.unwrap_or_default().contains("gone.json"),
+        "{}",
+        out.stdout
+    );
+    assert_ne!(out.code, 0, "{}", out.stdout);
 }

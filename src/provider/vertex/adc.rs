@@ -337,19 +337,33 @@ impl Credentials for GoogleAuth {
 /// location would come from, without network and without reading a secret into the text.
 pub(crate) fn describe_credentials(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
     let origin = origin(env);
+    let mut file_project = None;
+    // A line starting with "none" is a failed check for doctor.
     let mut lines = vec![match &origin {
         Origin::Variable(path) | Origin::Gcloud(path) => match read_file(&origin, path) {
-            Ok((kind, json)) => format!("credentials: {origin} ({})", summary(&kind, &json)),
-            Err(e) => format!("credentials: {e}"),
+            Ok((kind, json)) => {
+                file_project = json
+                    .get("project_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                format!("{} from {origin}", summary(&kind, &json))
+            }
+            Err(e) => format!("none usable: {}", e.message.trim_start_matches("vertex: ")),
         },
         Origin::Metadata { .. } => {
-            format!("credentials: {origin} (not probed; no {FILE_VAR}, no gcloud ADC file)")
+            format!("{origin} (not probed; no {FILE_VAR}, no gcloud ADC file)")
         }
     }];
     let project = super::PROJECT_VARS
         .iter()
         .find_map(|n| env(n).map(|v| format!("project: {v} (from {n})")))
-        .unwrap_or_else(|| "project: from --project, or the key file's project_id".into());
+        .or_else(|| file_project.map(|p| format!("project: {p} (from the key file)")))
+        .unwrap_or_else(|| {
+            format!(
+                "project: none unless --project names one (no {})",
+                super::PROJECT_VARS.join(", ")
+            )
+        });
     let location = super::LOCATION_VARS
         .iter()
         .find_map(|n| env(n).map(|v| format!("location: {v} (from {n})")))
@@ -369,7 +383,7 @@ fn summary(kind: &str, json: &Value) -> String {
     };
     match kind {
         "service_account" => format!(
-            "service-account key for {}, tokens from {}",
+            "service-account key for {} (tokens from {})",
             field("client_email"),
             json.get("token_uri")
                 .and_then(Value::as_str)
