@@ -219,6 +219,10 @@ impl ProviderChoice {
                 }
                 Ok(())
             }
+            // Claude on Vertex takes Anthropic's body, with Anthropic's limits.
+            Wire::Vertex if super::vertex::Family::of(model) == super::vertex::Family::Claude => {
+                check_anthropic(options, max_tokens)
+            }
             Wire::Gemini | Wire::Vertex | Wire::Bedrock => Ok(()),
         }
     }

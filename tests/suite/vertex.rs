@@ -527,3 +527,30 @@ fn doctor_names_the_credentials_vertex_would_use_without_a_secret() {
     );
     assert_ne!(out.code, 0, "{}", out.stdout);
 }
+
+/// Claude on Vertex takes Anthropic's body, so Anthropic's option limits apply before any
+/// request; Gemini on Vertex is not held to them (the control).
+#[test]
+fn claude_on_vertex_is_held_to_anthropics_option_limits() {
+    let sb = sandbox();
+    let google = Google::start(gemini_rounds(), 3600, Duration::ZERO);
+    let args = |model: &str| {
+        let mut cmd = with_key(&sb, &google);
+        cmd.args([
+            "-m",
+            model,
+            "--thinking-budget",
+            "2048",
+            "--max-tokens",
+            "1024",
+        ])
+        .args(["--no-transcript", "read a.txt"]);
+        cmd
+    };
+    let out = run(&mut args("vertex/claude-sonnet-4-5@20250929"));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("thinking budget"), "{}", out.stderr);
+    assert!(google.server.requests().is_empty());
+    let out = run(&mut args("vertex/gemini-2.5-pro"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
