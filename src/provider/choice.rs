@@ -219,6 +219,10 @@ impl ProviderChoice {
                 }
                 Ok(())
             }
+            // Claude on Vertex takes Anthropic's body, with Anthropic's limits.
+            Wire::Vertex if super::vertex::Family::of(model) == super::vertex::Family::Claude => {
+                check_anthropic(options, max_tokens)
+            }
             Wire::Gemini | Wire::Vertex | Wire::Bedrock => Ok(()),
         }
     }
@@ -358,7 +362,8 @@ pub(crate) fn build_with(
         Wire::Chat => Arc::new(OpenAi::new(endpoint)),
         Wire::Responses => Arc::new(OpenAiResponses::new(endpoint)),
         Wire::Gemini => Arc::new(Gemini::new(endpoint)),
-        Wire::Bedrock | Wire::Vertex => {
+        Wire::Vertex => return super::vertex::build(endpoint, cloud),
+        Wire::Bedrock => {
             return Err(BuildError::Config(format!(
                 "the {} provider is not built yet",
                 entry.name

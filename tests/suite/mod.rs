@@ -56,4 +56,5 @@ mod tools_files;
 mod tools_web;
 mod trust;
 mod usage;
+mod vertex;
 mod workflows;
