@@ -270,6 +270,17 @@ pub(crate) fn key_vars() -> impl Iterator<Item = &'static str> {
         .flat_map(|e| std::iter::once(e.key_var).chain(e.also_secret.iter().copied()))
 }
 
+/// Whose signatures (thinking, thought signatures) a response of `provider`'s `model` carries:
+/// a history's turns are tagged with it, and a provider sends a turn's signatures back only to
+/// itself. Vertex AI serves two families whose signatures are not each other's.
+pub(crate) fn signer(provider: &str, model: &str) -> String {
+    match provider {
+        "vertex" if model.starts_with("claude") => "vertex/claude".into(),
+        "vertex" => "vertex/gemini".into(),
+        other => other.into(),
+    }
+}
+
 /// The names, as errors and help list them.
 pub(crate) fn names() -> Vec<&'static str> {
     PROVIDERS.iter().map(|e| e.name).collect()

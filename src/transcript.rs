@@ -511,7 +511,7 @@ pub(crate) fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Mes
         for round in &t.rounds {
             history.push(Message::Assistant {
                 blocks: round.blocks.clone(),
-                provider: t.start.provider.clone(),
+                provider: crate::providers::signer(&t.start.provider, &t.start.model),
             });
             let mut results = answers(round);
             for r in &mut results {

@@ -177,7 +177,7 @@ impl Agent {
         let has_calls = !results.is_empty();
         history.push(Message::Assistant {
             blocks,
-            provider: self.provider.name().to_owned(),
+            provider: crate::providers::signer(self.provider.name(), self.provider.model()),
         });
         if has_calls {
             history.push(Message::ToolResults(results));

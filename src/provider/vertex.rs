@@ -194,14 +194,15 @@ impl Provider for Vertex {
         let e = &self.endpoint;
         // The identity is added per attempt by the endpoint's credentials.
         let headers = HeaderMap::new();
+        let own = crate::providers::signer(e.name, &e.model);
         match self.family {
             Family::Gemini => {
-                let wire = gemini::build_body(&e.model, e.name, request, &e.options);
+                let wire = gemini::build_body(&e.model, &own, request, &e.options);
                 e.send(headers, &wire, GeminiMapper::after(request.messages))
                     .await
             }
             Family::Claude => {
-                let wire = anthropic::build_body(Host::Vertex, e.name, request, &e.options);
+                let wire = anthropic::build_body(Host::Vertex, &own, request, &e.options);
                 e.send(headers, &wire, AnthropicMapper::after(request.messages))
                     .await
             }

@@ -554,3 +554,63 @@ fn claude_on_vertex_is_held_to_anthropics_option_limits() {
     let out = run(&mut args("vertex/gemini-2.5-pro"));
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+/// Vertex AI serves two families whose signatures are not each other's: a Claude run's thinking
+/// goes back to Claude on Vertex when it resumes, and never to Gemini on Vertex (nor to
+/// Anthropic's own API, a different provider).
+#[test]
+fn a_resumed_vertex_run_sends_thinking_back_only_to_the_family_that_signed_it() {
+    let sb = sandbox();
+    let google = Google::start(
+        vec![
+            Reply::sse(sse::anthropic(
+                &[
+                    B::Thinking("I should read it.", "sig-vertex-claude"),
+                    B::Tool("toolu_1", "read_file", r#"{"path":"a.txt"}"#),
+                ],
+                "tool_use",
+                10,
+                5,
+            )),
+            Reply::sse(sse::anthropic(&[B::Text("alpha")], "end_turn", 20, 5)),
+        ],
+        3600,
+        Duration::ZERO,
+    );
+    let first = sb.path("first.jsonl");
+    let out = run(with_key(&sb, &google)
+        .args(["-m", "vertex/claude-sonnet-4-5", "--transcript"])
+        .arg(&first)
+        .arg("read a.txt"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let resume = |model: &str, reply: Reply| {
+        let google = Google::start(vec![reply], 3600, Duration::ZERO);
+        let out = run(with_key(&sb, &google)
+            .args(["-m", model, "--no-transcript", "--resume"])
+            .arg(&first)
+            .arg("again"));
+        assert_eq!(out.code, 0, "{model}: {}", out.stderr);
+        google.model_requests()[0].json().to_string()
+    };
+    let claude = resume(
+        "vertex/claude-sonnet-4-5",
+        Reply::sse(sse::anthropic(&[B::Text("ok")], "end_turn", 1, 1)),
+    );
+    assert!(
+        claude.contains("sig-vertex-claude"),
+        "the control keeps it: {claude}"
+    );
+    let gemini = resume(
+        "vertex/gemini-2.5-pro",
+        Reply::sse(sse::gemini(&[B::Text("ok")], 1, 1)),
+    );
+    assert!(
+        !gemini.contains("sig-vertex-claude") && !gemini.contains("I should read it."),
+        "{gemini}"
+    );
+    assert!(
+        gemini.contains("read_file"),
+        "the rest of the history is sent: {gemini}"
+    );
+}
