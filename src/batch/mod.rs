@@ -29,6 +29,7 @@ mod local;
 mod out;
 mod queue;
 pub mod report;
+mod restore;
 pub mod results;
 
 pub(crate) use error::BatchError;
