@@ -24,6 +24,7 @@ mod error;
 mod inspect;
 mod job;
 pub mod jobs;
+mod lease;
 pub(crate) mod limits;
 mod local;
 mod out;

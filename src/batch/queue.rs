@@ -19,16 +19,19 @@ use super::args::{self, Parsed};
 use super::display::{self, Display};
 use super::job::{self, Placement, Setup};
 use super::jobs::{BadLine, Job, Overrides};
+use super::lease::{JobStore, Lease, heartbeat};
 use super::limits::{Budget, Pool};
 use super::restore::{RestoreError, Restored, restore};
 use super::results::{Prior, ResultLine};
 use super::{BatchError, Control, Finish, Reports};
 use crate::config::Config;
 use crate::outcome::{Outcome, Status};
-use crate::records::{Store, StoreSource};
-use crate::store::pool::{Notice, StorePool};
+use crate::store::StoreError;
+use crate::store::pool::Notice;
 use crate::store::queue::{Claim, Claimed, Fence, Queue};
-use crate::store::{PgStore, StoreError};
+
+/// How long giving a job back may wait for the store.
+const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
 /// A job as the queue keeps it (its id and line have columns of their own).
 #[derive(Serialize, Deserialize)]
@@ -421,7 +424,13 @@ impl Worker {
         };
         self.display.started(key, &job.id);
         let lease = Lease::default();
-        let heartbeat = self.heartbeat(fence, cancel.clone(), lease.clone());
+        let heartbeat = heartbeat(
+            self.queue.clone(),
+            fence,
+            self.lease,
+            cancel.clone(),
+            lease.clone(),
+        );
         let store = Arc::new(JobStore {
             pool: self.queue.pool(),
             fence: fence.clone(),
@@ -483,9 +492,11 @@ impl Worker {
         }
     }
 
-    /// Gives the job back to the queue (not counted as an attempt).
+    /// Gives the job back to the queue (not counted as an attempt). Not waited for long: a
+    /// worker stopped by a signal while the store is away leaves the job leased (and says so).
     async fn release(&self, fence: &Fence) {
-        if self.queue.release(fence).await.is_ok() {
+        let released = tokio::time::timeout(RELEASE_WAIT, self.queue.release(fence)).await;
+        if matches!(released, Ok(Ok(_))) {
             self.let_go();
         }
     }
@@ -497,80 +508,6 @@ impl Worker {
             "this worker lost its lease on job {job_id:?}: another worker took it over, and its \
              result there counts"
         ));
-    }
-
-    /// Renews the lease every third of it while the job runs. A lease another worker took is
-    /// lost: this worker stops the job at once. While the store is away the job goes on and
-    /// the renewal waits (up to `--store-timeout`); past that the job is stopped and left to
-    /// the queue.
-    fn heartbeat(
-        &self,
-        fence: &Fence,
-        cancel: crate::agent::Cancel,
-        lease: Lease,
-    ) -> tokio::task::JoinHandle<()> {
-        let queue = self.queue.clone();
-        let (fence, length) = (fence.clone(), self.lease);
-        tokio::spawn(async move {
-            let job_id = &fence.job_id;
-            let mut renewed = Instant::now();
-            let (status, why) = loop {
-                tokio::time::sleep(length / 3).await;
-                match queue.renew(&fence, length).await {
-                    Ok(true) => renewed = Instant::now(),
-                    Ok(false) => {
-                        let why = format!(
-                            "this worker lost its lease on job {job_id:?}: another worker took \
-                             it over, so this one stops it"
-                        );
-                        display::warning(&why);
-                        lease.lost.store(true, Ordering::Relaxed);
-                        break (Status::Error, why);
-                    }
-                    Err(e @ StoreError::Unavailable { .. }) => {
-                        lease.gave_up.store(true, Ordering::Relaxed);
-                        break (
-                            Status::Unavailable,
-                            format!("{e}: job {job_id:?} is left to the queue"),
-                        );
-                    }
-                    Err(e) if renewed.elapsed() >= length => {
-                        let why = format!("job {job_id:?}: cannot renew its lease: {e}");
-                        display::warning(&why);
-                        lease.lost.store(true, Ordering::Relaxed);
-                        break (Status::Error, why);
-                    }
-                    Err(_) => {}
-                }
-            };
-            cancel.cancel(status, why);
-        })
-    }
-}
-
-/// What a job's heartbeat and records found about its lease.
-#[derive(Clone, Default)]
-struct Lease {
-    /// Another worker took the job over (or the lease could not be renewed in time).
-    lost: Arc<AtomicBool>,
-    /// The store stayed away past `--store-timeout`: the job is left to the queue.
-    gave_up: Arc<AtomicBool>,
-}
-
-/// A job's records: written through the worker's pool, under the job's lease.
-struct JobStore {
-    pool: Arc<StorePool>,
-    fence: Fence,
-    gave_up: Arc<AtomicBool>,
-}
-
-impl StoreSource for JobStore {
-    fn open(&self) -> Box<dyn Store> {
-        Box::new(PgStore::pooled(
-            self.pool.clone(),
-            self.fence.clone(),
-            self.gave_up.clone(),
-        ))
     }
 }
 

@@ -284,3 +284,61 @@ fn a_worker_started_while_the_store_is_down_waits_and_exits_10_if_it_never_retur
     assert!(stderr.contains("waiting"), "{stderr}");
     every_job_completed_once(&cluster.url, &server, 3);
 }
+
+#[test]
+fn a_store_gone_past_the_timeout_leaves_the_job_to_the_queue_and_exits_10() {
+    let Some(cluster) = own_cluster(100) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let release = sb.path("release");
+    let held = release.clone();
+    let mut holding = true;
+    let server = MockServer::respond(move |r| {
+        let mut reply = three_rounds(r);
+        if rounds_before(r) == 1 && std::mem::take(&mut holding) {
+            reply
+                .body
+                .insert(0, Step::WaitFor(held.clone(), Duration::from_secs(60)));
+        }
+        reply
+    });
+    let batch = enqueue(&sb, &server, &cluster.url, 1);
+    let first = spawn(worker(&sb, &server, &cluster.url, &batch, "w1").args([
+        "--lease",
+        "3",
+        "--store-timeout",
+        "2",
+    ]));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.requests().iter().all(|r| rounds_before(r) != 1) {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never reached round 2"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The store goes away mid-job, and the model's answer arrives while it is away.
+    cluster.down().unwrap();
+    std::fs::write(&release, "").unwrap();
+    let (code, stderr) = finish(first, Duration::from_secs(60));
+    assert_eq!(code, Some(10), "{stderr}");
+    assert!(stderr.contains("waiting up to 2s"), "{stderr}");
+    assert!(stderr.contains("1 job left leased"), "{stderr}");
+
+    // Not failed: still the queue's, and the next worker resumes it after round 1.
+    cluster.up().unwrap();
+    let row = &sql(&cluster.url, "SELECT state, result IS NULL FROM batch_jobs")[0];
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, bool>(1)),
+        ("running".into(), true)
+    );
+    let second = run_within(
+        worker(&sb, &server, &cluster.url, &batch, "w2").args(["--lease", "3"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(asked(&server)["job-0"], [0, 1, 1, 2]);
+    let row = &sql(&cluster.url, "SELECT result->>'status' FROM batch_jobs")[0];
+    assert_eq!(row.get::<_, String>(0), "completed");
+}
