@@ -55,6 +55,12 @@ jobs_file "$jobs" "$dir/jobs.jsonl"
 db="$url?options=-csearch_path%3Dthroughput"
 psql "$url" -c "CREATE SCHEMA throughput"
 batch=$(run batch "$dir/jobs.jsonl" --store "$db" --enqueue --max-rounds 5)
+# CPU seconds of a process (fields 14-15) or of its exited children (16-17), from /proc.
+ticks=$(getconf CLK_TCK)
+cpu() { awk -v a="$2" -v b="$3" -v t="$ticks" '{ sub(/^.*\) /, ""); printf "%.2f", ($(a-2) + $(b-2)) / t }' "/proc/$1/stat"; }
+postmaster=$(head -1 "$dir/data/postmaster.pid")
+pg_before=$(cpu "$postmaster" 16 17)
+mock_before=$(cpu "$mock_pid" 14 15)
 start=$(date +%s.%N)
 pids=()
 for w in $(seq "$workers"); do
@@ -65,11 +71,15 @@ done
 failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 end=$(date +%s.%N)
+workers_cpu=$(cpu $$ 16 17)
+pg_cpu=$(python3 -c "print(f'{$(cpu "$postmaster" 16 17) - $pg_before:.2f}')")
+mock_cpu=$(python3 -c "print(f'{$(cpu "$mock_pid" 14 15) - $mock_before:.2f}')")
 done_jobs=$(psql "$db" -c "SELECT count(*) FROM batch_jobs WHERE result->>'status' = 'completed'")
 [ "$failed" = 0 ] || { echo "a worker failed:" >&2; cat "$dir"/w*.err >&2; }
 python3 -c "import sys; j,s,e=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]); \
 print(f'jobs/s: {j/(e-s):.1f} ({j} of $jobs jobs completed in {e-s:.1f} s, $workers workers x --jobs $per_worker)')" \
   "$done_jobs" "$start" "$end"
+echo "cpu seconds: workers $workers_cpu (with the enqueue), postgres $pg_cpu, mock $mock_cpu; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # One claim's time with N queued.
 for n in 1000 100000; do

@@ -174,3 +174,103 @@ impl Drop for StorePool {
         self.pool.close();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// A pool that never connects (nothing listens on port 1): `retry` is tested with errors
+    /// the operations make up.
+    fn pool(patience: Duration, notices: Arc<AtomicUsize>) -> StorePool {
+        let (config, _) = prepare("postgres://u@127.0.0.1:1/db").unwrap();
+        let manager = Manager::from_config(config, NoTls, ManagerConfig::default());
+        let notice: Notice = Arc::new(move |_, _| {
+            notices.fetch_add(1, Ordering::Relaxed);
+        });
+        StorePool {
+            pool: Pool::builder(manager)
+                .max_size(1)
+                .runtime(Runtime::Tokio1)
+                .build()
+                .unwrap(),
+            database: "postgres://u@127.0.0.1:1/db".into(),
+            patience,
+            notice: Some(notice),
+            waiting: AtomicBool::new(false),
+        }
+    }
+
+    fn away() -> StoreError {
+        StoreError::Pool {
+            database: "db".into(),
+            problem: "closed".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unavailable_store_is_tried_again_until_it_is_back_and_said_once() {
+        let notices = Arc::new(AtomicUsize::new(0));
+        let pool = pool(Duration::from_secs(30), notices.clone());
+        let calls = AtomicUsize::new(0);
+        let calls = &calls;
+        let done = pool
+            .retry(|| async move {
+                match calls.fetch_add(1, Ordering::Relaxed) {
+                    0..=2 => Err(away()),
+                    n => Ok(n),
+                }
+            })
+            .await;
+        assert_eq!(done.unwrap(), 3);
+        assert_eq!(notices.load(Ordering::Relaxed), 1);
+        // Back: the next outage is said again.
+        assert!(!pool.waiting.load(Ordering::Relaxed));
+    }
+
+    #[tokio::test]
+    async fn past_its_patience_the_store_is_unavailable_exit_10() {
+        let pool = pool(Duration::from_millis(300), Arc::default());
+        let started = Instant::now();
+        let e = pool
+            .retry(|| async { Err::<(), _>(away()) })
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(matches!(e, StoreError::Unavailable { .. }), "{e}");
+        assert_eq!(e.status(), crate::outcome::Status::Unavailable);
+        assert!(e.to_string().contains("unavailable for"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_refusal_is_not_waited_for_and_without_patience_nothing_is() {
+        let notices = Arc::new(AtomicUsize::new(0));
+        let pool_ = pool(Duration::from_secs(30), notices.clone());
+        let calls = AtomicUsize::new(0);
+        let calls = &calls;
+        let e = pool_
+            .retry(|| async move {
+                calls.fetch_add(1, Ordering::Relaxed);
+                Err::<(), _>(StoreError::NoStart)
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, StoreError::NoStart));
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        let pool_ = pool(Duration::ZERO, notices.clone());
+        let e = pool_
+            .retry(|| async { Err::<(), _>(away()) })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, StoreError::Pool { .. }), "{e}");
+        assert_eq!(notices.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_worth_waiting_for() {
+        let pool = pool(Duration::ZERO, Arc::default());
+        let e = pool.get().await.err().unwrap();
+        assert!(e.is_transient(), "{e}");
+    }
+}

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use deadpool_postgres::{ClientWrapper, Transaction};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -56,7 +57,7 @@ pub struct PgStore {
 enum Conn {
     /// A single run's own connection.
     Own {
-        client: Client,
+        client: ClientWrapper,
         /// Kept to reconnect when the server dropped an idle connection during a long round;
         /// it may hold a password, so it is never shown (there is no `Debug`).
         url: String,
@@ -147,7 +148,7 @@ impl PgStore {
 /// once more. Every write is one transaction, so the retry either stores the line whole or
 /// fails visibly (on a duplicate key, if the first commit did land before the drop).
 async fn write_own(
-    client: &mut Client,
+    client: &mut ClientWrapper,
     url: &str,
     database: &str,
     fence: Option<&Fence>,
@@ -193,7 +194,7 @@ async fn write_pooled(
 
 /// Writes one line in one transaction; the run id a start line begins.
 async fn apply(
-    client: &mut Client,
+    client: &mut ClientWrapper,
     database: &str,
     fence: Option<&Fence>,
     run_id: Option<&str>,
@@ -214,7 +215,7 @@ async fn apply(
 /// Refuses the write when the job's lease is no longer this worker's, holding the job's row
 /// until the transaction ends so that no claim can take it in between.
 async fn hold(
-    tx: &tokio_postgres::Transaction<'_>,
+    tx: &Transaction<'_>,
     database: &str,
     fence: Option<&Fence>,
 ) -> Result<(), StoreError> {
@@ -225,7 +226,7 @@ async fn hold(
 }
 
 async fn write_start(
-    client: &mut Client,
+    client: &mut ClientWrapper,
     database: &str,
     fence: Option<&Fence>,
     start: &Start,
@@ -247,9 +248,13 @@ async fn write_start(
     let tx = client.transaction().await.map_err(&fail)?;
     hold(&tx, database, fence).await?;
     tx.execute(
-        "INSERT INTO runs (run_id, started_at, start_time, provider, model, workspace, \
+        &tx.prepare_cached(
+            "INSERT INTO runs (run_id, started_at, start_time, provider, model, workspace, \
          prompt, system, tools, limits, resumed_from, sandbox, redaction) \
          VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .await
+        .map_err(&fail)?,
         &[
             &run_id,
             &escape(&start.time),
@@ -268,8 +273,12 @@ async fn write_start(
     .await
     .map_err(&fail)?;
     tx.execute(
-        "INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
+        &tx.prepare_cached(
+            "INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
          VALUES ($1, 0, 0, 'text_content', $2)",
+        )
+        .await
+        .map_err(&fail)?,
         &[&run_id, &prompt],
     )
     .await
@@ -279,7 +288,7 @@ async fn write_start(
 }
 
 async fn write_round(
-    client: &mut Client,
+    client: &mut ClientWrapper,
     database: &str,
     fence: Option<&Fence>,
     run_id: &str,
@@ -307,16 +316,22 @@ async fn write_round(
     let tx = client.transaction().await.map_err(&fail)?;
     hold(&tx, database, fence).await?;
     tx.execute(
-        "INSERT INTO turn_rounds (run_id, round, meta) VALUES ($1, $2, $3)",
+        &tx.prepare_cached("INSERT INTO turn_rounds (run_id, round, meta) VALUES ($1, $2, $3)")
+            .await
+            .map_err(&fail)?,
         &[&run_id, &number, &meta],
     )
     .await
     .map_err(&fail)?;
     if !types.is_empty() {
         tx.execute(
-            "INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
+            &tx.prepare_cached(
+                "INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
              SELECT $1, $2, (b.n - 1)::int, b.block_type, b.content \
              FROM unnest($3::text[], $4::jsonb[]) WITH ORDINALITY AS b(block_type, content, n)",
+            )
+            .await
+            .map_err(&fail)?,
             &[&run_id, &number, &types, &contents],
         )
         .await
@@ -326,7 +341,7 @@ async fn write_round(
 }
 
 async fn write_end(
-    client: &mut Client,
+    client: &mut ClientWrapper,
     database: &str,
     fence: Option<&Fence>,
     run_id: &str,
@@ -341,9 +356,13 @@ async fn write_end(
     hold(&tx, database, fence).await?;
     let updated = tx
         .execute(
-            "UPDATE runs SET ended_at = now(), status = $2, exit_code = $3, rounds = $4, \
+            &tx.prepare_cached(
+                "UPDATE runs SET ended_at = now(), status = $2, exit_code = $3, rounds = $4, \
              final_text = $5, usage = $6, duration_ms = $7, error = $8, tool_calls = $9, \
              tool_errors = $10, cost_usd = $11, failure = $12 WHERE run_id = $1",
+            )
+            .await
+            .map_err(&fail)?,
             &[
                 &run_id,
                 &end.status.as_str(),
@@ -384,8 +403,9 @@ pub(super) fn prepare(url: &str) -> Result<(Config, tls::Tls), StoreError> {
     Ok((config, tls))
 }
 
-/// Opens a connection and returns it with the database's name for messages.
-pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
+/// Opens a connection and returns it with the database's name for messages. The connection
+/// keeps the statements it prepared (`prepare_cached`), as the pool's connections do.
+pub(super) async fn open(url: &str) -> Result<(ClientWrapper, String), StoreError> {
     let (config, tls) = prepare(url)?;
     let database = describe_database(&config);
     let failed = |cause| StoreError::Connect {
@@ -397,23 +417,21 @@ pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
             .connect(NoTls)
             .await
             .map_err(|e| failed(ConnectError::Postgres(e)))?;
-        drive(connection);
-        client
+        ClientWrapper::new(client, drive(connection))
     } else {
         let connector = tls::connector(&tls).map_err(|e| failed(ConnectError::Tls(Box::new(e))))?;
         let (client, connection) = config
             .connect(connector)
             .await
             .map_err(|e| failed(ConnectError::Postgres(e)))?;
-        drive(connection);
-        client
+        ClientWrapper::new(client, drive(connection))
     };
     Ok((client, database))
 }
 
 /// tokio-postgres hands the socket to a connection future that must be polled for the client
 /// to make progress; it ends when the client is dropped.
-fn drive<S, T>(connection: tokio_postgres::Connection<S, T>)
+fn drive<S, T>(connection: tokio_postgres::Connection<S, T>) -> tokio::task::JoinHandle<()>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -422,7 +440,7 @@ where
         if let Err(e) = connection.await {
             tracing::debug!("store connection closed: {}", describe_error(&e));
         }
-    });
+    })
 }
 
 /// `postgres://user@host:port/db`: enough to tell which database, never the password.
@@ -569,48 +587,4 @@ fn to_int(n: u32, what: &str) -> Result<i32, StoreError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_database_is_named_without_the_password() {
-        for (url, named) in [
-            (
-                "postgres://alice:s3cret@db.example:6543/runs?sslmode=disable",
-                "postgres://alice@db.example:6543/runs",
-            ),
-            ("postgresql://h/db", "postgres://h:5432/db"),
-            (
-                "postgres://bob@[::1]:5432/x?password=s3cret",
-                "postgres://bob@[::1]:5432/x",
-            ),
-            (
-                "host=/run/postgresql user=carol password=s3cret dbname=d",
-                "postgres://carol@/run/postgresql/d",
-            ),
-        ] {
-            let config: Config = url.parse().unwrap();
-            let described = describe_database(&config);
-            assert_eq!(described, named);
-            assert!(!described.contains("s3cret"));
-        }
-    }
-
-    #[tokio::test]
-    async fn a_bad_or_empty_url_is_a_usage_error_without_the_password() {
-        for url in ["", "postgres://u:s3cret@h:notaport/db", "nonsense=1"] {
-            let Err(e) = connect(url).await else {
-                panic!("{url} connected")
-            };
-            assert!(matches!(e, StoreError::Url(_)), "{url}: {e}");
-            assert_eq!(e.status(), crate::outcome::Status::Usage);
-            assert!(!e.to_string().contains("s3cret"), "{e}");
-        }
-    }
-
-    #[test]
-    fn migrations_are_numbered_in_order_from_one() {
-        let versions: Vec<i32> = MIGRATIONS.iter().map(|(v, _)| *v).collect();
-        assert_eq!(versions, (1..=MIGRATIONS.len() as i32).collect::<Vec<_>>());
-    }
-}
+mod tests;

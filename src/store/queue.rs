@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use deadpool_postgres::Transaction;
 use serde_json::Value;
-use tokio_postgres::Transaction;
 
 use super::StoreError;
 use super::pool::{Notice, StorePool};
@@ -52,14 +52,18 @@ impl Fence {
         tx: &Transaction<'_>,
         database: &str,
     ) -> Result<(), StoreError> {
+        let fail = database_error(database);
         let held = tx
-            .query_opt(
+            .prepare_cached(
                 "SELECT 1 FROM batch_jobs WHERE batch_id = $1 AND job_id = $2 \
                  AND generation = $3 AND state = 'running' FOR SHARE",
-                &[&self.batch_id, &self.job_id, &self.generation],
             )
             .await
-            .map_err(database_error(database))?;
+            .map_err(&fail)?;
+        let held = tx
+            .query_opt(&held, &[&self.batch_id, &self.job_id, &self.generation])
+            .await
+            .map_err(&fail)?;
         match held {
             Some(_) => Ok(()),
             None => Err(StoreError::Fenced {
@@ -232,13 +236,14 @@ impl Queue {
             let secs = lease.as_secs_f64();
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
                 [&batch_id, &owner, &secs, &max_attempts];
-            let mut row = client
-                .query_opt(CLAIM_EXPIRED, &params)
-                .await
-                .map_err(&fail)?;
+            let expired = client.prepare_cached(CLAIM_EXPIRED).await.map_err(&fail)?;
+            let mut row = client.query_opt(&expired, &params).await.map_err(&fail)?;
             if row.is_none() {
                 row = client
-                    .query_opt(CLAIM_QUEUED, &params)
+                    .query_opt(
+                        &client.prepare_cached(CLAIM_QUEUED).await.map_err(&fail)?,
+                        &params,
+                    )
                     .await
                     .map_err(&fail)?;
             }
@@ -289,10 +294,9 @@ impl Queue {
         let params = &params;
         pool.retry(|| async move {
             let client = pool.get().await?;
-            let n = client
-                .execute(sql, params)
-                .await
-                .map_err(database_error(&pool.database))?;
+            let fail = database_error(&pool.database);
+            let statement = client.prepare_cached(sql).await.map_err(&fail)?;
+            let n = client.execute(&statement, params).await.map_err(&fail)?;
             Ok(n == 1)
         })
         .await
