@@ -402,7 +402,8 @@ connection pool and one rate limiter per provider. Every run flag applies to eve
 
 const AFTER_HELP: &str = "\
 Exit status: 0 every job completed, 8 some did not (each job's own code is in results.jsonl),
-2 usage (also when no line of JOBS is a valid job), 130/143 interrupted.
+2 usage (also when no line of JOBS is a valid job), 10 a worker's store stayed unavailable past
+--store-timeout (its jobs are left to the queue), 130/143 interrupted.
 
 Examples:
   rounds batch jobs.jsonl --out runs/ --jobs 16 -m openai/gpt-4.1
