@@ -87,7 +87,7 @@ pub enum StoreError {
     #[error("the connections to {database}: {problem}")]
     Pool { database: String, problem: String },
     /// The store stayed unavailable for as long as this worker waits (`--store-timeout`).
-    #[error("the store {database} has been unavailable for {secs}s: {cause}")]
+    #[error("the store has been unavailable for {secs}s: {cause}")]
     Unavailable {
         database: String,
         secs: u64,
