@@ -62,6 +62,9 @@ pub(crate) struct Shared {
     /// Builds the run's provider in place of `provider::build`: one HTTP client and one rate
     /// limiter per provider for all the runs.
     pub(crate) providers: Option<Arc<dyn ProviderSource>>,
+    /// Opens the run's store in place of connecting to `--store`: a worker's jobs write through
+    /// the worker's pool, fenced by their lease.
+    pub(crate) store: Option<Arc<dyn crate::records::StoreSource>>,
 }
 
 /// Where a run that shares its process gets its provider.
@@ -84,7 +87,7 @@ pub(crate) async fn run(
     started: Instant,
 ) -> Outcome {
     finish(
-        execute(config, observer, started, cancel, true, None).await,
+        execute(config, observer, started, cancel, true, Sources::default()).await,
         started,
     )
 }
@@ -100,8 +103,19 @@ pub(crate) async fn run_shared(
         Some(cancel) => (cancel, false),
         None => (Cancel::default(), true),
     };
-    let ran = execute(config, observer, started, cancel, watch, shared.providers).await;
+    let sources = Sources {
+        providers: shared.providers,
+        store: shared.store,
+    };
+    let ran = execute(config, observer, started, cancel, watch, sources).await;
     finish(ran, started)
+}
+
+/// What a shared run takes from its process (see [`Shared`]).
+#[derive(Default)]
+struct Sources {
+    providers: Option<Arc<dyn ProviderSource>>,
+    store: Option<Arc<dyn crate::records::StoreSource>>,
 }
 
 /// The outcome of a run, or of a run that could not start.
@@ -135,7 +149,7 @@ async fn execute(
     started: Instant,
     cancel: Cancel,
     watch: bool,
-    providers: Option<Arc<dyn ProviderSource>>,
+    sources: Sources,
 ) -> Result<Outcome, SetupError> {
     let Ready {
         agent,
@@ -145,7 +159,7 @@ async fn execute(
         output_last_message,
         transcript,
         run_id,
-    } = set_up(config, observer.clone(), providers.as_deref()).await?;
+    } = set_up(config, observer.clone(), &sources).await?;
 
     let signals = watch.then(|| watch_signals(&cancel));
     let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
@@ -183,7 +197,7 @@ async fn execute(
 async fn set_up(
     config: Config,
     observer: Arc<dyn Observer>,
-    providers: Option<&dyn ProviderSource>,
+    sources: &Sources,
 ) -> Result<Ready, SetupError> {
     let mut turn = config.user_turn();
     let Config {
@@ -208,7 +222,7 @@ async fn set_up(
         store,
         ..
     } = config;
-    let provider = match providers {
+    let provider = match sources.providers.as_deref() {
         Some(source) => source.build(&choice, &model, idle_timeout),
         None => provider::build(&choice, &model, idle_timeout),
     };
@@ -221,8 +235,13 @@ async fn set_up(
         _ => system,
     };
     redact_prompt(&redactor, &mut turn, &mut system);
-    let mut records =
-        (open_records(transcript.as_ref(), store.as_deref(), transcript_is_default)).await?;
+    let store_source = sources.store.as_deref();
+    let mut records = (open_records(
+        transcript.as_ref(),
+        (store.as_deref(), store_source),
+        transcript_is_default,
+    ))
+    .await?;
     let start = Start {
         run_id: run_id.clone(),
         time: crate::agent::now_rfc3339(),
@@ -287,13 +306,17 @@ async fn toolbox(
 /// for: when it cannot be written, the error says how to run without it.
 async fn open_records(
     transcript: Option<&Target>,
-    store: Option<&str>,
+    (store, source): (Option<&str>, Option<&dyn crate::records::StoreSource>),
     transcript_is_default: bool,
 ) -> Result<Records, SetupError> {
-    Records::open(transcript, store).await.map_err(|e| match e {
-        RecordsError::Transcript(e) if transcript_is_default => SetupError::DefaultTranscript(e),
-        e => SetupError::Records(e),
-    })
+    Records::open(transcript, store, source)
+        .await
+        .map_err(|e| match e {
+            RecordsError::Transcript(e) if transcript_is_default => {
+                SetupError::DefaultTranscript(e)
+            }
+            e => SetupError::Records(e),
+        })
 }
 
 /// Takes the run's secrets out of the prompt and the system prompt: what the user typed or

@@ -16,6 +16,12 @@ pub trait Store: Send {
     async fn write(&mut self, line: &Line) -> Result<(), StoreError>;
 }
 
+/// Where a run that shares its process gets its store instead of connecting on its own: a
+/// worker's jobs write through the worker's pool, under their lease.
+pub(crate) trait StoreSource: Send + Sync {
+    fn open(&self) -> Box<dyn Store>;
+}
+
 /// Why a record could not be opened or written. Which record failed matters to the face: an
 /// unwritable default transcript gets a hint (`--no-transcript`, `ROUNDS_HOME`).
 #[derive(Debug, thiserror::Error)]
@@ -44,15 +50,17 @@ impl Records {
     pub(crate) async fn open(
         transcript: Option<&crate::files::Target>,
         store: Option<&str>,
+        source: Option<&dyn StoreSource>,
     ) -> Result<Records, RecordsError> {
         Ok(Records {
             transcript: match transcript {
                 Some(target) => Some(Writer::create_at(target)?),
                 None => None,
             },
-            store: match store {
-                Some(url) => Some(Box::new(crate::store::connect(url).await?)),
-                None => None,
+            store: match (source, store) {
+                (Some(source), _) => Some(source.open()),
+                (None, Some(url)) => Some(Box::new(crate::store::connect(url).await?)),
+                (None, None) => None,
             },
         })
     }

@@ -95,6 +95,12 @@ pub(crate) struct BatchFlags {
     #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = lease_secs)]
     pub(crate) lease: f64,
 
+    /// How long a worker waits for a store that is down, restarting or out of connections,
+    /// before it gives up (exit 10) and leaves its jobs to the queue; its jobs' model and tool
+    /// work goes on meanwhile.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0, value_parser = lease_secs)]
+    pub(crate) store_timeout: f64,
+
     /// How many workers may take a job whose worker died before it is given up.
     #[arg(long, value_name = "N", default_value_t = 3,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -396,7 +402,8 @@ connection pool and one rate limiter per provider. Every run flag applies to eve
 
 const AFTER_HELP: &str = "\
 Exit status: 0 every job completed, 8 some did not (each job's own code is in results.jsonl),
-2 usage (also when no line of JOBS is a valid job), 130/143 interrupted.
+2 usage (also when no line of JOBS is a valid job), 10 a worker's store stayed unavailable past
+--store-timeout (its jobs are left to the queue), 130/143 interrupted.
 
 Examples:
   rounds batch jobs.jsonl --out runs/ --jobs 16 -m openai/gpt-4.1

@@ -184,6 +184,18 @@ pub(crate) async fn run(
     pool: &Arc<super::limits::Pool>,
     display: &Arc<Display>,
 ) -> Outcome {
+    run_with(config, key, cancel, pool, display, None).await
+}
+
+/// [`run`] with the job's records written to `store` (a worker's pool, under the job's lease).
+pub(crate) async fn run_with(
+    config: Config,
+    key: usize,
+    cancel: Cancel,
+    pool: &Arc<super::limits::Pool>,
+    display: &Arc<Display>,
+    store: Option<Arc<dyn crate::records::StoreSource>>,
+) -> Outcome {
     let observer = Arc::new(JobObserver {
         key,
         display: display.clone(),
@@ -192,6 +204,7 @@ pub(crate) async fn run(
     let shared = Shared {
         cancel: Some(cancel.clone()),
         providers: Some(pool.for_job(cancel)),
+        store,
     };
     app::run_shared(config, observer, shared).await
 }

@@ -24,11 +24,13 @@ mod error;
 mod inspect;
 mod job;
 pub mod jobs;
+mod lease;
 pub(crate) mod limits;
 mod local;
 mod out;
 mod queue;
 pub mod report;
+mod restore;
 pub mod results;
 
 pub(crate) use error::BatchError;

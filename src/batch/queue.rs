@@ -8,7 +8,6 @@
 //! lost and none is done twice.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -20,14 +19,19 @@ use super::args::{self, Parsed};
 use super::display::{self, Display};
 use super::job::{self, Placement, Setup};
 use super::jobs::{BadLine, Job, Overrides};
+use super::lease::{JobStore, Lease, heartbeat};
 use super::limits::{Budget, Pool};
+use super::restore::{RestoreError, Restored, restore};
 use super::results::{Prior, ResultLine};
 use super::{BatchError, Control, Finish, Reports};
 use crate::config::Config;
 use crate::outcome::{Outcome, Status};
 use crate::store::StoreError;
-use crate::store::queue::{Claim, Claimed, Queue};
-use crate::transcript::{Line, Record, Transcript};
+use crate::store::pool::Notice;
+use crate::store::queue::{Claim, Claimed, Fence, Queue};
+
+/// How long giving a job back may wait for the store.
+const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
 /// A job as the queue keeps it (its id and line have columns of their own).
 #[derive(Serialize, Deserialize)]
@@ -98,7 +102,8 @@ fn new_batch_id() -> String {
 /// `rounds batch --store URL --batch ID --worker`: runs the batch's jobs until none is left.
 /// Completed when every job it ran completed, incomplete when one did not, interrupted on a
 /// signal; a usage error when this worker cannot run jobs at all, an error when the queue
-/// failed.
+/// failed, unavailable (exit 10) when the store stayed away past `--store-timeout` (its jobs
+/// are then left to the queue, for the next worker to resume).
 pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Status, BatchError> {
     let Joined {
         parsed,
@@ -136,7 +141,9 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
         control: Arc::new(Control::default()),
         keys: AtomicUsize::new(0),
         broken: AtomicBool::new(false),
+        unavailable: AtomicBool::new(false),
         misconfigured: AtomicBool::new(false),
+        leased: AtomicUsize::new(0),
         finished: std::sync::Mutex::new(Vec::new()),
     });
     let signals = super::watch_signals(worker.control.clone());
@@ -162,9 +169,11 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
         reports,
     };
     let status = finish.report(worker.control.signal());
+    worker.say_leased();
     // What went wrong is said already, as it happened.
     Ok(match status {
         _ if worker.misconfigured.load(Ordering::Relaxed) => Status::Usage,
+        _ if worker.unavailable.load(Ordering::Relaxed) => Status::Unavailable,
         Status::Completed if worker.broken.load(Ordering::Relaxed) => Status::Error,
         // The queue holds those jobs' results as final: starting a worker again retries none.
         Status::Unavailable => Status::Incomplete,
@@ -187,7 +196,16 @@ async fn join(words: Vec<OsString>) -> Result<Joined, BatchError> {
     let (Some(url), Some(batch)) = (store_url(&first), first.flags.batch.clone()) else {
         return Err(BatchError::NoQueue);
     };
-    let queue = Queue::connect(&url).await?;
+    // A connection for each job's records, one for the claims and one for the leases.
+    let size = usize::from(first.flags.parallel) + 2;
+    let patience = Duration::from_secs_f64(first.flags.store_timeout);
+    let notice: Notice = Arc::new(|e, patience| {
+        display::warning(&format!(
+            "{e}; waiting up to {}s for the store (--store-timeout)",
+            patience.as_secs()
+        ))
+    });
+    let queue = Queue::for_worker(&url, size, patience, notice).await?;
     let queued_flags = queue.run_flags(&batch).await?;
     let queued_flags = queued_flags.ok_or_else(|| BatchError::UnknownBatch(batch.clone()))?;
     // The batch's run flags are a queue row: `trust` decides what of them applies, beneath the
@@ -231,32 +249,91 @@ struct Worker {
     keys: AtomicUsize,
     /// The queue failed: the worker stopped taking jobs.
     broken: AtomicBool,
+    /// The store stayed away past `--store-timeout`: the worker stopped taking jobs (exit 10).
+    unavailable: AtomicBool,
     /// The worker cannot run jobs at all (exit 2).
     misconfigured: AtomicBool,
+    /// Jobs claimed and not yet finished, given back or lost to another worker.
+    leased: AtomicUsize,
     finished: std::sync::Mutex<Vec<ResultLine>>,
 }
 
 impl Worker {
     async fn drain(&self) {
-        while self.control.signal().is_none() && !self.broken.load(Ordering::Relaxed) {
+        while self.going() {
+            // While an endpoint's shared 429 pause is on, no job is claimed: a claimed job
+            // would sit out the pause holding its lease. (A worker's jobs share one endpoint
+            // unless job lines name others, so any pause holds the claims.) The wait is cut
+            // short now and then to see a signal or a broken store.
+            if self.pool.paused_until(None).is_some() {
+                tokio::select! {
+                    () = self.pool.wait_open(None) => {}
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                }
+                continue;
+            }
             let claim = self
                 .queue
                 .claim(&self.batch, &self.owner, self.lease, self.max_attempts)
                 .await;
             match claim {
-                Ok(Claim::Job(job)) => self.run(job).await,
+                Ok(Claim::Job(job)) => {
+                    self.leased.fetch_add(1, Ordering::Relaxed);
+                    self.run(job).await
+                }
                 Ok(Claim::Wait(d)) => tokio::time::sleep(d).await,
                 Ok(Claim::Drained) => return,
-                Err(e) => {
-                    display::error(BatchError::Queue(e));
-                    self.broken.store(true, Ordering::Relaxed);
-                }
+                Err(e) => self.queue_failed(e),
             }
+        }
+    }
+
+    fn going(&self) -> bool {
+        self.control.signal().is_none()
+            && !self.broken.load(Ordering::Relaxed)
+            && !self.unavailable.load(Ordering::Relaxed)
+    }
+
+    /// Stops taking jobs, saying why once: the store gone past `--store-timeout` (exit 10),
+    /// or a queue that failed (exit 1). Jobs still leased are left to the queue.
+    fn queue_failed(&self, e: StoreError) {
+        let flag = match e {
+            StoreError::Unavailable { .. } => &self.unavailable,
+            _ => &self.broken,
+        };
+        if !flag.swap(true, Ordering::Relaxed) {
+            display::error(BatchError::Queue(e));
+        }
+    }
+
+    /// The job is no longer this worker's (finished, given back, or taken over).
+    fn let_go(&self) {
+        self.leased.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Says how many jobs this worker leaves leased as it exits: their next worker resumes
+    /// them once their leases expire.
+    fn say_leased(&self) {
+        let n = self.leased.load(Ordering::Relaxed);
+        if n > 0 {
+            display::warning(&format!(
+                "{n} job{s} left leased in the queue: the next worker resumes {them} once {its} \
+                 lease{s} expire{v}",
+                s = if n == 1 { "" } else { "s" },
+                them = if n == 1 { "it" } else { "them" },
+                its = if n == 1 { "its" } else { "their" },
+                v = if n == 1 { "s" } else { "" },
+            ));
         }
     }
 
     async fn run(&self, claimed: Claimed) {
         let key = self.keys.fetch_add(1, Ordering::Relaxed);
+        let fence = Fence {
+            batch_id: self.batch.clone(),
+            job_id: claimed.job_id.clone(),
+            generation: claimed.generation,
+        };
         let job = match queued_job(&claimed) {
             Ok(job) => job,
             Err(why) => {
@@ -267,27 +344,33 @@ impl Worker {
                     overrides: Overrides::default(),
                 };
                 let line = ResultLine::not_started(&job, &why.to_string());
-                return self.finish(&job, line).await;
+                return self.finish(&job, line, &fence).await;
             }
         };
-        match self.configure(&job, &claimed.runs).await {
-            Configured::Run(run) => self.execute(key, &job, *run).await,
-            Configured::Finished(line) => self.finish(&job, *line).await,
+        match self.configure(&job, &claimed.runs, &fence).await {
+            Configured::Run(run) => self.execute(key, &job, *run, &fence).await,
+            Configured::Finished(line) => self.finish(&job, *line, &fence).await,
             Configured::GivenBack => {}
+            Configured::Left(e) => self.queue_failed(e),
         }
     }
 
     /// The job's run, configured to continue its earlier runs, if any; or the job's result
     /// when it cannot run.
-    async fn configure(&self, job: &Job, runs: &[String]) -> Configured {
+    async fn configure(&self, job: &Job, runs: &[String], fence: &Fence) -> Configured {
         let failed = |why: &dyn std::fmt::Display, prior: &Prior| {
             let outcome = Outcome::new(Status::Error, Some(why.to_string()));
             Configured::Finished(Box::new(ResultLine::finished(job, &outcome, None, prior)))
         };
-        let (resume, prior, runs) = match self.restore(job, runs).await {
+        let restored = restore(&self.queue.pool(), &self.out, job, runs).await;
+        let (resume, prior, runs) = match restored {
             Ok(Restored::Finished(line)) => return Configured::Finished(line),
             Ok(Restored::Resume { path, prior, runs }) => (Some(path), prior, runs),
             Ok(Restored::Fresh) => (None, Prior::default(), Vec::new()),
+            // Not the job's failure: it stays leased, for the next worker.
+            Err(RestoreError::Export(e @ StoreError::Unavailable { .. })) => {
+                return Configured::Left(e);
+            }
             Err(why) => return failed(&why, &Prior::default()),
         };
         let transcript = match self.out.transcript_target(&job.id) {
@@ -311,7 +394,7 @@ impl Worker {
             Err(source) if !self.can_run(job, &transcript) => {
                 // Not even without its overrides: the worker's flags or environment are wrong
                 // (a missing key), not the job. It goes back for a worker that can run it.
-                let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
+                self.release(fence).await;
                 let id = job.id.clone();
                 display::error(BatchError::Job { id, source });
                 self.misconfigured.store(true, Ordering::Relaxed);
@@ -326,9 +409,10 @@ impl Worker {
         }
     }
 
-    /// Runs the configured job under its lease, and marks it done unless the lease was lost
-    /// or a signal stopped it (then it goes back to the queue, to be resumed).
-    async fn execute(&self, key: usize, job: &Job, run: JobRun) {
+    /// Runs the configured job under its lease, and marks it done unless the lease was lost,
+    /// the store stayed away (then it is left to the queue) or a signal stopped it (then it
+    /// goes back to the queue); either way its next worker resumes it.
+    async fn execute(&self, key: usize, job: &Job, run: JobRun, fence: &Fence) {
         let JobRun {
             config,
             prior,
@@ -337,41 +421,51 @@ impl Worker {
         let run_id = config.run_id.clone();
         runs.push(run_id.clone());
         // The run is recorded before it starts: a worker that dies leaves a pointer to it.
-        match self
-            .queue
-            .set_runs(&self.batch, &job.id, &self.owner, &runs)
-            .await
-        {
+        match self.queue.set_runs(fence, &runs).await {
             Ok(true) => {}
-            Ok(false) => return,
-            Err(e) => {
-                display::error(BatchError::Queue(e));
-                self.broken.store(true, Ordering::Relaxed);
-                let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
-                return;
-            }
+            Ok(false) => return self.lost(&job.id),
+            Err(e) => return self.queue_failed(e),
         }
         let Some(cancel) = self.control.start(key) else {
-            let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
-            return;
+            return self.release(fence).await;
         };
         self.display.started(key, &job.id);
-        let lost = Arc::new(AtomicBool::new(false));
-        let heartbeat = self.heartbeat(&job.id, cancel.clone(), lost.clone());
-        let outcome = job::run(config, key, cancel, &self.pool, &self.display).await;
+        let lease = Lease::default();
+        let heartbeat = heartbeat(
+            self.queue.clone(),
+            fence,
+            self.lease,
+            cancel.clone(),
+            lease.clone(),
+        );
+        let store = Arc::new(JobStore {
+            pool: self.queue.pool(),
+            fence: fence.clone(),
+            gave_up: lease.gave_up.clone(),
+        });
+        let outcome =
+            job::run_with(config, key, cancel, &self.pool, &self.display, Some(store)).await;
         heartbeat.abort();
         self.control.done(key);
         let line = ResultLine::finished(job, &outcome, Some(run_id), &prior);
         self.display.finished(key, line.completed());
-        if lost.load(Ordering::Relaxed) {
+        if lease.lost.load(Ordering::Relaxed) {
+            // Said when it was found.
+            return self.let_go();
+        }
+        if lease.gave_up.load(Ordering::Relaxed) {
+            display::warning(&format!(
+                "job {:?} is left to the queue: the store is unavailable",
+                job.id
+            ));
+            self.unavailable.store(true, Ordering::Relaxed);
             return;
         }
         if matches!(outcome.status, Status::Interrupted(_)) {
             // Not the job's failure: the next worker resumes it.
-            let _ = self.queue.release(&self.batch, &job.id, &self.owner).await;
-            return;
+            return self.release(fence).await;
         }
-        self.finish(job, line).await;
+        self.finish(job, line, fence).await;
     }
 
     /// Whether this worker's flags and environment can configure `job` without its
@@ -390,116 +484,37 @@ impl Worker {
     }
 
     /// Marks the job done, if this worker still holds it.
-    async fn finish(&self, job: &Job, line: ResultLine) {
+    async fn finish(&self, job: &Job, line: ResultLine, fence: &Fence) {
         let value = serde_json::to_value(&line).unwrap_or(Value::Null);
         let code = line.exit_code.map(i32::from);
-        match self
-            .queue
-            .finish(&self.batch, &job.id, &self.owner, &value, code)
-            .await
-        {
+        match self.queue.finish(fence, &value, code).await {
             Ok(true) => {
+                self.let_go();
                 if let Ok(mut all) = self.finished.lock() {
                     all.push(line);
                 }
             }
-            Ok(false) => display::warning(&format!(
-                "job {:?} was taken over by another worker; its result there counts",
-                job.id
-            )),
-            Err(e) => {
-                display::error(BatchError::Queue(e));
-                self.broken.store(true, Ordering::Relaxed);
-            }
+            Ok(false) => self.lost(&job.id),
+            Err(e) => self.queue_failed(e),
         }
     }
 
-    /// Renews the lease every third of it while the job runs. A lease that cannot be renewed
-    /// before it expires is lost: another worker may take the job, so this one stops it.
-    fn heartbeat(
-        &self,
-        job_id: &str,
-        cancel: crate::agent::Cancel,
-        lost: Arc<AtomicBool>,
-    ) -> tokio::task::JoinHandle<()> {
-        let queue = self.queue.clone();
-        let (batch, job_id, owner, lease) = (
-            self.batch.clone(),
-            job_id.to_owned(),
-            self.owner.clone(),
-            self.lease,
-        );
-        tokio::spawn(async move {
-            let mut renewed = Instant::now();
-            loop {
-                tokio::time::sleep(lease / 3).await;
-                match queue.renew(&batch, &job_id, &owner, lease).await {
-                    Ok(true) => renewed = Instant::now(),
-                    Ok(false) => break,
-                    Err(e) if renewed.elapsed() >= lease => {
-                        tracing::error!("job {job_id:?}: cannot renew its lease: {e}");
-                        break;
-                    }
-                    Err(_) => {}
-                }
-            }
-            lost.store(true, Ordering::Relaxed);
-            cancel.cancel(
-                Status::Error,
-                format!("this worker lost its lease on job {job_id:?}; another worker may run it"),
-            );
-        })
+    /// Gives the job back to the queue (not counted as an attempt). Not waited for long: a
+    /// worker stopped by a signal while the store is away leaves the job leased (and says so).
+    async fn release(&self, fence: &Fence) {
+        let released = tokio::time::timeout(RELEASE_WAIT, self.queue.release(fence)).await;
+        if matches!(released, Ok(Ok(_))) {
+            self.let_go();
+        }
     }
 
-    /// The job's earlier runs, exported from the store into `attempts/` as a chain of
-    /// transcripts: what the job does now.
-    async fn restore(&self, job: &Job, runs: &[String]) -> Result<Restored, RestoreError> {
-        let mut chain: Vec<Transcript> = Vec::new();
-        let mut kept = Vec::new();
-        let mut previous: Option<PathBuf> = None;
-        for run_id in runs {
-            let jsonl = match crate::store::export(&self.url, run_id).await {
-                Ok(j) => j,
-                // The worker died before the run's start line was stored: nothing to keep.
-                Err(crate::store::StoreError::UnknownRun { .. }) => continue,
-                Err(e) => return Err(RestoreError::Export(e)),
-            };
-            // The run id comes from the queue: it names a file only as one component.
-            let target = self.out.attempt_target(&job.id, run_id).map_err(|source| {
-                RestoreError::Attempt {
-                    job: job.id.clone(),
-                    run: run_id.clone(),
-                    source,
-                }
-            })?;
-            let path = target.path();
-            let transcript = relink(&jsonl, previous.as_deref(), &target)?;
-            chain.push(transcript);
-            kept.push(run_id.clone());
-            previous = Some(path);
-        }
-        let Some(path) = previous else {
-            return Ok(Restored::Fresh);
-        };
-        let last = chain.last().and_then(|t| t.end.as_ref()).map(|e| e.status);
-        Ok(match last {
-            // It ended, but its worker died before saying so: its result stands.
-            Some(status) if !matches!(status, Status::Interrupted(_)) => {
-                Restored::Finished(Box::new(ResultLine::recorded(job, &path, &chain)))
-            }
-            _ => {
-                let prior = Prior::of(&chain);
-                if prior.rounds == 0 {
-                    Restored::Fresh
-                } else {
-                    Restored::Resume {
-                        path,
-                        prior,
-                        runs: kept,
-                    }
-                }
-            }
-        })
+    /// Another worker holds the job now: its result there counts.
+    fn lost(&self, job_id: &str) {
+        self.let_go();
+        display::warning(&format!(
+            "this worker lost its lease on job {job_id:?}: another worker took it over, and its \
+             result there counts"
+        ));
     }
 }
 
@@ -519,6 +534,8 @@ enum Configured {
     Finished(Box<ResultLine>),
     /// It went back to the queue for another worker.
     GivenBack,
+    /// The store is unavailable: it stays leased, for its next worker to resume.
+    Left(StoreError),
 }
 
 /// The claimed job as the queue keeps it.
@@ -536,60 +553,3 @@ fn queued_job(claimed: &Claimed) -> Result<Job, QueuedJobError> {
 #[derive(Debug, thiserror::Error)]
 #[error("the queued job cannot be read: {0}")]
 struct QueuedJobError(serde_json::Error);
-
-/// Why a job's earlier runs could not be brought back from the store.
-#[derive(Debug, thiserror::Error)]
-enum RestoreError {
-    #[error("cannot read the job's earlier run: {0}")]
-    Export(StoreError),
-    /// The run id (from the queue) cannot name a file in `attempts/`.
-    #[error("job {job:?}: run {run:?}: {source}")]
-    Attempt {
-        job: String,
-        run: String,
-        source: std::io::Error,
-    },
-    #[error("an exported run: {0}")]
-    Exported(serde_json::Error),
-    #[error("{0}")]
-    Encode(serde_json::Error),
-    #[error("{0}")]
-    Write(std::io::Error),
-    #[error(transparent)]
-    Read(#[from] crate::transcript::ReadError),
-}
-
-/// What a claimed job's earlier runs leave it to do.
-enum Restored {
-    Fresh,
-    Resume {
-        path: PathBuf,
-        prior: Prior,
-        runs: Vec<String>,
-    },
-    Finished(Box<ResultLine>),
-}
-
-/// Writes an exported run to `path` with `resumed_from` pointing at the local copy of the run
-/// before it (the exported one names a file on the machine that ran it), and reads it back.
-fn relink(
-    jsonl: &str,
-    previous: Option<&Path>,
-    target: &crate::files::Target,
-) -> Result<Transcript, RestoreError> {
-    let path = target.path();
-    let mut lines = jsonl.lines();
-    let first = lines.next().unwrap_or_default();
-    let mut record: Record = serde_json::from_str(first).map_err(RestoreError::Exported)?;
-    if let Line::Start(start) = &mut record.line {
-        start.resumed_from = previous.map(|p| p.display().to_string());
-    }
-    let mut text = serde_json::to_string(&record).map_err(RestoreError::Encode)?;
-    text.push('\n');
-    for l in lines {
-        text.push_str(l);
-        text.push('\n');
-    }
-    target.write(text.as_bytes()).map_err(RestoreError::Write)?;
-    Ok(crate::transcript::read(&path)?)
-}

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_postgres::types::FromSql;
-use tokio_postgres::{IsolationLevel, Row};
+use tokio_postgres::{Client, IsolationLevel, Row};
 
 use super::nul::{escape, unescape, unescape_value};
+use super::pool::StorePool;
 use super::postgres::{TOOL_RESULT, database_error, encode, open};
 use super::{RowError, StoreError};
 use crate::outcome::Status;
@@ -17,10 +18,27 @@ use crate::transcript::{End, Line, Record, Round, Start, VERSION};
 /// ended, its end line, reading back equal to what its transcript file holds.
 pub async fn export(url: &str, run_id: &str) -> Result<String, StoreError> {
     let (mut client, database) = open(url).await?;
-    let fail = database_error(&database);
+    export_from(&mut client, &database, run_id).await
+}
+
+/// [`export`] through a worker's pool, waiting for an unavailable store as its writes do.
+pub(crate) async fn export_pooled(pool: &StorePool, run_id: &str) -> Result<String, StoreError> {
+    pool.retry(|| async move {
+        let mut client = pool.get().await?;
+        export_from(&mut client, &pool.database, run_id).await
+    })
+    .await
+}
+
+async fn export_from(
+    client: &mut Client,
+    database: &str,
+    run_id: &str,
+) -> Result<String, StoreError> {
+    let fail = database_error(database);
     let unknown = || StoreError::UnknownRun {
         run_id: run_id.to_owned(),
-        database: database.clone(),
+        database: database.to_owned(),
     };
     // One snapshot for all three reads, so a run being written meanwhile exports consistently.
     let tx = client

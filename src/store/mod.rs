@@ -14,11 +14,13 @@
 
 mod export;
 mod nul;
+pub(crate) mod pool;
 mod postgres;
 pub(crate) mod queue;
 mod tls;
 
 pub use export::export;
+pub(crate) use export::export_pooled;
 pub use postgres::{PgStore, connect, reachable};
 pub(crate) use tls::{TlsError, UrlError};
 
@@ -82,6 +84,22 @@ pub enum StoreError {
     NoStart,
     #[error("run {run_id:?} disappeared from the store before its end")]
     Vanished { run_id: String },
+    #[error("the connections to {database}: {problem}")]
+    Pool { database: String, problem: String },
+    /// The store stayed unavailable for as long as this worker waits (`--store-timeout`).
+    #[error("the store has been unavailable for {secs}s: {cause}")]
+    Unavailable {
+        database: String,
+        secs: u64,
+        #[source]
+        cause: Box<StoreError>,
+    },
+    /// The job's lease is no longer this worker's: another worker took the job over.
+    #[error(
+        "this worker lost its lease on job {job_id:?}: another worker took it over, so this \
+         one writes nothing more for it"
+    )]
+    Fenced { job_id: String },
 }
 
 impl StoreError {
@@ -101,8 +119,35 @@ impl StoreError {
             | StoreError::TooLarge { .. }
             | StoreError::TooManyJobs(_)
             | StoreError::NoStart
-            | StoreError::Vanished { .. } => Status::Error,
+            | StoreError::Vanished { .. }
+            | StoreError::Pool { .. }
+            | StoreError::Fenced { .. } => Status::Error,
+            StoreError::Unavailable { .. } => Status::Unavailable,
         }
+    }
+
+    /// Whether the store is unavailable for now rather than refusing what was asked: the
+    /// server is down, restarting, unreachable or out of connections. Worth waiting for.
+    pub(crate) fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Connect {
+                cause: ConnectError::Postgres(e),
+                ..
+            } => e.code().is_none() || postgres::unavailable(e),
+            StoreError::Migrate {
+                cause: MigrateError::Database(e),
+                ..
+            }
+            | StoreError::Database { source: e, .. } => postgres::unavailable(e),
+            StoreError::Pool { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// A unique key taken: the row is there already.
+    pub(crate) fn is_duplicate(&self) -> bool {
+        matches!(self, StoreError::Database { source, .. }
+            if source.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION))
     }
 
     /// Whether the session ended rather than a statement failing: worth one reconnect.

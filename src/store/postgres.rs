@@ -1,9 +1,12 @@
 //! The PostgreSQL side of the store: connecting (protected as `tls` says), the versioned schema
 //! and the writes as transcript lines arrive (the reads that rebuild a transcript are `export`).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use deadpool_postgres::{ClientWrapper, Transaction};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -11,6 +14,8 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
 
 use super::nul::{escape, escape_value, unescape};
+use super::pool::StorePool;
+use super::queue::Fence;
 use super::tls::{self, Protection};
 use super::{ConnectError, MigrateError, StoreError, UrlError};
 use crate::conversation::Block;
@@ -25,6 +30,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (3, include_str!("migrations/0003_batches.sql")),
     (4, include_str!("migrations/0004_redaction.sql")),
     (5, include_str!("migrations/0005_failure.sql")),
+    (6, include_str!("migrations/0006_fencing.sql")),
 ];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new
@@ -39,14 +45,31 @@ pub(super) const TOOL_RESULT: &str = "tool_result";
 
 /// One run's connection to the store. Written to only through `Store::write`.
 pub struct PgStore {
-    client: Client,
-    /// Kept to reconnect when the server dropped an idle connection during a long round; it may
-    /// hold a password, so it is never shown (there is no `Debug`).
-    url: String,
+    conn: Conn,
     /// The database as messages name it, without credentials.
     database: String,
     /// Set by the start line; rounds and the end line belong to it.
     run_id: Option<String>,
+    /// A queued job's lease: every write is refused once another worker holds the job.
+    fence: Option<Fence>,
+}
+
+enum Conn {
+    /// A single run's own connection.
+    Own {
+        client: ClientWrapper,
+        /// Kept to reconnect when the server dropped an idle connection during a long round;
+        /// it may hold a password, so it is never shown (there is no `Debug`).
+        url: String,
+    },
+    /// A worker's job: a connection from the worker's pool for each write, waited for while
+    /// the store is away.
+    Pooled {
+        pool: Arc<StorePool>,
+        /// Set when a write gave up on an unavailable store: the job is not to be marked
+        /// done, its next worker resumes it.
+        gave_up: Arc<AtomicBool>,
+    },
 }
 
 /// Connects and asks the server one query, changing nothing (`rounds doctor`): the database as
@@ -71,10 +94,13 @@ pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
             cause,
         })?;
     Ok(PgStore {
-        client,
-        url: url.to_owned(),
+        conn: Conn::Own {
+            client,
+            url: url.to_owned(),
+        },
         database,
         run_id: None,
+        fence: None,
     })
 }
 
@@ -86,183 +112,302 @@ impl Store for PgStore {
 }
 
 impl PgStore {
-    /// Rounds can take minutes, and a proxy or a restarted server may drop the connection
-    /// meanwhile: a write finding it closed, or failing because it closed, reconnects and tries
-    /// once more. Every write is one transaction, so the retry either stores the line whole or
-    /// fails visibly (on a duplicate key, if the first commit did land before the drop).
-    async fn write_line(&mut self, line: &Line) -> Result<(), StoreError> {
-        if self.client.is_closed() {
-            self.reconnect().await?;
-        }
-        match self.apply(line).await {
-            Err(e) if self.client.is_closed() || e.is_connection_lost() => {
-                self.reconnect().await?;
-                self.apply(line).await
-            }
-            done => done,
+    /// A worker's job's records, written through `pool` (already migrated) under `fence`.
+    pub(crate) fn pooled(pool: Arc<StorePool>, fence: Fence, gave_up: Arc<AtomicBool>) -> PgStore {
+        PgStore {
+            database: pool.database.clone(),
+            conn: Conn::Pooled { pool, gave_up },
+            run_id: None,
+            fence: Some(fence),
         }
     }
 
-    async fn reconnect(&mut self) -> Result<(), StoreError> {
-        let (client, _) = open(&self.url).await?;
-        self.client = client;
+    async fn write_line(&mut self, line: &Line) -> Result<(), StoreError> {
+        let (fence, run_id) = (self.fence.as_ref(), self.run_id.as_deref());
+        let written = match &mut self.conn {
+            Conn::Own { client, url } => {
+                write_own(client, url, &self.database, fence, run_id, line).await
+            }
+            Conn::Pooled { pool, gave_up } => {
+                let written = write_pooled(pool, fence, run_id, line).await;
+                if matches!(written, Err(StoreError::Unavailable { .. })) {
+                    gave_up.store(true, Ordering::Relaxed);
+                }
+                written
+            }
+        };
+        if let Some(run_id) = written? {
+            self.run_id = Some(run_id);
+        }
         Ok(())
     }
+}
 
-    async fn apply(&mut self, line: &Line) -> Result<(), StoreError> {
-        match line {
-            Line::Start(start) => self.start(start).await,
-            Line::Round(round) => self.round(round).await,
-            Line::End(end) => self.end(end).await,
-        }
+/// Rounds can take minutes, and a proxy or a restarted server may drop the connection
+/// meanwhile: a write finding it closed, or failing because it closed, reconnects and tries
+/// once more. Every write is one transaction, so the retry either stores the line whole or
+/// fails visibly (on a duplicate key, if the first commit did land before the drop).
+async fn write_own(
+    client: &mut ClientWrapper,
+    url: &str,
+    database: &str,
+    fence: Option<&Fence>,
+    run_id: Option<&str>,
+    line: &Line,
+) -> Result<Option<String>, StoreError> {
+    if client.is_closed() {
+        *client = open(url).await?.0;
     }
+    match apply(client, database, fence, run_id, line).await {
+        Err(e) if client.is_closed() || e.is_connection_lost() => {
+            *client = open(url).await?.0;
+            apply(client, database, fence, run_id, line).await
+        }
+        done => done,
+    }
+}
 
-    async fn start(&mut self, start: &Start) -> Result<(), StoreError> {
-        let fail = database_error(&self.database);
-        let run_id = escape(&start.run_id).into_owned();
-        let tools = escape_value(to_json(&start.tools)?);
-        let limits = escape_value(to_json(&start.limits)?);
-        let sandbox = match &start.sandbox {
-            Some(s) => Some(escape_value(to_json(s)?)),
-            None => None,
-        };
-        let redaction = match start.redaction.as_slice() {
-            [] => None,
-            names => Some(escape_value(to_json(names)?)),
-        };
-        // The user's turn, in the same block shape as the model's text.
-        let prompt = escape_value(serde_json::json!({"type": "text", "text": start.prompt}));
-        let tx = self.client.transaction().await.map_err(&fail)?;
-        tx.execute(
+/// A job's write, tried again on a new connection while the store is unavailable (the pool's
+/// patience bounds it). A duplicate key on a later try means the earlier commit landed before
+/// its connection went: the line is stored.
+async fn write_pooled(
+    pool: &StorePool,
+    fence: Option<&Fence>,
+    run_id: Option<&str>,
+    line: &Line,
+) -> Result<Option<String>, StoreError> {
+    let tries = AtomicU32::new(0);
+    let tries = &tries;
+    pool.retry(|| async move {
+        let again = tries.fetch_add(1, Ordering::Relaxed) > 0;
+        let mut client = pool.get().await?;
+        match apply(&mut client, &pool.database, fence, run_id, line).await {
+            Err(e) if again && e.is_duplicate() => Ok(match line {
+                Line::Start(start) => Some(escape(&start.run_id).into_owned()),
+                _ => None,
+            }),
+            done => done,
+        }
+    })
+    .await
+}
+
+/// Writes one line in one transaction; the run id a start line begins.
+async fn apply(
+    client: &mut ClientWrapper,
+    database: &str,
+    fence: Option<&Fence>,
+    run_id: Option<&str>,
+    line: &Line,
+) -> Result<Option<String>, StoreError> {
+    let current = || run_id.ok_or(StoreError::NoStart);
+    match line {
+        Line::Start(start) => write_start(client, database, fence, start).await.map(Some),
+        Line::Round(round) => write_round(client, database, fence, current()?, round)
+            .await
+            .map(|()| None),
+        Line::End(end) => write_end(client, database, fence, current()?, end)
+            .await
+            .map(|()| None),
+    }
+}
+
+/// Refuses the write when the job's lease is no longer this worker's, holding the job's row
+/// until the transaction ends so that no claim can take it in between.
+async fn hold(
+    tx: &Transaction<'_>,
+    database: &str,
+    fence: Option<&Fence>,
+) -> Result<(), StoreError> {
+    match fence {
+        Some(fence) => fence.hold(tx, database).await,
+        None => Ok(()),
+    }
+}
+
+async fn write_start(
+    client: &mut ClientWrapper,
+    database: &str,
+    fence: Option<&Fence>,
+    start: &Start,
+) -> Result<String, StoreError> {
+    let fail = database_error(database);
+    let run_id = escape(&start.run_id).into_owned();
+    let tools = escape_value(to_json(&start.tools)?);
+    let limits = escape_value(to_json(&start.limits)?);
+    let sandbox = match &start.sandbox {
+        Some(s) => Some(escape_value(to_json(s)?)),
+        None => None,
+    };
+    let redaction = match start.redaction.as_slice() {
+        [] => None,
+        names => Some(escape_value(to_json(names)?)),
+    };
+    // The user's turn, in the same block shape as the model's text.
+    let prompt = escape_value(serde_json::json!({"type": "text", "text": start.prompt}));
+    let tx = client.transaction().await.map_err(&fail)?;
+    hold(&tx, database, fence).await?;
+    tx.execute(
+        &tx.prepare_cached(
             "INSERT INTO runs (run_id, started_at, start_time, provider, model, workspace, \
-             prompt, system, tools, limits, resumed_from, sandbox, redaction) \
-             VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         prompt, system, tools, limits, resumed_from, sandbox, redaction) \
+         VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .await
+        .map_err(&fail)?,
+        &[
+            &run_id,
+            &escape(&start.time),
+            &escape(&start.provider),
+            &escape(&start.model),
+            &escape(&start.workspace),
+            &escape(&start.prompt),
+            &escape(&start.system),
+            &tools,
+            &limits,
+            &start.resumed_from.as_deref().map(escape),
+            &sandbox,
+            &redaction,
+        ],
+    )
+    .await
+    .map_err(&fail)?;
+    tx.execute(
+        &tx.prepare_cached(
+            "INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
+         VALUES ($1, 0, 0, 'text_content', $2)",
+        )
+        .await
+        .map_err(&fail)?,
+        &[&run_id, &prompt],
+    )
+    .await
+    .map_err(&fail)?;
+    tx.commit().await.map_err(&fail)?;
+    Ok(run_id)
+}
+
+async fn write_round(
+    client: &mut ClientWrapper,
+    database: &str,
+    fence: Option<&Fence>,
+    run_id: &str,
+    round: &Round,
+) -> Result<(), StoreError> {
+    let fail = database_error(database);
+    let number = to_int(round.round, "round")?;
+    let mut types = Vec::with_capacity(round.blocks.len() + round.results.len());
+    let mut contents = Vec::with_capacity(types.capacity());
+    for block in &round.blocks {
+        types.push(block_type(block));
+        contents.push(escape_value(to_json(block)?));
+    }
+    for result in &round.results {
+        types.push(TOOL_RESULT);
+        contents.push(escape_value(to_json(result)?));
+    }
+    // Everything but the blocks and results, so that fields added to rounds later survive too.
+    let mut meta = to_json(round)?;
+    if let Value::Object(fields) = &mut meta {
+        fields.remove("blocks");
+        fields.remove("results");
+    }
+    let meta = escape_value(meta);
+    let tx = client.transaction().await.map_err(&fail)?;
+    hold(&tx, database, fence).await?;
+    tx.execute(
+        &tx.prepare_cached("INSERT INTO turn_rounds (run_id, round, meta) VALUES ($1, $2, $3)")
+            .await
+            .map_err(&fail)?,
+        &[&run_id, &number, &meta],
+    )
+    .await
+    .map_err(&fail)?;
+    if !types.is_empty() {
+        tx.execute(
+            &tx.prepare_cached(
+                "INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
+             SELECT $1, $2, (b.n - 1)::int, b.block_type, b.content \
+             FROM unnest($3::text[], $4::jsonb[]) WITH ORDINALITY AS b(block_type, content, n)",
+            )
+            .await
+            .map_err(&fail)?,
+            &[&run_id, &number, &types, &contents],
+        )
+        .await
+        .map_err(&fail)?;
+    }
+    tx.commit().await.map_err(&fail)
+}
+
+async fn write_end(
+    client: &mut ClientWrapper,
+    database: &str,
+    fence: Option<&Fence>,
+    run_id: &str,
+    end: &End,
+) -> Result<(), StoreError> {
+    let fail = database_error(database);
+    let duration_ms = i64::try_from(end.duration_ms).map_err(|_| StoreError::TooLarge {
+        what: "duration_ms".into(),
+        column_type: "a bigint",
+    })?;
+    let tx = client.transaction().await.map_err(&fail)?;
+    hold(&tx, database, fence).await?;
+    let updated = tx
+        .execute(
+            &tx.prepare_cached(
+                "UPDATE runs SET ended_at = now(), status = $2, exit_code = $3, rounds = $4, \
+             final_text = $5, usage = $6, duration_ms = $7, error = $8, tool_calls = $9, \
+             tool_errors = $10, cost_usd = $11, failure = $12 WHERE run_id = $1",
+            )
+            .await
+            .map_err(&fail)?,
             &[
                 &run_id,
-                &escape(&start.time),
-                &escape(&start.provider),
-                &escape(&start.model),
-                &escape(&start.workspace),
-                &escape(&start.prompt),
-                &escape(&start.system),
-                &tools,
-                &limits,
-                &start.resumed_from.as_deref().map(escape),
-                &sandbox,
-                &redaction,
+                &end.status.as_str(),
+                &i32::from(end.exit_code),
+                &to_int(end.rounds, "rounds")?,
+                &escape(&end.final_text),
+                &escape_value(to_json(&end.usage)?),
+                &duration_ms,
+                &end.error.as_deref().map(escape),
+                &to_int(end.tool_calls, "tool_calls")?,
+                &escape_value(to_json(&end.tool_errors)?),
+                &end.cost_usd,
+                &end.failure.as_ref().map(to_json).transpose()?,
             ],
         )
         .await
         .map_err(&fail)?;
-        tx.execute(
-            "INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
-             VALUES ($1, 0, 0, 'text_content', $2)",
-            &[&run_id, &prompt],
-        )
-        .await
-        .map_err(&fail)?;
-        tx.commit().await.map_err(&fail)?;
-        self.run_id = Some(run_id);
-        Ok(())
+    if updated != 1 {
+        return Err(StoreError::Vanished {
+            run_id: unescape(run_id).into_owned(),
+        });
     }
-
-    async fn round(&mut self, round: &Round) -> Result<(), StoreError> {
-        let run_id = self.current_run()?;
-        let fail = database_error(&self.database);
-        let number = to_int(round.round, "round")?;
-        let mut types = Vec::with_capacity(round.blocks.len() + round.results.len());
-        let mut contents = Vec::with_capacity(types.capacity());
-        for block in &round.blocks {
-            types.push(block_type(block));
-            contents.push(escape_value(to_json(block)?));
-        }
-        for result in &round.results {
-            types.push(TOOL_RESULT);
-            contents.push(escape_value(to_json(result)?));
-        }
-        // Everything but the blocks and results, so that fields added to rounds later survive too.
-        let mut meta = to_json(round)?;
-        if let Value::Object(fields) = &mut meta {
-            fields.remove("blocks");
-            fields.remove("results");
-        }
-        let meta = escape_value(meta);
-        let tx = self.client.transaction().await.map_err(&fail)?;
-        tx.execute(
-            "INSERT INTO turn_rounds (run_id, round, meta) VALUES ($1, $2, $3)",
-            &[&run_id, &number, &meta],
-        )
-        .await
-        .map_err(&fail)?;
-        if !types.is_empty() {
-            tx.execute(
-                "INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
-                 SELECT $1, $2, (b.n - 1)::int, b.block_type, b.content \
-                 FROM unnest($3::text[], $4::jsonb[]) WITH ORDINALITY AS b(block_type, content, n)",
-                &[&run_id, &number, &types, &contents],
-            )
-            .await
-            .map_err(&fail)?;
-        }
-        tx.commit().await.map_err(&fail)
-    }
-
-    async fn end(&mut self, end: &End) -> Result<(), StoreError> {
-        let run_id = self.current_run()?;
-        let fail = database_error(&self.database);
-        let duration_ms = i64::try_from(end.duration_ms).map_err(|_| StoreError::TooLarge {
-            what: "duration_ms".into(),
-            column_type: "a bigint",
-        })?;
-        let updated = self
-            .client
-            .execute(
-                "UPDATE runs SET ended_at = now(), status = $2, exit_code = $3, rounds = $4, \
-                 final_text = $5, usage = $6, duration_ms = $7, error = $8, tool_calls = $9, \
-                 tool_errors = $10, cost_usd = $11, failure = $12 WHERE run_id = $1",
-                &[
-                    &run_id,
-                    &end.status.as_str(),
-                    &i32::from(end.exit_code),
-                    &to_int(end.rounds, "rounds")?,
-                    &escape(&end.final_text),
-                    &escape_value(to_json(&end.usage)?),
-                    &duration_ms,
-                    &end.error.as_deref().map(escape),
-                    &to_int(end.tool_calls, "tool_calls")?,
-                    &escape_value(to_json(&end.tool_errors)?),
-                    &end.cost_usd,
-                    &end.failure.as_ref().map(to_json).transpose()?,
-                ],
-            )
-            .await
-            .map_err(&fail)?;
-        if updated != 1 {
-            return Err(StoreError::Vanished {
-                run_id: unescape(&run_id).into_owned(),
-            });
-        }
-        Ok(())
-    }
-
-    fn current_run(&self) -> Result<String, StoreError> {
-        self.run_id.clone().ok_or(StoreError::NoStart)
-    }
+    tx.commit().await.map_err(&fail)
 }
 
-/// Opens a connection and returns it with the database's name for messages.
-pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
+/// The connection settings and protection `url` asks for, with rounds' defaults.
+pub(super) fn prepare(url: &str) -> Result<(Config, tls::Tls), StoreError> {
     if url.trim().is_empty() {
         return Err(StoreError::Url(UrlError::Empty));
     }
     let (mut config, tls) = tls::parse(url).map_err(StoreError::Url)?;
-    let database = describe_database(&config);
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
     if config.get_application_name().is_none() {
         config.application_name("rounds");
     }
+    Ok((config, tls))
+}
+
+/// Opens a connection and returns it with the database's name for messages. The connection
+/// keeps the statements it prepared (`prepare_cached`), as the pool's connections do.
+pub(super) async fn open(url: &str) -> Result<(ClientWrapper, String), StoreError> {
+    let (config, tls) = prepare(url)?;
+    let database = describe_database(&config);
     let failed = |cause| StoreError::Connect {
         database: database.clone(),
         cause,
@@ -272,23 +417,21 @@ pub(super) async fn open(url: &str) -> Result<(Client, String), StoreError> {
             .connect(NoTls)
             .await
             .map_err(|e| failed(ConnectError::Postgres(e)))?;
-        drive(connection);
-        client
+        ClientWrapper::new(client, drive(connection))
     } else {
         let connector = tls::connector(&tls).map_err(|e| failed(ConnectError::Tls(Box::new(e))))?;
         let (client, connection) = config
             .connect(connector)
             .await
             .map_err(|e| failed(ConnectError::Postgres(e)))?;
-        drive(connection);
-        client
+        ClientWrapper::new(client, drive(connection))
     };
     Ok((client, database))
 }
 
 /// tokio-postgres hands the socket to a connection future that must be polled for the client
 /// to make progress; it ends when the client is dropped.
-fn drive<S, T>(connection: tokio_postgres::Connection<S, T>)
+fn drive<S, T>(connection: tokio_postgres::Connection<S, T>) -> tokio::task::JoinHandle<()>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -297,11 +440,11 @@ where
         if let Err(e) = connection.await {
             tracing::debug!("store connection closed: {}", describe_error(&e));
         }
-    });
+    })
 }
 
 /// `postgres://user@host:port/db`: enough to tell which database, never the password.
-fn describe_database(config: &Config) -> String {
+pub(super) fn describe_database(config: &Config) -> String {
     let ports = config.get_ports();
     let hosts: Vec<String> = config
         .get_hosts()
@@ -360,6 +503,16 @@ pub(super) fn database_error(database: &str) -> impl Fn(tokio_postgres::Error) -
 pub(super) fn connection_lost(e: &tokio_postgres::Error) -> bool {
     let class = e.code().map(|c| c.code()).unwrap_or_default();
     e.is_closed() || class.starts_with("08") || class.starts_with("57P")
+}
+
+/// Whether `e` means the store is unavailable for now: the session ended or could not go on
+/// (`connection_lost`, or the socket failed under it), or the server is short of resources
+/// (SQLSTATE class 53: "too many clients", out of memory or disk) or not accepting sessions
+/// yet (57P03, starting up).
+pub(super) fn unavailable(e: &tokio_postgres::Error) -> bool {
+    let class = e.code().map(|c| c.code()).unwrap_or_default();
+    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    connection_lost(e) || io || class.starts_with("53")
 }
 
 /// Creates or updates the schema. Taken under a transaction-scoped advisory lock, so runs that
@@ -434,48 +587,4 @@ fn to_int(n: u32, what: &str) -> Result<i32, StoreError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_database_is_named_without_the_password() {
-        for (url, named) in [
-            (
-                "postgres://alice:s3cret@db.example:6543/runs?sslmode=disable",
-                "postgres://alice@db.example:6543/runs",
-            ),
-            ("postgresql://h/db", "postgres://h:5432/db"),
-            (
-                "postgres://bob@[::1]:5432/x?password=s3cret",
-                "postgres://bob@[::1]:5432/x",
-            ),
-            (
-                "host=/run/postgresql user=carol password=s3cret dbname=d",
-                "postgres://carol@/run/postgresql/d",
-            ),
-        ] {
-            let config: Config = url.parse().unwrap();
-            let described = describe_database(&config);
-            assert_eq!(described, named);
-            assert!(!described.contains("s3cret"));
-        }
-    }
-
-    #[tokio::test]
-    async fn a_bad_or_empty_url_is_a_usage_error_without_the_password() {
-        for url in ["", "postgres://u:s3cret@h:notaport/db", "nonsense=1"] {
-            let Err(e) = connect(url).await else {
-                panic!("{url} connected")
-            };
-            assert!(matches!(e, StoreError::Url(_)), "{url}: {e}");
-            assert_eq!(e.status(), crate::outcome::Status::Usage);
-            assert!(!e.to_string().contains("s3cret"), "{e}");
-        }
-    }
-
-    #[test]
-    fn migrations_are_numbered_in_order_from_one() {
-        let versions: Vec<i32> = MIGRATIONS.iter().map(|(v, _)| *v).collect();
-        assert_eq!(versions, (1..=MIGRATIONS.len() as i32).collect::<Vec<_>>());
-    }
-}
+mod tests;

@@ -1,23 +1,26 @@
-//! A batch as a work queue in the store (`batches` and `batch_jobs`, migration 3): queued by
-//! `rounds batch --enqueue`, drained by any number of `--worker`s on any machines.
+//! A batch as a work queue in the store (`batches` and `batch_jobs`, migrations 3 and 6):
+//! queued by `rounds batch --enqueue`, drained by any number of `--worker`s on any machines.
 //!
-//! A worker claims the first job that is queued, or running under a lease that expired (its
-//! worker died), with `FOR UPDATE SKIP LOCKED`, so two workers never take the same job; renews
-//! its lease while the job runs; and marks it done only while it still holds the lease, so a job
-//! is finished exactly once. Jobs and their results are JSON the batch module defines.
+//! A worker claims a job whose lease expired (its worker died), or else the first queued one,
+//! with `FOR UPDATE SKIP LOCKED`, so two workers never take the same job. Each claim adds one to
+//! the job's `generation`, the lease's fencing token: the worker renews its lease, records the
+//! job's runs and marks it done only under the generation it claimed, and its runs' rows are
+//! written only while the job is still running under it (`Fence::hold`). A worker that lost its
+//! lease, however late it wakes up, writes nothing, and a job is finished exactly once.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use deadpool_postgres::Transaction;
 use serde_json::Value;
-use tokio_postgres::Client;
 
 use super::StoreError;
-use super::postgres::{database_error, migrate, open};
+use super::pool::{Notice, StorePool};
+use super::postgres::database_error;
 
-/// One connection to a store's queue.
+/// A store's queue, over a pool of connections.
 pub(crate) struct Queue {
-    client: Client,
-    database: String,
+    pool: Arc<StorePool>,
 }
 
 /// A job a worker now holds.
@@ -28,6 +31,46 @@ pub(crate) struct Claimed {
     pub(crate) spec: Value,
     /// Its earlier runs, oldest first.
     pub(crate) runs: Vec<String>,
+    /// The claim's fencing token.
+    pub(crate) generation: i64,
+}
+
+/// The lease a worker holds on a job: whatever it writes for the job is refused without it.
+#[derive(Debug, Clone)]
+pub(crate) struct Fence {
+    pub(crate) batch_id: String,
+    pub(crate) job_id: String,
+    pub(crate) generation: i64,
+}
+
+impl Fence {
+    /// Within a write's transaction: fails with `Fenced` when the job is no longer running
+    /// under this generation, and otherwise keeps the job's row from being claimed (or
+    /// finished) by anyone else until the transaction ends.
+    pub(super) async fn hold(
+        &self,
+        tx: &Transaction<'_>,
+        database: &str,
+    ) -> Result<(), StoreError> {
+        let fail = database_error(database);
+        let held = tx
+            .prepare_cached(
+                "SELECT 1 FROM batch_jobs WHERE batch_id = $1 AND job_id = $2 \
+                 AND generation = $3 AND state = 'running' FOR SHARE",
+            )
+            .await
+            .map_err(&fail)?;
+        let held = tx
+            .query_opt(&held, &[&self.batch_id, &self.job_id, &self.generation])
+            .await
+            .map_err(&fail)?;
+        match held {
+            Some(_) => Ok(()),
+            None => Err(StoreError::Fenced {
+                job_id: self.job_id.clone(),
+            }),
+        }
+    }
 }
 
 /// What a worker finds when it asks for a job.
@@ -56,17 +99,54 @@ pub(crate) struct JobRow {
     pub(crate) result: Option<Value>,
 }
 
+/// The claim of a job whose lease expired (few: only running jobs are looked at), then of the
+/// first queued one (served in line order by `batch_jobs_queued`). Expired ones first: their
+/// workers died mid-job, and they have waited longest.
+const CLAIM_EXPIRED: &str = "UPDATE batch_jobs j SET lease_owner = $2, \
+     lease_expires_at = now() + make_interval(secs => $3), attempts = j.attempts + 1, \
+     claimed_at = now(), generation = j.generation + 1 \
+     WHERE (j.batch_id, j.job_id) IN ( \
+       SELECT batch_id, job_id FROM batch_jobs \
+       WHERE batch_id = $1 AND state = 'running' AND lease_expires_at < now() AND attempts < $4 \
+       ORDER BY line LIMIT 1 FOR UPDATE SKIP LOCKED) \
+     RETURNING j.job_id, j.line, j.spec, j.runs, j.generation";
+const CLAIM_QUEUED: &str = "UPDATE batch_jobs j SET state = 'running', lease_owner = $2, \
+     lease_expires_at = now() + make_interval(secs => $3), attempts = j.attempts + 1, \
+     claimed_at = now(), generation = j.generation + 1 \
+     WHERE (j.batch_id, j.job_id) IN ( \
+       SELECT batch_id, job_id FROM batch_jobs \
+       WHERE batch_id = $1 AND state = 'queued' AND attempts < $4 \
+       ORDER BY line LIMIT 1 FOR UPDATE SKIP LOCKED) \
+     RETURNING j.job_id, j.line, j.spec, j.runs, j.generation";
+
 impl Queue {
-    /// Connects and brings the schema up to date.
+    /// Connects and brings the schema up to date, for a command that asks once (`--enqueue`,
+    /// `batch status`): an unreachable store is its error, not waited for.
     pub async fn connect(url: &str) -> Result<Queue, StoreError> {
-        let (mut client, database) = open(url).await?;
-        migrate(&mut client)
-            .await
-            .map_err(|cause| StoreError::Migrate {
-                database: database.clone(),
-                cause,
-            })?;
-        Ok(Queue { client, database })
+        let pool = StorePool::open(url, 1, Duration::ZERO, None).await?;
+        Ok(Queue {
+            pool: Arc::new(pool),
+        })
+    }
+
+    /// A worker's queue: `size` connections shared by its claims, its leases and its jobs'
+    /// records, each operation waiting up to `patience` for an unavailable store (`notice`
+    /// says when it starts waiting).
+    pub(crate) async fn for_worker(
+        url: &str,
+        size: usize,
+        patience: Duration,
+        notice: Notice,
+    ) -> Result<Queue, StoreError> {
+        let pool = StorePool::open(url, size, patience, Some(notice)).await?;
+        Ok(Queue {
+            pool: Arc::new(pool),
+        })
+    }
+
+    /// The pool, for the jobs' records.
+    pub(crate) fn pool(&self) -> Arc<StorePool> {
+        self.pool.clone()
     }
 
     /// Queues a batch: its run flags and its jobs as (id, line, spec). Fails if the id is taken.
@@ -76,7 +156,8 @@ impl Queue {
         run_flags: &[String],
         jobs: &[(String, i32, Value)],
     ) -> Result<(), StoreError> {
-        let fail = database_error(&self.database);
+        let mut client = self.pool.get().await?;
+        let fail = database_error(&self.pool.database);
         let flags = serde_json::to_value(run_flags).map_err(|source| StoreError::Encode {
             what: "the run flags",
             source,
@@ -85,7 +166,7 @@ impl Queue {
         let ids: Vec<&str> = jobs.iter().map(|j| j.0.as_str()).collect();
         let lines: Vec<i32> = jobs.iter().map(|j| j.1).collect();
         let specs: Vec<&Value> = jobs.iter().map(|j| &j.2).collect();
-        let tx = self.client.transaction().await.map_err(&fail)?;
+        let tx = client.transaction().await.map_err(&fail)?;
         let inserted = tx
             .execute(
                 "INSERT INTO batches (batch_id, run_flags, jobs) VALUES ($1, $2, $3) \
@@ -97,7 +178,7 @@ impl Queue {
         if inserted == 0 {
             return Err(StoreError::BatchTaken {
                 batch_id: batch_id.to_owned(),
-                database: self.database.clone(),
+                database: self.pool.database.clone(),
             });
         }
         tx.execute(
@@ -116,17 +197,21 @@ impl Queue {
         &self,
         batch_id: &str,
     ) -> Result<Option<Vec<String>>, StoreError> {
-        let fail = database_error(&self.database);
-        let row = self
-            .client
-            .query_opt(
-                "SELECT run_flags FROM batches WHERE batch_id = $1",
-                &[&batch_id],
-            )
-            .await
-            .map_err(&fail)?;
+        let pool = &self.pool;
+        let row = pool
+            .retry(|| async move {
+                let client = pool.get().await?;
+                client
+                    .query_opt(
+                        "SELECT run_flags FROM batches WHERE batch_id = $1",
+                        &[&batch_id],
+                    )
+                    .await
+                    .map_err(database_error(&pool.database))
+            })
+            .await?;
         let Some(row) = row else { return Ok(None) };
-        let flags: Value = row.try_get(0).map_err(&fail)?;
+        let flags: Value = row.try_get(0).map_err(database_error(&pool.database))?;
         serde_json::from_value(flags)
             .map(Some)
             .map_err(|source| StoreError::BatchFlags {
@@ -135,8 +220,8 @@ impl Queue {
             })
     }
 
-    /// Takes the next job for `owner`, under a lease of `lease`: a queued one, or one whose
-    /// lease expired and that fewer than `max_attempts` workers took before.
+    /// Takes the next job for `owner`, under a lease of `lease`: one whose lease expired and
+    /// that fewer than `max_attempts` workers took before, or else a queued one.
     pub(crate) async fn claim(
         &self,
         batch_id: &str,
@@ -144,149 +229,144 @@ impl Queue {
         lease: Duration,
         max_attempts: i32,
     ) -> Result<Claim, StoreError> {
-        let fail = database_error(&self.database);
-        let secs = lease.as_secs_f64();
-        let row = self
-            .client
-            .query_opt(
-                "UPDATE batch_jobs j SET state = 'running', lease_owner = $2, \
-                 lease_expires_at = now() + make_interval(secs => $3), \
-                 attempts = j.attempts + 1, claimed_at = now() \
-                 WHERE (j.batch_id, j.job_id) IN ( \
-                   SELECT batch_id, job_id FROM batch_jobs \
-                   WHERE batch_id = $1 AND attempts < $4 AND (state = 'queued' \
-                     OR (state = 'running' AND lease_expires_at < now())) \
-                   ORDER BY line LIMIT 1 FOR UPDATE SKIP LOCKED) \
-                 RETURNING j.job_id, j.line, j.spec, j.attempts, j.runs",
-                &[&batch_id, &owner, &secs, &max_attempts],
-            )
-            .await
-            .map_err(&fail)?;
-        if let Some(row) = row {
-            return Ok(Claim::Job(Claimed {
-                job_id: row.try_get(0).map_err(&fail)?,
-                line: row.try_get(1).map_err(&fail)?,
-                spec: row.try_get(2).map_err(&fail)?,
-                runs: row.try_get(4).map_err(&fail)?,
-            }));
-        }
-        // Nothing free: wait for the soonest lease to expire (or a released job), unless
-        // nothing is left at all.
-        let row = self
-            .client
-            .query_one(
-                "SELECT EXTRACT(EPOCH FROM min(lease_expires_at) - now())::float8, \
-                 count(*) FILTER (WHERE state = 'queued' AND attempts < $2) \
-                 FROM batch_jobs WHERE batch_id = $1 AND (state = 'queued' \
-                   OR (state = 'running' AND (lease_expires_at >= now() OR attempts < $2)))",
-                &[&batch_id, &max_attempts],
-            )
-            .await
-            .map_err(&fail)?;
-        let soonest: Option<f64> = row.try_get(0).map_err(&fail)?;
-        let queued: i64 = row.try_get(1).map_err(&fail)?;
-        Ok(match (soonest, queued) {
-            (None, 0) => Claim::Drained,
-            (Some(secs), _) => Claim::Wait(Duration::from_secs_f64(secs.clamp(0.05, 1.0))),
-            (None, _) => Claim::Wait(Duration::from_millis(50)),
+        let pool = &self.pool;
+        pool.retry(|| async move {
+            let client = pool.get().await?;
+            let fail = database_error(&pool.database);
+            let secs = lease.as_secs_f64();
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+                [&batch_id, &owner, &secs, &max_attempts];
+            let expired = client.prepare_cached(CLAIM_EXPIRED).await.map_err(&fail)?;
+            let mut row = client.query_opt(&expired, &params).await.map_err(&fail)?;
+            if row.is_none() {
+                row = client
+                    .query_opt(
+                        &client.prepare_cached(CLAIM_QUEUED).await.map_err(&fail)?,
+                        &params,
+                    )
+                    .await
+                    .map_err(&fail)?;
+            }
+            if let Some(row) = row {
+                return Ok(Claim::Job(Claimed {
+                    job_id: row.try_get(0).map_err(&fail)?,
+                    line: row.try_get(1).map_err(&fail)?,
+                    spec: row.try_get(2).map_err(&fail)?,
+                    runs: row.try_get(3).map_err(&fail)?,
+                    generation: row.try_get(4).map_err(&fail)?,
+                }));
+            }
+            // Nothing free: wait for the soonest lease to expire (or a released job), unless
+            // nothing is left at all.
+            let row = client
+                .query_one(
+                    "SELECT EXTRACT(EPOCH FROM min(lease_expires_at) - now())::float8, \
+                     count(*) FILTER (WHERE state = 'queued' AND attempts < $2) \
+                     FROM batch_jobs WHERE batch_id = $1 AND (state = 'queued' \
+                       OR (state = 'running' AND (lease_expires_at >= now() OR attempts < $2)))",
+                    &[&batch_id, &max_attempts],
+                )
+                .await
+                .map_err(&fail)?;
+            let soonest: Option<f64> = row.try_get(0).map_err(&fail)?;
+            let queued: i64 = row.try_get(1).map_err(&fail)?;
+            Ok(match (soonest, queued) {
+                (None, 0) => Claim::Drained,
+                (Some(secs), _) => Claim::Wait(Duration::from_secs_f64(secs.clamp(0.05, 1.0))),
+                (None, _) => Claim::Wait(Duration::from_millis(50)),
+            })
         })
+        .await
     }
 
-    /// Records the job's runs (the one about to start last) while `owner` holds it.
+    /// Runs `sql` on the job's row under `fence` (`$1`-`$3` are the fence, `extra` follow);
+    /// whether the fence still held (one row changed).
+    async fn fenced(
+        &self,
+        fence: &Fence,
+        sql: &str,
+        extra: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<bool, StoreError> {
+        let pool = &self.pool;
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            vec![&fence.batch_id, &fence.job_id, &fence.generation];
+        params.extend_from_slice(extra);
+        let params = &params;
+        pool.retry(|| async move {
+            let client = pool.get().await?;
+            let fail = database_error(&pool.database);
+            let statement = client.prepare_cached(sql).await.map_err(&fail)?;
+            let n = client.execute(&statement, params).await.map_err(&fail)?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    /// Records the job's runs (the one about to start last) while the fence holds.
     pub(crate) async fn set_runs(
         &self,
-        batch_id: &str,
-        job_id: &str,
-        owner: &str,
+        fence: &Fence,
         runs: &[String],
     ) -> Result<bool, StoreError> {
-        let fail = database_error(&self.database);
-        let n = self
-            .client
-            .execute(
-                "UPDATE batch_jobs SET runs = $4 \
-                 WHERE batch_id = $1 AND job_id = $2 AND lease_owner = $3 AND state = 'running'",
-                &[&batch_id, &job_id, &owner, &runs],
-            )
-            .await
-            .map_err(&fail)?;
-        Ok(n == 1)
+        self.fenced(
+            fence,
+            "UPDATE batch_jobs SET runs = $4 \
+             WHERE batch_id = $1 AND job_id = $2 AND generation = $3 AND state = 'running'",
+            &[&runs],
+        )
+        .await
     }
 
-    /// Renews `owner`'s lease on the job; `false` when it no longer holds it.
-    pub(crate) async fn renew(
-        &self,
-        batch_id: &str,
-        job_id: &str,
-        owner: &str,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        let fail = database_error(&self.database);
-        let n = self
-            .client
-            .execute(
-                "UPDATE batch_jobs SET lease_expires_at = now() + make_interval(secs => $4) \
-                 WHERE batch_id = $1 AND job_id = $2 AND lease_owner = $3 AND state = 'running'",
-                &[&batch_id, &job_id, &owner, &lease.as_secs_f64()],
-            )
-            .await
-            .map_err(&fail)?;
-        Ok(n == 1)
+    /// Renews the lease; `false` when it is no longer this worker's.
+    pub(crate) async fn renew(&self, fence: &Fence, lease: Duration) -> Result<bool, StoreError> {
+        self.fenced(
+            fence,
+            "UPDATE batch_jobs SET lease_expires_at = now() + make_interval(secs => $4) \
+             WHERE batch_id = $1 AND job_id = $2 AND generation = $3 AND state = 'running'",
+            &[&lease.as_secs_f64()],
+        )
+        .await
     }
 
-    /// Marks the job done with its result, if `owner` still holds it; `false` when it does
-    /// not (another worker took it over, and that one's result counts).
+    /// Marks the job done with its result, if the fence holds; `false` when it does not
+    /// (another worker took it over, and that one's result counts).
     pub(crate) async fn finish(
         &self,
-        batch_id: &str,
-        job_id: &str,
-        owner: &str,
+        fence: &Fence,
         result: &Value,
         exit_code: Option<i32>,
     ) -> Result<bool, StoreError> {
-        let fail = database_error(&self.database);
-        let n = self
-            .client
-            .execute(
-                "UPDATE batch_jobs SET state = 'done', result = $4, exit_code = $5, \
-                 finished_at = now(), lease_owner = NULL, lease_expires_at = NULL \
-                 WHERE batch_id = $1 AND job_id = $2 AND lease_owner = $3 AND state = 'running'",
-                &[&batch_id, &job_id, &owner, result, &exit_code],
-            )
-            .await
-            .map_err(&fail)?;
-        Ok(n == 1)
+        self.fenced(
+            fence,
+            "UPDATE batch_jobs SET state = 'done', result = $4, exit_code = $5, \
+             finished_at = now(), lease_owner = NULL, lease_expires_at = NULL \
+             WHERE batch_id = $1 AND job_id = $2 AND generation = $3 AND state = 'running'",
+            &[result, &exit_code],
+        )
+        .await
     }
 
     /// Puts the job back in the queue (its worker was interrupted); the take does not count as
     /// an attempt.
-    pub(crate) async fn release(
-        &self,
-        batch_id: &str,
-        job_id: &str,
-        owner: &str,
-    ) -> Result<(), StoreError> {
-        let fail = database_error(&self.database);
-        self.client
-            .execute(
-                "UPDATE batch_jobs SET state = 'queued', lease_owner = NULL, \
-                 lease_expires_at = NULL, attempts = greatest(attempts - 1, 0) \
-                 WHERE batch_id = $1 AND job_id = $2 AND lease_owner = $3 AND state = 'running'",
-                &[&batch_id, &job_id, &owner],
-            )
-            .await
-            .map_err(&fail)?;
-        Ok(())
+    pub(crate) async fn release(&self, fence: &Fence) -> Result<bool, StoreError> {
+        self.fenced(
+            fence,
+            "UPDATE batch_jobs SET state = 'queued', lease_owner = NULL, \
+             lease_expires_at = NULL, attempts = greatest(attempts - 1, 0) \
+             WHERE batch_id = $1 AND job_id = $2 AND generation = $3 AND state = 'running'",
+            &[],
+        )
+        .await
     }
 
     /// Every job of the batch in line order; `None` when there is no such batch.
     pub(crate) async fn jobs(&self, batch_id: &str) -> Result<Option<Vec<JobRow>>, StoreError> {
-        let fail = database_error(&self.database);
+        let fail = database_error(&self.pool.database);
         if self.run_flags(batch_id).await?.is_none() {
             return Ok(None);
         }
-        let rows = self
-            .client
+        let client = self.pool.get().await?;
+        let rows = client
             .query(
                 "SELECT job_id, line, spec, state, lease_owner, \
                  CASE WHEN state = 'running' THEN EXTRACT(EPOCH FROM now() - claimed_at)::float8 END, \

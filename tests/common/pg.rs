@@ -445,3 +445,137 @@ fn postgres_bin() -> Option<PathBuf> {
     }
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).find(|d| has_both(d))
 }
+
+/// A cluster of one test's own, for tests that stop, restart or fill the server (the shared one
+/// must stay up for the others): trust auth on 127.0.0.1, a port that stays the same across
+/// restarts, no TLS. Stopped and removed when dropped.
+pub struct Cluster {
+    pub url: String,
+    pg_ctl: Vec<String>,
+    data: PathBuf,
+    dir: PathBuf,
+    options: String,
+}
+
+impl Cluster {
+    /// Starts one with `max_connections`, or says why it cannot (then the test skips).
+    pub fn start(max_connections: u32) -> Result<Cluster, String> {
+        let bin = postgres_bin().ok_or("no initdb and pg_ctl found (install postgresql)")?;
+        let root = rustix::process::geteuid().is_root();
+        let dir = tempfile::Builder::new()
+            .prefix("rounds-test-own-pg-")
+            .tempdir()
+            .map_err(|e| e.to_string())?
+            .keep();
+        let owner = |program: &str| -> Vec<String> {
+            let program = bin.join(program).display().to_string();
+            match root {
+                true => ["runuser", "-u", "postgres", "--", &program]
+                    .map(String::from)
+                    .to_vec(),
+                false => vec![program],
+            }
+        };
+        if root
+            && !Command::new("chown")
+                .arg("-R")
+                .arg("postgres")
+                .arg(&dir)
+                .status()
+                .is_ok_and(|s| s.success())
+        {
+            return Err("cannot give the cluster's directory to the postgres user".into());
+        }
+        let data = dir.join("data");
+        let mut initdb = owner("initdb");
+        initdb.extend(
+            [
+                "-D",
+                &data.display().to_string(),
+                "-U",
+                "rounds",
+                "--auth=trust",
+                "--no-locale",
+                "--no-sync",
+            ]
+            .map(String::from),
+        );
+        run_quiet(&initdb)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off \
+             -c max_connections={max_connections} -c superuser_reserved_connections=0",
+            dir.display()
+        );
+        let cluster = Cluster {
+            url: format!("postgres://rounds@127.0.0.1:{port}/postgres"),
+            pg_ctl: owner("pg_ctl"),
+            data,
+            dir,
+            options,
+        };
+        cluster.up()?;
+        Ok(cluster)
+    }
+
+    /// Starts it again after [`Cluster::down`], on the same port.
+    pub fn up(&self) -> Result<(), String> {
+        let log = self.dir.join("server.log").display().to_string();
+        self.pg_ctl(&["-l", &log, "-w", "-t", "60", "-o", &self.options, "start"])
+    }
+
+    /// Stops it, ending every session now (as a crash or an operator's fast stop would).
+    pub fn down(&self) -> Result<(), String> {
+        self.pg_ctl(&["-m", "fast", "-w", "stop"])
+    }
+
+    fn pg_ctl(&self, args: &[&str]) -> Result<(), String> {
+        let mut argv = self.pg_ctl.clone();
+        argv.extend(["-D".to_owned(), self.data.display().to_string()]);
+        argv.extend(args.iter().map(|a| a.to_string()));
+        run_quiet(&argv)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.pg_ctl(&["-m", "immediate", "stop"]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A private cluster, or `None` after saying why there is none here.
+pub fn own_cluster(max_connections: u32) -> Option<Cluster> {
+    match Cluster::start(max_connections) {
+        Ok(c) => Some(c),
+        Err(why) => {
+            eprintln!("skipping: cannot start a PostgreSQL cluster of the test's own: {why}");
+            None
+        }
+    }
+}
+
+fn run_quiet(argv: &[String]) -> Result<(), String> {
+    // A file, not a pipe: the server pg_ctl starts keeps its output open and would hold a pipe
+    // (and this call) until it stops.
+    let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let file = log.reopen().map_err(|e| e.to_string())?;
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().map_err(|e| e.to_string())?)
+        .stderr(file)
+        .status()
+        .map_err(|e| format!("{}: {e}", argv[0]))?;
+    match status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "{} failed: {}",
+            argv.join(" "),
+            std::fs::read_to_string(log.path()).unwrap_or_default()
+        )),
+    }
+}

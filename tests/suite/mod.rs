@@ -5,6 +5,7 @@ mod batch;
 mod batch_failures;
 mod batch_ids;
 mod batch_queue;
+mod batch_queue_faults;
 mod batch_storms;
 mod batch_untrusted;
 mod caching;
