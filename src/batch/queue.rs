@@ -114,6 +114,14 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
     } = join(words).await?;
     let cli = parsed.cli()?;
     let flags = parsed.flags.clone();
+    let max_attempts = i32::try_from(flags.max_attempts).unwrap_or(i32::MAX);
+    if flags.retry_failed {
+        let n = queue.requeue_failed(&batch, max_attempts).await?;
+        display::warning(&format!(
+            "--retry-failed: {n} job{} that had not completed went back to the queue",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
     // Without --out, a new directory nobody can predict (nor plant a link in beforehand).
     let out = match &flags.out {
         Some(dir) => super::out::OutDir::create(dir),
@@ -130,7 +138,7 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
         url,
         owner: format!("{}-{}", hostname(), new_batch_id()),
         lease: Duration::from_secs_f64(flags.lease),
-        max_attempts: i32::try_from(flags.max_attempts).unwrap_or(i32::MAX),
+        max_attempts,
         out,
         pool: Arc::new(Pool::new(
             flags.rpm,

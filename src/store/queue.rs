@@ -346,6 +346,31 @@ impl Queue {
         .await
     }
 
+    /// `--retry-failed` on a worker: every job of the batch that ended without completing, or
+    /// was given up after `max_attempts`, goes back to the queue with its attempts cleared. A
+    /// job that ended `unavailable` or `interrupted` keeps its runs and resumes the last; any
+    /// other starts over (as a local batch's `--retry-failed` does). A job another worker is
+    /// running is left alone; one taken before is fenced off by the new generation. Returns how
+    /// many went back.
+    pub(crate) async fn requeue_failed(
+        &self,
+        batch_id: &str,
+        max_attempts: i32,
+    ) -> Result<u64, StoreError> {
+        let pool = &self.pool;
+        pool.retry(|| async move {
+            let client = pool.get().await?;
+            client
+                .execute(
+                    "UPDATE batch_jobs SET state = 'queued', attempts = 0, result = NULL,                        exit_code = NULL, finished_at = NULL, lease_owner = NULL,                        lease_expires_at = NULL, generation = generation + 1,                        runs = CASE WHEN result->>'status' IN ('unavailable', 'interrupted')                          THEN runs ELSE '{}' END                      WHERE batch_id = $1 AND (                        (state = 'done' AND coalesce(exit_code, 1) <> 0)                        OR (state = 'queued' AND attempts >= $2)                        OR (state = 'running' AND attempts >= $2 AND lease_expires_at < now()))",
+                    &[&batch_id, &max_attempts],
+                )
+                .await
+                .map_err(database_error(&pool.database))
+        })
+        .await
+    }
+
     /// Puts the job back in the queue (its worker was interrupted); the take does not count as
     /// an attempt.
     pub(crate) async fn release(&self, fence: &Fence) -> Result<bool, StoreError> {

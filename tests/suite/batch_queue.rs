@@ -257,3 +257,78 @@ fn a_worker_without_a_key_gives_the_job_back_and_exits_2() {
     assert_eq!(rows, [("queued".into(), 0), ("queued".into(), 0)]);
     assert!(server.requests().is_empty());
 }
+
+/// Workers took `--retry-failed` and ignored it: a job that failed stayed failed however many
+/// workers came. Now a worker started with it puts such jobs back first; a worker without it
+/// (the control) retries nothing.
+#[test]
+fn a_worker_with_retry_failed_runs_the_jobs_that_did_not_complete_again() {
+    let Some(pg) = server() else { return };
+    let schema = Schema::new(pg);
+    let sb = Sandbox::new();
+    // job-1 is refused (400) until the switch file exists; then everything works.
+    let fixed = sb.path("fixed");
+    let switch = fixed.clone();
+    let server = MockServer::respond(move |r| {
+        if job_of(r) == "job-1" && !switch.exists() {
+            return crate::common::mock::Reply::error(
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"no"}}"#,
+            );
+        }
+        three_rounds(r)
+    });
+    let jobs = jobs_file(&sb, 3);
+    let batch = enqueue(&sb, &server, &schema.url, &jobs);
+    let out = run(&mut worker(&sb, &server, &schema.url, &batch, "w1"));
+    assert_eq!(out.code, 8, "{}", out.stderr);
+    let states = || {
+        let rows = sql(
+            &schema.url,
+            "SELECT job_id, state, exit_code FROM batch_jobs ORDER BY line",
+        );
+        rows.iter()
+            .map(|r| {
+                (
+                    r.get::<_, String>(0),
+                    r.get::<_, String>(1),
+                    r.get::<_, Option<i32>>(2),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let failed = vec![
+        ("job-0".to_owned(), "done".to_owned(), Some(0)),
+        ("job-1".to_owned(), "done".to_owned(), Some(1)),
+        ("job-2".to_owned(), "done".to_owned(), Some(0)),
+    ];
+    assert_eq!(states(), failed);
+    std::fs::write(&fixed, "").unwrap();
+
+    // The control: a worker without the flag finds nothing to do.
+    let before = server.requests().len();
+    let out = run(&mut worker(&sb, &server, &schema.url, &batch, "w2"));
+    assert_eq!(server.requests().len(), before, "{}", out.stderr);
+    assert_eq!(states(), failed);
+
+    let out = run(worker(&sb, &server, &schema.url, &batch, "w3").arg("--retry-failed"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("1 job that had not completed"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        states()[1],
+        ("job-1".to_owned(), "done".to_owned(), Some(0))
+    );
+    // Only job-1 ran again, from its first round.
+    let again: Vec<usize> = server.requests()[before..]
+        .iter()
+        .map(|r| {
+            assert_eq!(job_of(r), "job-1");
+            rounds_before(r)
+        })
+        .collect();
+    assert_eq!(again, [0, 1, 2]);
+}
