@@ -3,8 +3,9 @@
 //! Each provider file has three parts: serde wire types, a request builder from the neutral
 //! conversation, and a `Mapper`, a pure state machine from wire events to [`StreamEvent`]s. The
 //! shared parts live here: the event enum, the error type (classified once, so retry decisions
-//! never parse strings), and the driver that runs a mapper over an HTTP body through the SSE
-//! decoder, bounded by the idle timeout and the cap on a response's content (`progress`).
+//! never parse strings), and the driver that runs a mapper over an HTTP body through a decoder
+//! (`framing`: SSE, or Bedrock's binary event stream), bounded by the idle timeout and the cap on
+//! a response's content (`progress`).
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -18,9 +19,11 @@ use crate::conversation::{Block, Message, StopReason, Usage};
 use crate::net::clip;
 
 pub(crate) mod anthropic;
+pub(crate) mod bedrock;
 mod choice;
 mod endpoint;
 mod failure;
+pub(crate) mod framing;
 pub(crate) mod gemini;
 pub(crate) mod http;
 pub(crate) mod openai;
@@ -170,13 +173,24 @@ pub(crate) enum ProviderError {
     /// The replay provider has nothing (more) to play.
     #[error("replay: {0}")]
     Replay(String),
+    /// A cloud's credentials could not be had: none found or malformed (`Config`), refused by
+    /// the token endpoint (`Auth`), or that endpoint unreachable (`Network`). The message names
+    /// what was tried and never holds a secret.
+    #[error("{provider}: {message}")]
+    Credentials {
+        provider: String,
+        message: String,
+        kind: Failure,
+    },
 }
 
 impl ProviderError {
     /// What kind of failure this is, as decided where it was made.
     pub(crate) fn kind(&self) -> Failure {
         match self {
-            ProviderError::Http { kind, .. } | ProviderError::Stream { kind, .. } => *kind,
+            ProviderError::Http { kind, .. }
+            | ProviderError::Stream { kind, .. }
+            | ProviderError::Credentials { kind, .. } => *kind,
             ProviderError::Transport { .. } | ProviderError::Truncated { .. } => Failure::Network,
             ProviderError::Idle { .. } => Failure::Stalled,
             ProviderError::TooLarge { .. } => Failure::TooLarge,
@@ -274,10 +288,27 @@ where
     E: std::fmt::Display,
     M: Mapper,
 {
+    drive_framed(body, sse::Decoder::default(), mapper, bounds)
+}
+
+/// [`drive_within`] over any framing: the same bounds and ending rules whatever cuts the body
+/// into events.
+pub(crate) fn drive_framed<S, E, F, M>(
+    body: S,
+    decoder: F,
+    mapper: M,
+    bounds: Bounds,
+) -> EventStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display,
+    F: framing::Framing,
+    M: Mapper,
+{
     let driver = Driver {
         body: Some(body),
         mapper,
-        decoder: sse::Decoder::default(),
+        decoder,
         pending: Default::default(),
         finished: false,
         bounds,
@@ -290,10 +321,10 @@ where
 }
 
 /// The state of one driven response.
-struct Driver<S, M> {
+struct Driver<S, F, M> {
     body: Option<S>,
     mapper: M,
-    decoder: sse::Decoder,
+    decoder: F,
     pending: std::collections::VecDeque<Result<StreamEvent, ProviderError>>,
     finished: bool,
     bounds: Bounds,
@@ -302,10 +333,11 @@ struct Driver<S, M> {
     deadline: tokio::time::Instant,
 }
 
-impl<S, E, M> Driver<S, M>
+impl<S, E, F, M> Driver<S, F, M>
 where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display,
+    F: framing::Framing,
     M: Mapper,
 {
     async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
@@ -405,9 +437,9 @@ where
         if self.mapper.progress() > before {
             self.deadline = deadline_after(self.bounds.idle);
         }
-        fed.map_err(|e| ProviderError::Protocol {
+        fed.map_err(|message| ProviderError::Protocol {
             provider: self.mapper.provider().to_owned(),
-            message: e.to_string(),
+            message,
         })
     }
 }
