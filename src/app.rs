@@ -24,7 +24,7 @@ use crate::transcript::{End, Line, Start, WriteError};
 /// Why a run could not start. Every one of these comes before any model call.
 #[derive(Debug, thiserror::Error)]
 enum SetupError {
-    /// The provider could not be built (its HTTP client, its options).
+    /// The provider could not be built (its HTTP client; a cloud's place or credentials).
     #[error(transparent)]
     Provider(BuildError),
     /// A tool source is wrong: a manifest, an MCP server that did not start, a rule.
@@ -39,13 +39,15 @@ enum SetupError {
 }
 
 impl SetupError {
-    /// A provider that cannot be built is rounds' failure; everything else is the user's to fix.
+    /// An HTTP client that cannot be built is rounds' failure; everything else is the user's to
+    /// fix.
     fn status(&self) -> Status {
         match self {
-            SetupError::Provider(_) => Status::Error,
-            SetupError::Tools(_) | SetupError::DefaultTranscript(_) | SetupError::Records(_) => {
-                Status::Usage
-            }
+            SetupError::Provider(BuildError::Client(_)) => Status::Error,
+            SetupError::Provider(BuildError::Config(_))
+            | SetupError::Tools(_)
+            | SetupError::DefaultTranscript(_)
+            | SetupError::Records(_) => Status::Usage,
         }
     }
 }

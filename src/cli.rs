@@ -121,8 +121,9 @@ pub struct Cli {
     /// The model, as PROVIDER/MODEL or an alias (sonnet, gpt, flash, …).
     ///
     /// Providers: anthropic, openai (Chat Completions or Responses, see --api), openai-responses,
-    /// gemini, ollama, llamacpp, vllm (OpenAI-compatible servers), and replay:FILE.jsonl to replay a
-    /// transcript. A bare claude-*, gpt-*, o1/o3/o4* or gemini-* name picks its provider. Aliases:
+    /// gemini, openrouter; the clouds bedrock/MODEL_ID, vertex/MODEL (gemini-… or claude-…) and
+    /// azure/DEPLOYMENT; ollama, llamacpp, vllm (OpenAI-compatible servers); and replay:FILE.jsonl
+    /// to replay a transcript. A bare claude-*, gpt-*, o1/o3/o4* or gemini-* name picks its provider. Aliases:
     /// sonnet, opus, haiku, gpt, mini, gemini, flash (and [alias] in the settings files). [default:
     /// anthropic/claude-sonnet-4-5]
     #[arg(
@@ -142,10 +143,26 @@ pub struct Cli {
     pub api_key_file: Option<PathBuf>,
 
     /// Provider endpoint, overriding ANTHROPIC_BASE_URL and GEMINI_BASE_URL (http://host:port),
-    /// OPENAI_BASE_URL (http://host:port/v1), and the defaults of ollama
-    /// (http://127.0.0.1:11434/v1), llamacpp (:8080/v1) and vllm (:8000/v1).
+    /// OPENAI_BASE_URL and OPENROUTER_BASE_URL (http://host:port/v1), the defaults of ollama
+    /// (http://127.0.0.1:11434/v1), llamacpp (:8080/v1) and vllm (:8000/v1), and the clouds'
+    /// endpoints: AWS_ENDPOINT_URL_BEDROCK_RUNTIME, Vertex AI's regional one,
+    /// AZURE_OPENAI_ENDPOINT (https://NAME.openai.azure.com).
     #[arg(help_heading = "Model", long, value_name = "URL")]
     pub base_url: Option<String>,
+
+    /// The cloud region: AWS's for bedrock (else AWS_REGION, AWS_DEFAULT_REGION, the profile's),
+    /// the Vertex AI location for vertex (else GOOGLE_CLOUD_LOCATION, CLOUD_ML_REGION).
+    #[arg(help_heading = "Model", long, value_name = "REGION")]
+    pub region: Option<String>,
+
+    /// The Google Cloud project for vertex (else GOOGLE_CLOUD_PROJECT, the credentials' own).
+    #[arg(help_heading = "Model", long, value_name = "PROJECT")]
+    pub project: Option<String>,
+
+    /// Azure OpenAI's api-version: the deployment URLs
+    /// (/openai/deployments/NAME/chat/completions?api-version=V) instead of the v1 API.
+    #[arg(help_heading = "Model", long, value_name = "VERSION")]
+    pub api_version: Option<String>,
 
     /// Cap on each response's output tokens.
     ///
@@ -505,9 +522,12 @@ pub enum OutputMode {
 }
 
 const AFTER_HELP: &str = "\
-Keys come from the environment: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY (ollama,
-llamacpp and vllm need none). Base URLs: ANTHROPIC_BASE_URL and GEMINI_BASE_URL (http://host:port),
-OPENAI_BASE_URL (http://host:port/v1). Tools never see the keys (see also --api-key-file).
+Keys come from the environment: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY,
+OPENROUTER_API_KEY (ollama, llamacpp and vllm need none). Base URLs: ANTHROPIC_BASE_URL and
+GEMINI_BASE_URL (http://host:port), OPENAI_BASE_URL (http://host:port/v1). The clouds use their own
+credentials: bedrock the AWS chain (or AWS_BEARER_TOKEN_BEDROCK), vertex Application Default
+Credentials, azure AZURE_OPENAI_API_KEY or an Entra ID token; rounds doctor says which a run would
+use. Tools never see the keys (see also --api-key-file).
 
 Settings: any long flag can also live in ./.rounds.toml or ~/.config/rounds/config.toml under its
 own name; rounds config shows what a run would use and where each value comes from.

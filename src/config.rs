@@ -118,6 +118,11 @@ pub enum ConfigError {
     },
     #[error("API key file {}: expected one line holding the key", .0.display())]
     KeyFile(PathBuf),
+    #[error(
+        "--api-key-file: {0} takes no key (Application Default Credentials: \
+         GOOGLE_APPLICATION_CREDENTIALS, gcloud's file, or the metadata server)"
+    )]
+    NoKeyFor(&'static str),
     #[error("invalid base URL {url:?}: {message}")]
     BaseUrl { url: String, message: String },
     #[error("cannot read {what} {}: {source}", path.display())]
@@ -372,7 +377,14 @@ fn choose_provider(
         &inputs.cwd,
     )?;
     let (api, options) = model_options(cli);
-    let provider = provider.configure(api, options, &model, cli.max_tokens)?;
+    let cloud = crate::provider::Cloud {
+        region: cli.region.clone(),
+        project: cli.project.clone(),
+        api_version: cli.api_version.clone(),
+    };
+    let provider = provider
+        .in_cloud(cloud)
+        .configure(api, options, &model, cli.max_tokens)?;
     Ok((provider, model, options))
 }
 

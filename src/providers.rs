@@ -26,6 +26,10 @@ pub(crate) enum Wire {
     Responses,
     /// Gemini `streamGenerateContent?alt=sse`.
     Gemini,
+    /// Amazon Bedrock's Converse stream (AWS's binary event stream).
+    Bedrock,
+    /// Google Vertex AI: Gemini's wire for Google's models, Anthropic's for Claude.
+    Vertex,
 }
 
 impl Wire {
@@ -38,6 +42,8 @@ impl Wire {
             Wire::Chat => format!("{base}/chat/completions"),
             Wire::Responses => format!("{base}/responses"),
             Wire::Gemini => format!("{base}/v1beta/models/{model}:streamGenerateContent?alt=sse"),
+            // The cloud's own module makes the path from the region, project and model.
+            Wire::Bedrock | Wire::Vertex => base.to_owned(),
         }
     }
 
@@ -48,6 +54,8 @@ impl Wire {
             Wire::Chat => "openai-chat",
             Wire::Responses => "openai-responses",
             Wire::Gemini => "gemini",
+            Wire::Bedrock => "bedrock-converse",
+            Wire::Vertex => "vertex",
         }
     }
 
@@ -55,6 +63,19 @@ impl Wire {
     pub(crate) fn is_openai(self) -> bool {
         matches!(self, Wire::Chat | Wire::Responses)
     }
+}
+
+/// How a provider's requests prove who sends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Auth {
+    /// The key in `key_var`, as a header.
+    Key,
+    /// SigV4 from the AWS credential chain, or a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`).
+    Aws,
+    /// Google's Application Default Credentials.
+    Google,
+    /// An `api-key` header, or a Microsoft Entra ID bearer token.
+    Azure,
 }
 
 /// One built-in provider.
@@ -67,15 +88,24 @@ pub(crate) struct Entry {
     pub(crate) flavor: Flavor,
     /// The variable holding the key (also read from `{VAR}_FILE`).
     pub(crate) key_var: &'static str,
-    /// Whether a run needs a key (local servers take one only if they were set up with one).
+    /// Whether a run needs a key (local servers take one only if they were set up with one;
+    /// the clouds have credentials of their own).
     pub(crate) key_required: bool,
+    pub(crate) auth: Auth,
+    /// A server on the user's own machine: a small model, which gets an output cap by default
+    /// and whose tool calls written as text are read (`provider/text_calls.rs`).
+    pub(crate) local: bool,
     /// Other variables that hold this provider's keys: never passed to a tool either.
     pub(crate) also_secret: &'static [&'static str],
-    /// The variable that overrides the URL (`--base-url` overrides both).
-    pub(crate) url_var: Option<&'static str>,
+    /// The variables that override the URL, the first set one winning (`--base-url` overrides
+    /// them all).
+    pub(crate) url_vars: &'static [&'static str],
+    /// Empty for a cloud whose URL is made from its region or project.
     pub(crate) default_url: &'static str,
     /// Bare model names that are this provider's (`claude-…` is Anthropic's).
     pub(crate) bare_prefixes: &'static [&'static str],
+    /// Headers every request carries (OpenRouter's attribution of the app).
+    pub(crate) headers: &'static [(&'static str, &'static str)],
 }
 
 /// The built-in providers.
@@ -86,10 +116,13 @@ pub(crate) const PROVIDERS: &[Entry] = &[
         flavor: Flavor::OpenAi,
         key_var: "ANTHROPIC_API_KEY",
         key_required: true,
+        auth: Auth::Key,
+        local: false,
         also_secret: &[],
-        url_var: Some("ANTHROPIC_BASE_URL"),
+        url_vars: &["ANTHROPIC_BASE_URL"],
         default_url: "https://api.anthropic.com",
         bare_prefixes: &["claude-"],
+        headers: &[],
     },
     Entry {
         name: "openai",
@@ -97,10 +130,13 @@ pub(crate) const PROVIDERS: &[Entry] = &[
         flavor: Flavor::OpenAi,
         key_var: "OPENAI_API_KEY",
         key_required: true,
+        auth: Auth::Key,
+        local: false,
         also_secret: &[],
-        url_var: Some("OPENAI_BASE_URL"),
+        url_vars: &["OPENAI_BASE_URL"],
         default_url: "https://api.openai.com/v1",
         bare_prefixes: &["gpt-", "chatgpt-", "o1", "o3", "o4"],
+        headers: &[],
     },
     Entry {
         name: "openai-responses",
@@ -108,10 +144,13 @@ pub(crate) const PROVIDERS: &[Entry] = &[
         flavor: Flavor::OpenAi,
         key_var: "OPENAI_API_KEY",
         key_required: true,
+        auth: Auth::Key,
+        local: false,
         also_secret: &[],
-        url_var: Some("OPENAI_BASE_URL"),
+        url_vars: &["OPENAI_BASE_URL"],
         default_url: "https://api.openai.com/v1",
         bare_prefixes: &[],
+        headers: &[],
     },
     Entry {
         name: "gemini",
@@ -119,10 +158,75 @@ pub(crate) const PROVIDERS: &[Entry] = &[
         flavor: Flavor::OpenAi,
         key_var: "GEMINI_API_KEY",
         key_required: true,
+        auth: Auth::Key,
+        local: false,
         also_secret: &["GOOGLE_API_KEY"],
-        url_var: Some("GEMINI_BASE_URL"),
+        url_vars: &["GEMINI_BASE_URL"],
         default_url: "https://generativelanguage.googleapis.com",
         bare_prefixes: &["gemini-"],
+        headers: &[],
+    },
+    Entry {
+        name: "bedrock",
+        wire: Wire::Bedrock,
+        flavor: Flavor::OpenAi,
+        // A Bedrock API key; without one, SigV4 from the AWS credential chain.
+        key_var: "AWS_BEARER_TOKEN_BEDROCK",
+        key_required: false,
+        auth: Auth::Aws,
+        local: false,
+        also_secret: &["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"],
+        url_vars: &["AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"],
+        default_url: "",
+        bare_prefixes: &[],
+        headers: &[],
+    },
+    Entry {
+        name: "vertex",
+        wire: Wire::Vertex,
+        flavor: Flavor::OpenAi,
+        // Vertex takes no key: Application Default Credentials (the file this names, or the
+        // metadata server).
+        key_var: "GOOGLE_APPLICATION_CREDENTIALS",
+        key_required: false,
+        auth: Auth::Google,
+        local: false,
+        also_secret: &[],
+        url_vars: &[],
+        default_url: "",
+        bare_prefixes: &[],
+        headers: &[],
+    },
+    Entry {
+        name: "azure",
+        wire: Wire::Chat,
+        flavor: Flavor::OpenAi,
+        // An `api-key`; without one, a Microsoft Entra ID token.
+        key_var: "AZURE_OPENAI_API_KEY",
+        key_required: false,
+        auth: Auth::Azure,
+        local: false,
+        also_secret: &["AZURE_OPENAI_AD_TOKEN", "AZURE_CLIENT_SECRET"],
+        url_vars: &["AZURE_OPENAI_ENDPOINT"],
+        default_url: "",
+        bare_prefixes: &[],
+        headers: &[],
+    },
+    Entry {
+        name: "openrouter",
+        wire: Wire::Chat,
+        flavor: Flavor::Compatible,
+        key_var: "OPENROUTER_API_KEY",
+        key_required: true,
+        auth: Auth::Key,
+        local: false,
+        also_secret: &[],
+        url_vars: &["OPENROUTER_BASE_URL"],
+        default_url: "https://openrouter.ai/api/v1",
+        bare_prefixes: &[],
+        // OpenRouter's attribution: the app's name on its activity pages. (No `HTTP-Referer`:
+        // rounds has no site of its own to name.)
+        headers: &[("x-title", "rounds")],
     },
     local("ollama", "OLLAMA_API_KEY", "http://127.0.0.1:11434/v1"),
     local("llamacpp", "LLAMACPP_API_KEY", "http://127.0.0.1:8080/v1"),
@@ -137,10 +241,13 @@ const fn local(name: &'static str, key_var: &'static str, default_url: &'static 
         flavor: Flavor::Compatible,
         key_var,
         key_required: false,
+        auth: Auth::Key,
+        local: true,
         also_secret: &[],
-        url_var: None,
+        url_vars: &[],
         default_url,
         bare_prefixes: &[],
+        headers: &[],
     }
 }
 

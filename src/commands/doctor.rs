@@ -290,6 +290,10 @@ fn key_checks(
             let file = key_file.filter(|_| is_run);
             let var = entry.key_var;
             let needed = is_run && entry.key_required;
+            if let Some(lines) = crate::provider::describe_credentials(entry, file, env) {
+                return Check::new("credentials", entry.name, State::Ok, lines.join("; "))
+                    .needed(is_run);
+            }
             let (state, detail) = match config::key_origin(var, file, env) {
                 Ok(Some(from)) => (State::Ok, format!("found in {from}")),
                 Ok(None) if !entry.key_required => (
@@ -328,11 +332,16 @@ async fn endpoint_checks(
         let url = base_url
             .filter(|_| is_run)
             .map(str::to_owned)
-            .or_else(|| entry.url_var.and_then(env))
+            .or_else(|| entry.url_vars.iter().find_map(|v| env(v)))
             .unwrap_or_else(|| entry.default_url.to_owned());
         let client = client.as_ref();
         async move {
             let (state, detail) = match client {
+                // A cloud's URL comes from its region or project, which a run resolves.
+                _ if url.is_empty() => (
+                    State::Skip,
+                    "made from the region or project when a run starts".to_owned(),
+                ),
                 Ok(client) => reach(client, &url).await,
                 Err(e) => (State::Fail, format!("no HTTP client: {e}")),
             };

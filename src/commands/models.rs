@@ -44,7 +44,8 @@ struct Provider {
     api: &'static str,
     key_variable: &'static str,
     key_required: bool,
-    url_variable: Option<&'static str>,
+    /// The variables that override the URL, the first set one winning.
+    url_variables: &'static [&'static str],
     default_url: &'static str,
     /// Bare model names that pick this provider (`claude-` for anthropic).
     bare_prefixes: &'static [&'static str],
@@ -103,7 +104,7 @@ impl Listing {
                 api: e.wire.name(),
                 key_variable: e.key_var,
                 key_required: e.key_required,
-                url_variable: e.url_var,
+                url_variables: e.url_vars,
                 default_url: e.default_url,
                 bare_prefixes: e.bare_prefixes,
             })
@@ -129,9 +130,11 @@ impl Listing {
                 true => p.key_variable.to_owned(),
                 false => format!("{} (optional)", p.key_variable),
             };
-            let url = match p.url_variable {
-                Some(var) => format!("{} (or {var})", p.default_url),
-                None => p.default_url.to_owned(),
+            let url = match (p.default_url, p.url_variables) {
+                ("", []) => "from its region and project".to_owned(),
+                ("", vars) => vars.join(" or "),
+                (url, []) => url.to_owned(),
+                (url, vars) => format!("{url} (or {})", vars.join(", ")),
             };
             vec![p.name.to_owned(), p.api.to_owned(), key, url]
         });

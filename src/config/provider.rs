@@ -8,7 +8,7 @@ use std::path::Path;
 use super::{ConfigError, read_file};
 use crate::cli::Cli;
 use crate::provider::{Api, Options, ProviderChoice};
-use crate::providers;
+use crate::providers::{self, Auth};
 use crate::transcript;
 
 pub(super) fn resolve_provider(
@@ -53,10 +53,20 @@ pub(super) fn resolve_provider(
     }
     let url = base_url
         .map(str::to_owned)
-        .or_else(|| entry.url_var.and_then(env))
+        .or_else(|| entry.url_vars.iter().find_map(|v| env(v)))
         .unwrap_or_else(|| entry.default_url.to_owned());
-    check_url(&url)?;
-    let key = api_key(entry.key_var, key_file, env)?;
+    // Empty: a cloud's URL, made from its region or project when the provider is built.
+    if !url.is_empty() {
+        check_url(&url)?;
+    }
+    let key = match entry.auth {
+        // Application Default Credentials are a file or the metadata server, never a key.
+        Auth::Google if key_file.is_some() => {
+            return Err(ConfigError::NoKeyFor(entry.name));
+        }
+        Auth::Google => None,
+        Auth::Key | Auth::Aws | Auth::Azure => api_key(entry.key_var, key_file, env)?,
+    };
     if entry.key_required && key.is_none() {
         return Err(ConfigError::MissingKey {
             var: entry.key_var,

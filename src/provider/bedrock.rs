@@ -10,11 +10,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use aws_config::meta::region::RegionProviderChain;
 use futures_util::StreamExt;
 
+use super::auth::Credentials;
 use super::endpoint::Endpoint;
-use super::{Bounds, EventStream, Failure, MAX_RESPONSE_BYTES, Provider, ProviderError, Request};
+use super::{
+    Bounds, BuildError, Cloud, EventStream, Failure, MAX_RESPONSE_BYTES, Provider, ProviderError,
+    Request,
+};
 use crate::net::describe;
 
 mod auth;
@@ -29,50 +32,40 @@ pub(crate) use request::build_request;
 
 /// The content type of an event stream.
 const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
-/// The variable holding a Bedrock API key.
-pub(crate) const BEARER_VAR: &str = "AWS_BEARER_TOKEN_BEDROCK";
-
-/// Who requests come from.
-enum Auth {
-    /// A Bedrock API key: `Authorization: Bearer`, nothing signed.
-    Bearer(String),
-    /// The standard credential chain, signing with SigV4.
-    Chain(auth::Chain),
-}
 
 pub(crate) struct Bedrock {
     endpoint: Endpoint,
-    /// `--region`, when given.
-    region_flag: Option<String>,
-    region: tokio::sync::OnceCell<Option<String>>,
-    /// The URL requests go to before the region's default: `--base-url` or the AWS variables.
+    /// Where requests go before the region's default: `--base-url` or the AWS variables.
     base: Option<String>,
-    auth: Auth,
+    auth: Arc<auth::AwsAuth>,
 }
 
-/// The Bedrock provider for `endpoint` (its `url` is `--base-url` when the user gave one, else
-/// empty). Cheap: credentials and the profile's region are read on the first request.
-pub(crate) fn build(endpoint: Endpoint, region: Option<String>) -> Arc<dyn Provider> {
-    let base = [
-        Some(endpoint.url.clone()),
-        crate::env::var("AWS_ENDPOINT_URL_BEDROCK_RUNTIME"),
-        crate::env::var("AWS_ENDPOINT_URL"),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|u| !u.is_empty())
-    .map(|u| u.trim_end_matches('/').to_owned());
-    let auth = match crate::env::var(BEARER_VAR) {
-        Some(token) => Auth::Bearer(token),
-        None => Auth::Chain(auth::Chain::new(endpoint.name, endpoint.client.clone())),
-    };
-    Arc::new(Bedrock {
+/// The Bedrock provider for `endpoint`: its `url` is `--base-url` or an AWS endpoint variable
+/// when there is one, else empty; its key, a Bedrock API key. Cheap: credentials and the
+/// profile's region are read on the first request. Fails at once only when no region can be
+/// had at all and one is needed (no `--region`, no variable, no shared config file).
+pub(crate) fn build(
+    mut endpoint: Endpoint,
+    cloud: &Cloud,
+) -> Result<Arc<dyn Provider>, BuildError> {
+    let base = Some(endpoint.url.trim_end_matches('/').to_owned()).filter(|u| !u.is_empty());
+    let region = cloud.region.clone().filter(|r| !r.is_empty());
+    let needs_region = base.is_none() || endpoint.key.is_none();
+    if needs_region && region.is_none() && !auth::region_may_be_found(&|v| crate::env::var(v)) {
+        return Err(BuildError::Config(format!("bedrock: {}", auth::NO_REGION)));
+    }
+    let auth = Arc::new(auth::AwsAuth::new(
+        endpoint.name,
+        endpoint.client.clone(),
+        endpoint.key.clone(),
+        region,
+    ));
+    endpoint.credentials = Some(auth.clone());
+    Ok(Arc::new(Bedrock {
         endpoint,
-        region_flag: region.filter(|r| !r.is_empty()),
-        region: tokio::sync::OnceCell::new(),
         base,
         auth,
-    })
+    }))
 }
 
 #[async_trait]
@@ -92,22 +85,23 @@ impl Provider for Bedrock {
             provider: e.name.to_owned(),
             message: err.to_string(),
         })?;
-        let region = self.region().await;
-        let base = match (&self.base, &region) {
-            (Some(base), _) => base.clone(),
-            (None, Some(region)) => format!("https://bedrock-runtime.{region}.amazonaws.com"),
-            (None, None) => return Err(self.no_region()),
+        let base = match &self.base {
+            Some(base) => base.clone(),
+            None => {
+                let region = self.auth.region().await?;
+                format!("https://bedrock-runtime.{region}.amazonaws.com")
+            }
         };
         let url = converse_stream_url(&base, &e.model);
-        let mut http = e
+        let http = e
             .client
             .post(&url)
+            .headers(e.headers.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, EVENT_STREAM)
             .body(body)
             .build()
             .map_err(|err| self.transport(&url, &err))?;
-        self.authorize(&mut http, region.as_deref()).await?;
         let response = self.send(http, &url).await?;
         let bounds = Bounds {
             idle: e.idle,
@@ -123,71 +117,29 @@ impl Provider for Bedrock {
 }
 
 impl Bedrock {
-    /// The region: `--region`, else the environment's, else the profile's (read once).
-    async fn region(&self) -> Option<String> {
-        if let Some(r) = &self.region_flag {
-            return Some(r.clone());
-        }
-        self.region
-            .get_or_init(|| async {
-                let chain = RegionProviderChain::first_try(
-                    aws_config::environment::EnvironmentVariableRegionProvider::new(),
-                )
-                .or_else(aws_config::profile::ProfileFileRegionProvider::new());
-                chain.region().await.map(|r| r.to_string())
-            })
-            .await
-            .clone()
-    }
-
-    fn no_region(&self) -> ProviderError {
-        ProviderError::Credentials {
-            provider: self.endpoint.name.to_owned(),
-            message: "no AWS region: pass --region, or set AWS_REGION (or AWS_DEFAULT_REGION), \
-                      or `region` in the profile of ~/.aws/config"
-                .to_owned(),
-            kind: Failure::Config,
-        }
-    }
-
-    /// Makes `request` carry the caller's identity: the API key, or a signature over all of it
-    /// with credentials fresh for at least another minute.
-    async fn authorize(
-        &self,
-        request: &mut reqwest::Request,
-        region: Option<&str>,
-    ) -> Result<(), ProviderError> {
-        match &self.auth {
-            Auth::Bearer(token) => {
-                let value = super::http::secret_header(&format!("Bearer {token}"))?;
-                request
-                    .headers_mut()
-                    .insert(reqwest::header::AUTHORIZATION, value);
-                Ok(())
-            }
-            Auth::Chain(chain) => {
-                let region = region.ok_or_else(|| self.no_region())?;
-                let credentials = chain.credentials(region).await?;
-                auth::sign_request(request, &credentials, region, std::time::SystemTime::now())
-            }
-        }
-    }
-
     /// Sends the request; a non-success status becomes an error classified by Bedrock's error
     /// type (`x-amzn-ErrorType`) and message, a success must be an event stream.
+    /// Fetching credentials is part of getting a response: bounded by the same wait.
     async fn send(
         &self,
-        request: reqwest::Request,
+        mut request: reqwest::Request,
         url: &str,
     ) -> Result<reqwest::Response, ProviderError> {
         let e = &self.endpoint;
-        let sent = tokio::time::timeout(e.idle, e.client.execute(request)).await;
-        let response = sent
-            .map_err(|_| ProviderError::Idle {
-                provider: e.name.to_owned(),
-                after: e.idle,
-            })?
-            .map_err(|err| self.transport(url, &err))?;
+        let sent = async {
+            self.auth.authorize(&mut request).await?;
+            e.client
+                .execute(request)
+                .await
+                .map_err(|err| self.transport(url, &err))
+        };
+        let response =
+            tokio::time::timeout(e.idle, sent)
+                .await
+                .map_err(|_| ProviderError::Idle {
+                    provider: e.name.to_owned(),
+                    after: e.idle,
+                })??;
         let status = response.status();
         let header = |name: &str| {
             response

@@ -18,7 +18,7 @@ use super::options::{
     ANTHROPIC_MIN_BUDGET, Options, is_openai_reasoning_family, is_openai_reasoning_model,
 };
 use super::replay::Replay;
-use crate::providers::{Entry, Flavor, Wire};
+use crate::providers::{Auth, Entry, Flavor, Wire};
 use crate::transcript::Transcript;
 
 /// The default output cap for local servers (see [`ProviderChoice::default_max_tokens`]).
@@ -34,11 +34,25 @@ pub(crate) enum ProviderChoice {
         base_url: String,
         key: Option<String>,
         options: Options,
+        cloud: Cloud,
     },
     Replay {
         path: PathBuf,
         transcript: Box<Transcript>,
     },
+}
+
+/// Where in a cloud a run's requests go, as the user named it (`--region`, `--project`,
+/// `--api-version`, or their settings keys). What is left unset, the cloud's own module finds
+/// the usual ways (its variables, profile, credentials file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Cloud {
+    /// AWS region (bedrock) or Vertex AI location (vertex).
+    pub(crate) region: Option<String>,
+    /// Google Cloud project (vertex).
+    pub(crate) project: Option<String>,
+    /// Azure OpenAI's `api-version`: the older deployment URLs instead of the v1 API.
+    pub(crate) api_version: Option<String>,
 }
 
 /// A model option the provider or the model does not take (`--temperature` for o3, …).
@@ -59,7 +73,16 @@ impl ProviderChoice {
             base_url,
             key,
             options: Options::default(),
+            cloud: Cloud::default(),
         }
+    }
+
+    /// The same choice in the cloud place `cloud`.
+    pub(crate) fn in_cloud(mut self, place: Cloud) -> ProviderChoice {
+        if let ProviderChoice::Api { cloud, .. } = &mut self {
+            *cloud = place;
+        }
+        self
     }
 
     pub(crate) fn name(&self) -> &'static str {
@@ -111,9 +134,7 @@ impl ProviderChoice {
     /// (its API requires one); the hosted APIs keep theirs.
     pub(crate) fn default_max_tokens(&self) -> Option<u32> {
         match self {
-            ProviderChoice::Api { entry, .. } if entry.flavor == Flavor::Compatible => {
-                Some(LOCAL_MAX_TOKENS)
-            }
+            ProviderChoice::Api { entry, .. } if entry.local => Some(LOCAL_MAX_TOKENS),
             _ => None,
         }
     }
@@ -128,6 +149,7 @@ impl ProviderChoice {
             base_url,
             key,
             options,
+            cloud,
         } = self
         else {
             return match api {
@@ -161,6 +183,7 @@ impl ProviderChoice {
             base_url,
             key,
             options,
+            cloud,
         })
     }
 
@@ -196,7 +219,7 @@ impl ProviderChoice {
                 }
                 Ok(())
             }
-            Wire::Gemini => Ok(()),
+            Wire::Gemini | Wire::Vertex | Wire::Bedrock => Ok(()),
         }
     }
 }
@@ -265,10 +288,17 @@ impl Api {
     }
 }
 
-/// The HTTP client could not be set up (its TLS configuration failed).
+/// Why a provider could not be built.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot set up the HTTP client: {0}")]
-pub(crate) struct BuildError(String);
+pub(crate) enum BuildError {
+    /// The HTTP client could not be set up (its TLS configuration failed): rounds' failure.
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(String),
+    /// A cloud's place or credentials are missing or malformed (no region, no endpoint, an
+    /// unreadable credentials file): the user's to fix.
+    #[error("{0}")]
+    Config(String),
+}
 
 /// The provider for `choice`, asking for `model`, with streams cut after `idle` without data.
 pub(crate) fn build(
@@ -287,7 +317,7 @@ pub(crate) fn build_with(
     idle: Duration,
     shared: Option<&reqwest::Client>,
 ) -> Result<Arc<dyn Provider>, BuildError> {
-    let (entry, wire, base_url, key, options) = match choice {
+    let (entry, wire, base_url, key, options, cloud) = match choice {
         ProviderChoice::Replay { transcript, .. } => return Ok(Arc::new(Replay::new(transcript))),
         ProviderChoice::Api {
             entry,
@@ -295,26 +325,45 @@ pub(crate) fn build_with(
             base_url,
             key,
             options,
-        } => (entry, wire, base_url, key, options),
+            cloud,
+        } => (entry, wire, base_url, key, options, cloud),
     };
     let client = match shared {
         Some(client) => client.clone(),
-        None => super::http::client().map_err(|e| BuildError(e.to_string()))?,
+        None => super::http::client().map_err(|e| BuildError::Client(e.to_string()))?,
     };
-    let endpoint = Endpoint {
+    let mut endpoint = Endpoint {
         name: entry.name,
         flavor: entry.flavor,
+        local: entry.local,
         client,
         url: wire.url(base_url, model),
         key: key.clone(),
+        credentials: None,
+        headers: reqwest::header::HeaderMap::new(),
         model: model.to_owned(),
         idle,
         options: *options,
     };
+    for (name, value) in entry.headers {
+        endpoint
+            .headers
+            .insert(*name, reqwest::header::HeaderValue::from_static(value));
+    }
+    if entry.auth == Auth::Azure {
+        super::azure::prepare(&mut endpoint, *wire, base_url, cloud)?;
+    }
     Ok(match wire {
         Wire::Anthropic => Arc::new(Anthropic::new(endpoint)),
         Wire::Chat => Arc::new(OpenAi::new(endpoint)),
         Wire::Responses => Arc::new(OpenAiResponses::new(endpoint)),
         Wire::Gemini => Arc::new(Gemini::new(endpoint)),
+        Wire::Bedrock => super::bedrock::build(endpoint, cloud)?,
+        Wire::Vertex => {
+            return Err(BuildError::Config(format!(
+                "the {} provider is not built yet",
+                entry.name
+            )));
+        }
     })
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderValue};
 
 use super::ProviderError;
+use super::auth::Credentials;
 use crate::net::{clip, describe};
 
 /// Builds the providers' HTTP client. Connection setup is bounded; the response body is bounded
@@ -34,29 +35,43 @@ pub(crate) async fn post(
     headers: HeaderMap,
     wire: &impl serde::Serialize,
     idle: Duration,
+    credentials: Option<&dyn Credentials>,
 ) -> Result<reqwest::Response, ProviderError> {
     let body = serde_json::to_vec(wire).map_err(|e| ProviderError::Protocol {
         provider: provider.to_owned(),
         message: e.to_string(),
     })?;
     let shown = shown_url(url);
-    let started = std::time::Instant::now();
-    let sent = client
+    let mut request = client
         .post(url)
         .headers(headers)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body)
-        .send();
+        .build()
+        .map_err(|e| ProviderError::Transport {
+            provider: provider.to_owned(),
+            message: format!("POST {shown}: {}", describe(&e)),
+        })?;
+    // Fetching a token is part of getting a response: bounded by the same wait.
+    let started = std::time::Instant::now();
+    let sent = async {
+        if let Some(credentials) = credentials {
+            credentials.authorize(&mut request).await?;
+        }
+        client
+            .execute(request)
+            .await
+            .map_err(|e| ProviderError::Transport {
+                provider: provider.to_owned(),
+                message: format!("POST {shown}: {}", describe(&e)),
+            })
+    };
     let response = tokio::time::timeout(idle, sent)
         .await
         .map_err(|_| ProviderError::Idle {
             provider: provider.to_owned(),
             after: idle,
-        })?
-        .map_err(|e| ProviderError::Transport {
-            provider: provider.to_owned(),
-            message: format!("POST {shown}: {}", describe(&e)),
-        })?;
+        })??;
     let status = response.status();
     let request_id = ["request-id", "x-request-id"]
         .iter()

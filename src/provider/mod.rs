@@ -19,6 +19,8 @@ use crate::conversation::{Block, Message, StopReason, Usage};
 use crate::net::clip;
 
 pub(crate) mod anthropic;
+pub(crate) mod auth;
+pub(crate) mod azure;
 pub(crate) mod bedrock;
 mod choice;
 mod endpoint;
@@ -37,7 +39,7 @@ pub(crate) mod sse;
 pub(crate) mod testing;
 pub(crate) mod text_calls;
 
-pub(crate) use choice::{Api, BuildError, OptionError, ProviderChoice, build, build_with};
+pub(crate) use choice::{Api, BuildError, Cloud, OptionError, ProviderChoice, build, build_with};
 pub(crate) use failure::Failure;
 pub(crate) use options::{Effort, Options, Parallel};
 pub(crate) use progress::{MAX_RESPONSE_BYTES, Progress};
@@ -173,10 +175,9 @@ pub(crate) enum ProviderError {
     /// The replay provider has nothing (more) to play.
     #[error("replay: {0}")]
     Replay(String),
-    /// A cloud's credentials could not be had: none found or malformed (`Config`), refused by
-    /// the token endpoint (`Auth`), or that endpoint unreachable (`Network`). The message names
-    /// what was tried and never holds a secret.
-    #[error("{provider}: {message}")]
+    /// Credentials could not be found, fetched or applied (a cloud's credential chain, a token
+    /// endpoint). The message names what was tried and never holds a secret.
+    #[error("{provider}: credentials: {message}")]
     Credentials {
         provider: String,
         message: String,
@@ -219,6 +220,26 @@ impl ProviderError {
             _ => None,
         };
         crate::outcome::FailureRecord::new(self.kind(), retry_after)
+    }
+}
+
+/// Which credentials a cloud provider would use, for `rounds doctor`: sources and names, never
+/// a secret, and no network. `None` for a provider with a plain key (doctor checks the key).
+pub(crate) fn describe_credentials(
+    entry: &crate::providers::Entry,
+    key_file: Option<&std::path::Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Vec<String>> {
+    use crate::providers::Auth;
+    match entry.auth {
+        Auth::Key => None,
+        Auth::Azure if key_file.is_some() => {
+            Some(vec!["api-key header from --api-key-file".into()])
+        }
+        Auth::Azure => Some(azure::describe_credentials(env)),
+        Auth::Aws if key_file.is_some() => Some(vec!["Bedrock API key from --api-key-file".into()]),
+        Auth::Aws => Some(bedrock::describe_credentials(env)),
+        Auth::Google => Some(vec!["(not built yet)".into()]),
     }
 }
 

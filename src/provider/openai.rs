@@ -55,7 +55,7 @@ impl Provider for OpenAi {
         let wire = build_request(&e.model, e.flavor, request, &e.options);
         let mut mapper = OpenAiMapper::new(e.name).after(request.messages);
         // A local server may leave a call in the text (see `text_calls`); a hosted one never.
-        if e.flavor == Flavor::Compatible && request.tool_choice == super::ToolChoice::Auto {
+        if e.local && request.tool_choice == super::ToolChoice::Auto {
             mapper.text_calls = request.tools.iter().map(|t| t.name.clone()).collect();
         }
         e.send(e.bearer()?, &wire, mapper).await

@@ -195,7 +195,9 @@ pub(crate) fn rule_for(key: &str, source: &Source) -> Rule {
 /// What a key does that makes it the user's alone.
 fn reach(key: &str) -> &'static str {
     match key {
-        "base-url" | "search-url" | "store" => "it names an endpoint",
+        "base-url" | "search-url" | "store" | "region" | "project" | "api-version" => {
+            "it names an endpoint"
+        }
         "api-key-file" => "it names a key",
         "prompt-file"
         | "system-file"

@@ -50,7 +50,10 @@ fn models_lists_providers_aliases_and_prices_as_text_or_json() {
     let providers = listing["providers"].as_array().unwrap();
     assert!(providers.iter().any(|p| p["name"] == "gemini"
         && p["key_variable"] == "GEMINI_API_KEY"
-        && p["url_variable"] == "GEMINI_BASE_URL"));
+        && p["url_variables"] == serde_json::json!(["GEMINI_BASE_URL"])));
+    assert!(providers.iter().any(|p| p["name"] == "bedrock"
+        && p["url_variables"]
+            == serde_json::json!(["AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"])));
     assert!(listing["models"].as_array().unwrap().len() > 10);
 
     // --prices adds (and comes first), as for a run.

@@ -20,6 +20,7 @@ use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, si
 use aws_smithy_types::error::display::DisplayErrorContext;
 
 use super::http_client::ReqwestHttpClient;
+use crate::provider::auth::Credentials as Authorize;
 use crate::provider::{Failure, ProviderError, http};
 
 /// The service name requests to bedrock-runtime are signed for.
@@ -34,6 +35,95 @@ AWS_SECRET_ACCESS_KEY; the shared files (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG
 (AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN); container credentials \
 (AWS_CONTAINER_CREDENTIALS_FULL_URI or _RELATIVE_URI); the EC2 instance metadata service \
 (unless AWS_EC2_METADATA_DISABLED=true)";
+
+/// What to do when no region is found.
+pub(crate) const NO_REGION: &str = "no AWS region: pass --region (or set `region` in the \
+settings), or set AWS_REGION (or AWS_DEFAULT_REGION), or `region` in the profile of the shared \
+config file (AWS_CONFIG_FILE, ~/.aws/config)";
+
+/// Whether a region may still be found without `--region`: in a variable, or in a shared
+/// config file (read later, on the first request).
+pub(crate) fn region_may_be_found(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let get = |name: &str| env(name).filter(|v| !v.is_empty());
+    if get("AWS_REGION").is_some() || get("AWS_DEFAULT_REGION").is_some() {
+        return true;
+    }
+    let config =
+        get("AWS_CONFIG_FILE").or_else(|| get("HOME").map(|home| format!("{home}/.aws/config")));
+    config.is_some_and(|f| std::path::Path::new(&f).is_file())
+}
+
+/// A Bedrock run's identity and region: the API key, or the credential chain signing for the
+/// region.
+pub(crate) struct AwsAuth {
+    provider: String,
+    /// A Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK` or `--api-key-file`).
+    bearer: Option<String>,
+    chain: Chain,
+    /// `--region`, when given.
+    region_flag: Option<String>,
+    region: tokio::sync::OnceCell<Option<String>>,
+}
+
+impl AwsAuth {
+    pub(crate) fn new(
+        provider: &str,
+        client: reqwest::Client,
+        bearer: Option<String>,
+        region_flag: Option<String>,
+    ) -> AwsAuth {
+        AwsAuth {
+            provider: provider.to_owned(),
+            bearer,
+            chain: Chain::new(provider, client),
+            region_flag,
+            region: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The region: `--region`, else `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's (read
+    /// once; never the instance metadata service, which would make a run without a region
+    /// wait on the network before saying so).
+    pub(crate) async fn region(&self) -> Result<String, ProviderError> {
+        if let Some(r) = &self.region_flag {
+            return Ok(r.clone());
+        }
+        let found = self
+            .region
+            .get_or_init(|| async {
+                use aws_config::meta::region::RegionProviderChain;
+                let chain = RegionProviderChain::first_try(
+                    aws_config::environment::EnvironmentVariableRegionProvider::new(),
+                )
+                .or_else(aws_config::profile::ProfileFileRegionProvider::new());
+                chain.region().await.map(|r| r.to_string())
+            })
+            .await;
+        found.clone().ok_or_else(|| ProviderError::Credentials {
+            provider: self.provider.clone(),
+            message: NO_REGION.to_owned(),
+            kind: Failure::Config,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Authorize for AwsAuth {
+    /// The API key as a bearer token, or a SigV4 signature over the whole request with
+    /// credentials fresh for at least another minute.
+    async fn authorize(&self, request: &mut reqwest::Request) -> Result<(), ProviderError> {
+        if let Some(token) = &self.bearer {
+            let value = http::secret_header(&format!("Bearer {token}"))?;
+            request
+                .headers_mut()
+                .insert(reqwest::header::AUTHORIZATION, value);
+            return Ok(());
+        }
+        let region = self.region().await?;
+        let credentials = self.chain.credentials(&region).await?;
+        sign_request(request, &credentials, &region, SystemTime::now())
+    }
+}
 
 /// The standard chain, built once, with the credentials it gave last.
 pub(crate) struct Chain {
