@@ -5,6 +5,7 @@ mod batch_failures;
 mod batch_ids;
 mod batch_queue;
 mod batch_untrusted;
+mod bedrock;
 mod caching;
 mod call_ids;
 mod check;

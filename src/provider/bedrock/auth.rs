@@ -11,13 +11,15 @@
 use std::time::{Duration, SystemTime};
 
 use aws_config::Region;
-use aws_config::default_provider::credentials::DefaultCredentialsChain;
+use std::sync::{Arc, Mutex};
+
+use aws_config::imds::credentials::ImdsCredentialsProvider;
+use aws_config::meta::credentials::CredentialsProviderChain;
 use aws_config::provider_config::ProviderConfig;
 use aws_credential_types::Credentials;
-use aws_credential_types::provider::ProvideCredentials;
 use aws_credential_types::provider::error::CredentialsError;
+use aws_credential_types::provider::{ProvideCredentials, future};
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-use aws_smithy_types::error::display::DisplayErrorContext;
 
 use super::http_client::ReqwestHttpClient;
 use crate::provider::auth::Credentials as Authorize;
@@ -129,8 +131,10 @@ impl Authorize for AwsAuth {
 pub(crate) struct Chain {
     provider: String,
     client: reqwest::Client,
-    built: tokio::sync::OnceCell<DefaultCredentialsChain>,
+    built: tokio::sync::OnceCell<CredentialsProviderChain>,
     cached: tokio::sync::Mutex<Option<Credentials>>,
+    /// Why the instance metadata service, the last source, gave nothing.
+    imds_failure: Arc<Mutex<Option<String>>>,
 }
 
 impl Chain {
@@ -140,6 +144,7 @@ impl Chain {
             client,
             built: tokio::sync::OnceCell::new(),
             cached: tokio::sync::Mutex::new(None),
+            imds_failure: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -154,25 +159,90 @@ impl Chain {
         }
         let chain = self
             .built
-            .get_or_init(|| async {
-                let region = Region::new(region.to_owned());
-                let conf = ProviderConfig::default()
-                    .with_http_client(ReqwestHttpClient::new(self.client.clone()))
-                    .with_region(Some(region.clone()));
-                DefaultCredentialsChain::builder()
-                    .configure(conf)
-                    .region(region)
-                    .build()
-                    .await
-            })
+            .get_or_init(|| async { self.build(region) })
             .await;
-        let fetched = chain
-            .provide_credentials()
-            .await
-            .map_err(|e| credentials_error(&self.provider, &e))?;
+        let fetched = chain.provide_credentials().await.map_err(|e| {
+            let imds = self.imds_failure.lock().ok().and_then(|f| f.clone());
+            credentials_error(&self.provider, &e, imds)
+        })?;
         *cached = Some(fetched.clone());
         Ok(fetched)
     }
+}
+
+impl Chain {
+    /// aws-config's default chain, in its order, with one change: the instance metadata
+    /// service is where the chain ends when nothing else is set, so its failure (no such
+    /// service off EC2, a proxy refusing the address) means "none found", a setup error, not
+    /// a refusal or a network failure to retry.
+    fn build(&self, region: &str) -> CredentialsProviderChain {
+        let conf = ProviderConfig::default()
+            .with_http_client(ReqwestHttpClient::new(self.client.clone()))
+            .with_region(Some(Region::new(region.to_owned())));
+        let env = aws_config::environment::EnvironmentVariableCredentialsProvider::new();
+        let profile = aws_config::profile::ProfileFileCredentialsProvider::builder()
+            .configure(&conf)
+            .build();
+        let web = aws_config::web_identity_token::WebIdentityTokenCredentialsProvider::builder()
+            .configure(&conf)
+            .build();
+        let ecs = aws_config::ecs::EcsCredentialsProvider::builder()
+            .configure(&conf)
+            .build();
+        let imds = LastResort {
+            imds: ImdsCredentialsProvider::builder().configure(&conf).build(),
+            failure: self.imds_failure.clone(),
+        };
+        CredentialsProviderChain::first_try("Environment", env)
+            .or_else("Profile", profile)
+            .or_else("WebIdentityToken", web)
+            .or_else("EcsContainer", ecs)
+            .or_else("Ec2InstanceMetadata", imds)
+    }
+}
+
+/// The instance metadata provider, whose every failure counts as "not found" (kept for the
+/// message).
+#[derive(Debug)]
+struct LastResort {
+    imds: ImdsCredentialsProvider,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl ProvideCredentials for LastResort {
+    fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        future::ProvideCredentials::new(async move {
+            match self.imds.provide_credentials().await {
+                Ok(c) => Ok(c),
+                Err(e) => {
+                    if !matches!(e, CredentialsError::CredentialsNotLoaded(_))
+                        && let Ok(mut failure) = self.failure.lock()
+                    {
+                        *failure = Some(chain_text(&e));
+                    }
+                    Err(CredentialsError::not_loaded(chain_text(&e)))
+                }
+            }
+        })
+    }
+}
+
+/// An error and its sources, each once: `a: b: c` (the crates' own Display repeats nothing,
+/// and their Debug form would dump whole responses).
+fn chain_text(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
 }
 
 /// Whether credentials may still sign a request now (those without an expiry never expire).
@@ -192,29 +262,28 @@ pub(crate) fn fresh_for_test(c: &Credentials, now: SystemTime) -> bool {
 /// a refusal (STS denying the role) is an auth failure, anything else (an endpoint that cannot
 /// be reached or timed out) is retried as a network failure. The chain's messages name files,
 /// variables and roles, never a secret.
-fn credentials_error(provider: &str, e: &CredentialsError) -> ProviderError {
+fn credentials_error(provider: &str, e: &CredentialsError, imds: Option<String>) -> ProviderError {
     let (kind, message) = match e {
         CredentialsError::CredentialsNotLoaded(_) => (
             Failure::Config,
-            format!("no AWS credentials found; tried {TRIED}"),
+            match imds {
+                Some(why) => {
+                    format!("no AWS credentials found; tried {TRIED} (which answered: {why})")
+                }
+                None => format!("no AWS credentials found; tried {TRIED}"),
+            },
         ),
         CredentialsError::InvalidConfiguration(_) => (
             Failure::Config,
-            format!(
-                "the AWS credentials are misconfigured: {}",
-                DisplayErrorContext(e)
-            ),
+            format!("the AWS credentials are misconfigured: {}", chain_text(e)),
         ),
         CredentialsError::ProviderError(_) => (
             Failure::Auth,
-            format!(
-                "getting AWS credentials was refused: {}",
-                DisplayErrorContext(e)
-            ),
+            format!("getting AWS credentials was refused: {}", chain_text(e)),
         ),
         _ => (
             Failure::Network,
-            format!("getting AWS credentials failed: {}", DisplayErrorContext(e)),
+            format!("getting AWS credentials failed: {}", chain_text(e)),
         ),
     };
     ProviderError::Credentials {
