@@ -369,7 +369,7 @@ pub(crate) fn describe_credentials(env: &dyn Fn(&str) -> Option<String>) -> Vec<
     } else {
         chain_description(env)
     };
-    lines.push(format!("credentials: {source}"));
+    lines.push(source);
     lines.push(format!("region: {}", region_description(env)));
     lines
 }

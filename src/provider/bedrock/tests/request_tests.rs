@@ -23,34 +23,7 @@ fn check(shapes: &Value, name: &str, value: &Value, path: &str, errors: &mut Vec
     let mut fail = |what: String| found.push(format!("{path}: {what} (shape {name})"));
     match shape["type"].as_str().unwrap() {
         "structure" if shape["document"] == true => {}
-        "structure" => {
-            let Some(object) = value.as_object() else {
-                return fail(format!("{value} is not an object"));
-            };
-            let members = shape["members"].as_object().unwrap();
-            if shape["union"] == true && object.len() != 1 {
-                fail(format!("a union with {} members set", object.len()));
-            }
-            for required in shape["required"].as_array().into_iter().flatten() {
-                let required = required.as_str().unwrap();
-                // Members bound to the URI or headers are not in the body.
-                if members[required].get("location").is_none() && !object.contains_key(required) {
-                    fail(format!("required member {required} missing"));
-                }
-            }
-            for (key, v) in object {
-                match members.get(key) {
-                    Some(m) if m.get("location").is_some() => {
-                        fail(format!("{key} belongs in the {}", m["location"]))
-                    }
-                    Some(m) => {
-                        let inner = m["shape"].as_str().unwrap();
-                        check(shapes, inner, v, &format!("{path}.{key}"), &mut nested);
-                    }
-                    None => fail(format!("unknown member {key}")),
-                }
-            }
-        }
+        "structure" => check_structure(shapes, shape, value, path, &mut nested),
         "list" => {
             let Some(items) = value.as_array() else {
                 return fail(format!("{value} is not a list"));
@@ -115,6 +88,42 @@ fn check(shapes: &Value, name: &str, value: &Value, path: &str, errors: &mut Vec
     }
     errors.extend(found);
     errors.extend(nested);
+}
+
+/// A structure: an object with its required members, only known ones, one if a union.
+fn check_structure(
+    shapes: &Value,
+    shape: &Value,
+    value: &Value,
+    path: &str,
+    errors: &mut Vec<String>,
+) {
+    let Some(object) = value.as_object() else {
+        return errors.push(format!("{path}: {value} is not an object"));
+    };
+    let members = shape["members"].as_object().unwrap();
+    if shape["union"] == true && object.len() != 1 {
+        errors.push(format!("{path}: a union with {} members set", object.len()));
+    }
+    for required in shape["required"].as_array().into_iter().flatten() {
+        let required = required.as_str().unwrap();
+        // Members bound to the URI or headers are not in the body.
+        if members[required].get("location").is_none() && !object.contains_key(required) {
+            errors.push(format!("{path}: required member {required} missing"));
+        }
+    }
+    for (key, v) in object {
+        match members.get(key) {
+            Some(m) if m.get("location").is_some() => {
+                errors.push(format!("{path}: {key} belongs in the {}", m["location"]))
+            }
+            Some(m) => {
+                let inner = m["shape"].as_str().unwrap();
+                check(shapes, inner, v, &format!("{path}.{key}"), errors);
+            }
+            None => errors.push(format!("{path}: unknown member {key}")),
+        }
+    }
 }
 
 fn errors_of(body: &Value) -> Vec<String> {
