@@ -252,7 +252,7 @@ pub(crate) trait Mapper: Send + 'static {
     /// The provider name used in error messages.
     fn provider(&self) -> &str;
 
-    /// Maps one SSE event.
+    /// Maps one event (an SSE event, or a frame as `framing` names it).
     fn map(
         &mut self,
         event: sse::SseEvent,
