@@ -153,6 +153,12 @@ impl Dir {
         }
     }
 
+    /// Removes the file `name` (not a directory).
+    pub(crate) fn remove_file(&self, name: &OsStr) -> io::Result<()> {
+        single(name)?;
+        rustix::fs::unlinkat(self, name, AtFlags::empty()).map_err(|e| self.error(name, e.into()))
+    }
+
     /// Removes the entry `name` if it is an empty directory; anything else stays.
     pub(crate) fn remove_empty(&self, name: &OsStr) {
         let _ = rustix::fs::unlinkat(self, name, AtFlags::REMOVEDIR);

@@ -2,9 +2,16 @@
 //! the `--rpm`/`--tpm` buckets, and the backoff after a 429. Plus the whole batch's budget.
 //!
 //! Each job's provider is wrapped in [`Limited`], which waits at the endpoint's [`Gate`] before
-//! every request. When any job gets a 429 with a `retry-after`, the gate closes for that long:
-//! the job that got it retries after the wait as it always does, and every other job's next
-//! request waits at the gate instead of earning a 429 of its own. One backoff, not N.
+//! every request. When any job gets a 429, the gate closes for the `retry-after` it named (or a
+//! backoff that doubles with each pause in a row that named none): every job's next request
+//! waits at the gate instead of earning a 429 of its own. One backoff, not N.
+//!
+//! A 429 the shared pause handles is the endpoint's, not the job's: the job waits at the gate
+//! and asks again, and none of its `--max-retries` is spent (they are for its own failures). So
+//! that an endpoint that never recovers cannot hold a batch forever, a storm (429s with no
+//! success between them) is waited out for at most [`STORM_LIMIT`]; after that each 429 counts
+//! as the job's own again. A job's `--timeout` ends it, waiting or not. And while an endpoint is
+//! paused, no new job should start for it ([`Pool::paused_until`], [`Pool::wait_open`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -18,11 +25,17 @@ use crate::agent::Cancel;
 use crate::app::ProviderSource;
 use crate::conversation::Usage;
 use crate::outcome::Status;
-use crate::provider::retry::MAX_HONOURED_WAIT;
+use crate::provider::retry::{MAX_BACKOFF, MAX_HONOURED_WAIT};
 
 /// How long every job holds off after a 429 that names no wait: the default first backoff
-/// (`--retry-delay`). Without it, each job would find the limit for itself.
+/// (`--retry-delay`). Without it, each job would find the limit for itself. It doubles with
+/// each pause in a row, up to `MAX_BACKOFF`.
 const UNSAID_WAIT: Duration = Duration::from_secs(1);
+
+/// The longest a storm of 429s is waited out at the gate, free of the jobs' retries. Rate
+/// limits that recover do so in seconds to a minute or two; an endpoint still refusing
+/// everything after five minutes is down or out of quota, and its jobs should say so.
+pub(crate) const STORM_LIMIT: Duration = Duration::from_secs(300);
 use crate::provider::{
     self, BuildError, EventStream, Provider, ProviderChoice, ProviderError, Request, StreamEvent,
 };
@@ -73,6 +86,10 @@ impl Bucket {
 #[derive(Debug, Default)]
 struct GateState {
     pause_until: Option<Instant>,
+    /// When the current storm began: the first 429 since the endpoint last answered.
+    storm: Option<Instant>,
+    /// Pauses in a row that named no wait (each doubles the next).
+    unsaid: u32,
     requests: Option<Bucket>,
     tokens: Option<Bucket>,
 }
@@ -91,6 +108,8 @@ impl Gate {
         Gate {
             state: Mutex::new(GateState {
                 pause_until: None,
+                storm: None,
+                unsaid: 0,
                 requests: rpm.map(|n| Bucket::per_minute(f64::from(n), now)),
                 tokens: tpm.map(|n| Bucket::per_minute(n as f64, now)),
             }),
@@ -144,17 +163,46 @@ impl Gate {
         }
     }
 
-    /// Closes the gate for `wait` from `now` (a 429's retry-after).
-    fn pause(&self, now: Instant, wait: Duration) {
-        let Ok(mut s) = self.state.lock() else { return };
-        let until = now + wait;
-        match s.pause_until {
-            Some(open) if open > now => s.pause_until = Some(open.max(until)),
-            _ => {
-                s.pause_until = Some(until);
+    /// A 429 at `now`: closes the gate for `retry_after` (or the backoff when it names none);
+    /// one that arrives while the gate is closed only extends the pause. Returns whether the
+    /// job waits it out at the gate (free of its retries): yes, unless the storm has lasted
+    /// longer than `STORM_LIMIT`.
+    fn pause(&self, now: Instant, retry_after: Option<Duration>) -> bool {
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        let storm = *s.storm.get_or_insert(now);
+        match s.pause_until.filter(|open| *open > now) {
+            Some(open) => {
+                let until = now + retry_after.unwrap_or(UNSAID_WAIT);
+                s.pause_until = Some(open.max(until));
+            }
+            None => {
+                let wait = retry_after.unwrap_or_else(|| {
+                    s.unsaid += 1;
+                    UNSAID_WAIT
+                        .saturating_mul(1 << (s.unsaid - 1).min(16))
+                        .min(MAX_BACKOFF)
+                });
+                s.pause_until = Some(now + wait);
                 self.backoffs.fetch_add(1, Ordering::Relaxed);
             }
         }
+        now.saturating_duration_since(storm) < STORM_LIMIT
+    }
+
+    /// The endpoint answered: the storm, if there was one, is over.
+    fn answered(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.storm = None;
+            s.unsaid = 0;
+        }
+    }
+
+    /// Until when the gate is closed after a 429, if it is at `now`.
+    fn paused_until(&self, now: Instant) -> Option<Instant> {
+        let s = self.state.lock().ok()?;
+        s.pause_until.filter(|until| *until > now)
     }
 
     pub(crate) fn backoffs(&self) -> u32 {
@@ -247,6 +295,26 @@ impl Pool {
             .unwrap_or(0)
     }
 
+    /// Until when `endpoint` (a base URL; `None`: any endpoint of the batch) is paused after a
+    /// 429, if it is now. A job for a paused endpoint should not start (or be claimed) before
+    /// then: it would only wait at the gate, holding a slot and its lease.
+    pub(crate) fn paused_until(&self, endpoint: Option<&str>) -> Option<Instant> {
+        let now = Instant::now();
+        let all = self.endpoints.lock().ok()?;
+        match endpoint {
+            Some(key) => all.get(key).and_then(|(_, g)| g.paused_until(now)),
+            None => all.values().filter_map(|(_, g)| g.paused_until(now)).max(),
+        }
+    }
+
+    /// Returns once `endpoint` (`None`: every endpoint) is not paused. The queue's worker
+    /// awaits this before each claim, in a `select!` with its shutdown.
+    pub(crate) async fn wait_open(&self, endpoint: Option<&str>) {
+        while let Some(until) = self.paused_until(endpoint) {
+            tokio::time::sleep_until(until.into()).await;
+        }
+    }
+
     /// The provider source of one job, which `cancel` stops when the batch's budget is spent.
     pub(crate) fn for_job(self: &Arc<Self>, cancel: Cancel) -> Arc<dyn ProviderSource> {
         Arc::new(JobProviders {
@@ -309,45 +377,59 @@ impl Provider for Limited {
     }
 
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
-        if let Some(why) = self.budget.spent() {
-            // The loop, selecting on the cancellation, ends the run with this status before
-            // this request is made.
-            self.cancel.cancel(Status::Budget, why);
-            std::future::pending::<()>().await;
-        }
-        let reserved = self.last.load(Ordering::Relaxed);
-        self.gate.admit(reserved).await;
-        match self.inner.stream(request).await {
-            Ok(stream) => {
-                let settle = Settle {
-                    gate: self.gate.clone(),
-                    reserved,
-                    used: AtomicU64::new(0),
-                    last: self.last.clone(),
-                };
-                Ok(Box::pin(stream.inspect(move |event| {
-                    if let Ok(StreamEvent::Usage(u)) = event {
-                        settle.used.store(u.total(), Ordering::Relaxed);
-                    }
-                })))
+        loop {
+            if let Some(why) = self.budget.spent() {
+                // The loop, selecting on the cancellation, ends the run with this status before
+                // this request is made.
+                self.cancel.cancel(Status::Budget, why);
+                std::future::pending::<()>().await;
             }
-            Err(e) => {
-                self.gate.settle(reserved, 0);
-                if let ProviderError::Http {
-                    status: 429,
-                    retry_after,
-                    ..
-                } = &e
-                    && e.is_retryable()
-                {
-                    let wait = retry_after.unwrap_or(UNSAID_WAIT);
-                    if wait <= MAX_HONOURED_WAIT {
-                        self.gate.pause(Instant::now(), wait);
-                    }
+            let reserved = self.last.load(Ordering::Relaxed);
+            self.gate.admit(reserved).await;
+            match self.inner.stream(request).await {
+                Ok(stream) => {
+                    self.gate.answered();
+                    let settle = Settle {
+                        gate: self.gate.clone(),
+                        reserved,
+                        used: AtomicU64::new(0),
+                        last: self.last.clone(),
+                    };
+                    return Ok(Box::pin(stream.inspect(move |event| {
+                        if let Ok(StreamEvent::Usage(u)) = event {
+                            settle.used.store(u.total(), Ordering::Relaxed);
+                        }
+                    })));
                 }
-                Err(e)
+                Err(e) => {
+                    self.gate.settle(reserved, 0);
+                    if !self.shared(&e) {
+                        return Err(e);
+                    }
+                    tracing::warn!("{e}; waiting for the endpoint's shared pause (no retry spent)");
+                }
             }
         }
+    }
+}
+
+impl Limited {
+    /// Whether `e` is a 429 the endpoint's shared pause handles (pausing it): the job then
+    /// waits at the gate and asks again. A quota (a wait too long to honour, or a 429 that is
+    /// no rate limit) and a storm past `STORM_LIMIT` are the job's own failures.
+    fn shared(&self, e: &ProviderError) -> bool {
+        let ProviderError::Http {
+            status: 429,
+            retry_after,
+            ..
+        } = e
+        else {
+            return false;
+        };
+        if !e.is_retryable() || retry_after.is_some_and(|w| w > MAX_HONOURED_WAIT) {
+            return false;
+        }
+        self.gate.pause(Instant::now(), *retry_after)
     }
 }
 
@@ -403,17 +485,69 @@ mod tests {
     fn a_429_closes_the_gate_once_and_later_ones_only_extend_it() {
         let gate = Gate::new(None, None);
         let now = Instant::now();
-        gate.pause(now, Duration::from_secs(2));
-        gate.pause(now + Duration::from_millis(10), Duration::from_secs(2));
+        let two = Some(Duration::from_secs(2));
+        assert!(gate.pause(now, two));
+        assert!(gate.pause(now + Duration::from_millis(10), two));
         assert_eq!(gate.backoffs(), 1);
         let wait = gate.try_admit(now + Duration::from_secs(1), 0);
         assert_eq!(wait, Duration::from_millis(1010));
         assert_eq!(
+            gate.paused_until(now),
+            Some(now + Duration::from_millis(2010))
+        );
+        assert_eq!(
             gate.try_admit(now + Duration::from_secs(3), 0),
             Duration::ZERO
         );
-        gate.pause(now + Duration::from_secs(3), Duration::from_secs(1));
+        assert_eq!(gate.paused_until(now + Duration::from_secs(3)), None);
+        gate.pause(now + Duration::from_secs(3), Some(Duration::from_secs(1)));
         assert_eq!(gate.backoffs(), 2);
+    }
+
+    #[test]
+    fn pauses_that_name_no_wait_double_until_the_endpoint_answers() {
+        let gate = Gate::new(None, None);
+        let mut now = Instant::now();
+        let mut waits = Vec::new();
+        for _ in 0..7 {
+            gate.pause(now, None);
+            let until = gate.paused_until(now).unwrap();
+            waits.push((until - now).as_secs());
+            now = until;
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+        gate.answered();
+        gate.pause(now, None);
+        assert_eq!(gate.paused_until(now), Some(now + UNSAID_WAIT));
+    }
+
+    #[test]
+    fn a_storm_is_waited_out_for_a_while_then_429s_are_the_jobs_own_again() {
+        let gate = Gate::new(None, None);
+        let start = Instant::now();
+        let wait = Some(Duration::from_secs(20));
+        let mut now = start;
+        while now < start + STORM_LIMIT {
+            assert!(gate.pause(now, wait), "{:?} into the storm", now - start);
+            now += Duration::from_secs(20);
+        }
+        assert!(!gate.pause(now, wait));
+        // The control: an answer between them ends the storm, and the wait is free again.
+        gate.answered();
+        assert!(gate.pause(now, wait));
+    }
+
+    #[test]
+    fn a_pool_says_which_endpoint_is_paused() {
+        let pool = Pool::new(None, None, Budget::default());
+        let (_, gate) = pool.endpoint("http://a");
+        pool.endpoint("http://b");
+        assert_eq!(pool.paused_until(None), None);
+        gate.pause(Instant::now(), Some(Duration::from_secs(5)));
+        assert!(pool.paused_until(Some("http://a")).is_some());
+        assert!(pool.paused_until(None).is_some());
+        assert_eq!(pool.paused_until(Some("http://b")), None);
+        assert_eq!(pool.paused_until(Some("http://c")), None);
     }
 
     #[test]

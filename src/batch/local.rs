@@ -1,8 +1,9 @@
 //! A batch on one machine: plan each job from `--out DIR`, run up to `--jobs N` at once in this
 //! process, write each result as its job ends, then report.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 
@@ -43,6 +44,7 @@ pub(crate) async fn run(
             path: out.results(),
             source,
         })?;
+    results.reserve_for(todo.len());
 
     let batch = Arc::new(Local {
         setup,
@@ -57,6 +59,7 @@ pub(crate) async fn run(
         control: Arc::new(Control::default()),
         finished: Mutex::new(Vec::new()),
         store: cli.store.clone().filter(|s| !s.is_empty()),
+        halted: Mutex::new(None),
     });
     let signals = super::watch_signals(batch.control.clone());
     futures_util::stream::iter(todo.into_iter().enumerate())
@@ -67,6 +70,9 @@ pub(crate) async fn run(
         .await;
     signals.abort();
     batch.display.clear();
+    if let Some((ids, e)) = batch.results.close() {
+        display::warning(&unwritten(batch.results.path(), &ids, &e));
+    }
 
     let mut all = done;
     if let Ok(mut finished) = batch.finished.lock() {
@@ -110,6 +116,26 @@ fn plan(out: &OutDir, jobs: Vec<Job>, retry_failed: bool) -> (Vec<ResultLine>, V
     (done, todo)
 }
 
+/// Says which finished jobs' lines `results.jsonl` lacks, and how to get them back.
+fn unwritten(path: &Path, ids: &[String], e: &std::io::Error) -> String {
+    const SHOWN: usize = 10;
+    let mut named = ids
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > SHOWN {
+        named.push_str(&format!(" and {} more", ids.len() - SHOWN));
+    }
+    format!(
+        "{}: the lines of {} finished job(s) could not be written ({e}): {named}; with room \
+         again, running the batch again writes them from the transcripts",
+        path.display(),
+        ids.len()
+    )
+}
+
 /// Configures `job` as it would run, without running it: an error is the batch's flags' or
 /// environment's.
 fn probe(setup: &Setup, out: &OutDir, job: &Job) -> Result<(), BatchError> {
@@ -144,13 +170,16 @@ struct Local {
     finished: Mutex<Vec<ResultLine>>,
     /// `--store`: every job's run kept in PostgreSQL too.
     store: Option<String>,
+    /// Why no job may start any more: a write of the batch's own files failed (a full disk).
+    halted: Mutex<Option<String>>,
 }
 
 impl Local {
     async fn run_job(&self, key: usize, job: Job, plan: Plan) {
         let line = self.job_line(key, &job, plan).await;
         if let Err(e) = self.results.append(&line) {
-            display::warning(&format!("{}: {e}", self.results.path().display()));
+            // The line is kept and written with the next one, or at the end (see `results`).
+            self.halt(&format!("{}: {e}", self.results.path().display()));
         }
         if let Ok(mut all) = self.finished.lock() {
             all.push(line);
@@ -158,7 +187,9 @@ impl Local {
     }
 
     async fn job_line(&self, key: usize, job: &Job, plan: Plan) -> ResultLine {
-        let not_started = self.control.stopped().or_else(|| self.pool.budget.spent());
+        let not_started = (self.control.stopped())
+            .or_else(|| self.halted())
+            .or_else(|| self.pool.budget.spent());
         if let Some(why) = not_started {
             return ResultLine::not_started(job, &why);
         }
@@ -182,6 +213,7 @@ impl Local {
             Err(e) => {
                 let path = transcript.path();
                 let why = format!("cannot set aside {}: {e}", path.display());
+                self.halt(&why);
                 return self.failed_to_start(job, &why);
             }
         };
@@ -203,21 +235,79 @@ impl Local {
                 (Outcome::usage_error(e.to_string()), None)
             }
             Ok(config) => {
-                let Some(cancel) = self.control.start(key) else {
+                if let Some(endpoint) = config.provider.base_url() {
+                    self.wait_open(endpoint).await;
+                }
+                let cancel = match self.halted() {
+                    None => self.control.start(key),
+                    Some(_) => None,
+                };
+                let Some(cancel) = cancel else {
                     put_back();
-                    let why = self.control.stopped().unwrap_or_default();
-                    return ResultLine::not_started(job, &why);
+                    let why = (self.control.stopped()).or_else(|| self.halted());
+                    return ResultLine::not_started(job, &why.unwrap_or_default());
                 };
                 self.display.started(key, &job.id);
                 let run_id = config.run_id.clone();
                 let outcome = job::run(config, key, cancel, &self.pool, &self.display).await;
                 self.control.done(key);
+                self.after_run(job, &outcome, resume.as_deref());
                 (outcome, Some(run_id))
             }
         };
         let line = ResultLine::finished(job, &outcome, run_id, &prior);
         self.display.finished(key, line.completed());
         line
+    }
+
+    /// Waits while `endpoint` is paused after a 429: a job started now would only wait at its
+    /// gate, holding a slot. A signal ends the wait (the job then does not start).
+    async fn wait_open(&self, endpoint: &str) {
+        while self.control.stopped().is_none() {
+            tokio::select! {
+                () = self.pool.wait_open(Some(endpoint)) => return,
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        }
+    }
+
+    /// Stops the batch from starting jobs after a write of its own files failed (a full disk
+    /// would fail every one of them, in a moment); says so once.
+    fn halt(&self, why: &str) {
+        let Ok(mut halted) = self.halted.lock() else {
+            return;
+        };
+        if halted.is_none() {
+            display::warning(&format!("{why}; no more jobs start (those running finish)"));
+            *halted = Some(format!(
+                "the batch stopped starting jobs when it could not write its files: {why}"
+            ));
+        }
+    }
+
+    fn halted(&self) -> Option<String> {
+        self.halted.lock().ok().and_then(|h| h.clone())
+    }
+
+    /// A run that could not write its transcript halts the batch. A transcript left without
+    /// one whole line (its start could not be written) is removed, and the transcript it was to
+    /// continue put back: the next batch resumes the chain instead of starting the job over.
+    fn after_run(&self, job: &Job, outcome: &Outcome, resumed: Option<&Path>) {
+        let path = self.out.transcript(&job.id);
+        let mine = format!("transcript {}", path.display());
+        if let Some(e) = outcome.error.as_deref().filter(|e| e.contains(&mine)) {
+            self.halt(e);
+        }
+        if outcome.status == Status::Completed {
+            return;
+        }
+        let blank = std::fs::read(&path).is_ok_and(|bytes| !bytes.contains(&b'\n'));
+        if blank
+            && self.out.remove_transcript(&job.id).is_ok()
+            && let Some(aside) = resumed
+        {
+            let _ = self.out.put_back(&job.id, aside);
+        }
     }
 
     fn failed_to_start(&self, job: &Job, why: &str) -> ResultLine {

@@ -128,6 +128,14 @@ impl OutDir {
         attempts.rename_new(name, &self.dir, OsStr::new(&transcript_name(id)))
     }
 
+    /// Removes the job's transcript (one its run left with nothing in it), and its outputs
+    /// directory if nothing was saved in it.
+    pub(crate) fn remove_transcript(&self, id: &str) -> std::io::Result<()> {
+        let outputs = format!("{}.outputs", file_stem(id));
+        self.dir.remove_empty(OsStr::new(&outputs));
+        self.dir.remove_file(OsStr::new(&transcript_name(id)))
+    }
+
     /// What `job` does, from its transcript (read only; nothing moves yet).
     pub(crate) fn plan(&self, job: &Job, retry_failed: bool) -> Plan {
         let path = self.transcript(job.id.as_str());

@@ -154,10 +154,55 @@ impl Prior {
     }
 }
 
-/// `results.jsonl`, written a whole line at a time.
+/// `results.jsonl`, written a whole line at a time: a write that fails is cut back to the last
+/// whole line (a reader never meets half of one) and the line kept, to be written with the next
+/// one or at the end. Room for the lines still to come is reserved past the end of the file, so
+/// that once a full disk stops the batch the jobs still running have their lines written.
 pub(crate) struct ResultsFile {
     path: PathBuf,
-    file: Mutex<std::fs::File>,
+    file: Mutex<Written>,
+}
+
+struct Written {
+    file: std::fs::File,
+    /// The bytes of whole lines in the file.
+    len: u64,
+    /// How much room to hold reserved past `len` (none: no reserving).
+    reserve: u64,
+    /// Lines not written yet: the job's id and the line.
+    pending: Vec<(String, Vec<u8>)>,
+}
+
+/// Room reserved for each job's line (most are a few hundred bytes), and in all.
+const RESERVE_PER_JOB: u64 = 1024;
+const RESERVE_BASE: u64 = 64 * 1024;
+const RESERVE_MAX: u64 = 16 * 1024 * 1024;
+
+impl Written {
+    /// Writes the pending lines in order, stopping at the first that fails.
+    fn flush(&mut self) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        while let Some((_, bytes)) = self.pending.first() {
+            if let Err(e) = self.file.write_all(bytes).and_then(|()| self.file.flush()) {
+                let _ = self.file.set_len(self.len);
+                let _ = self.file.seek(SeekFrom::Start(self.len));
+                return Err(e);
+            }
+            self.len += bytes.len() as u64;
+            self.pending.remove(0);
+        }
+        self.reserve();
+        Ok(())
+    }
+
+    /// Keeps `reserve` bytes allocated past the end without growing the file. Best effort: a
+    /// file system that cannot, or one already full, only lacks the reserve.
+    fn reserve(&self) {
+        if self.reserve > 0 {
+            let keep = rustix::fs::FallocateFlags::KEEP_SIZE;
+            let _ = rustix::fs::fallocate(&self.file, keep, self.len, self.reserve);
+        }
+    }
 }
 
 impl ResultsFile {
@@ -169,7 +214,12 @@ impl ResultsFile {
         let file = target.create()?;
         let results = ResultsFile {
             path: target.path(),
-            file: Mutex::new(file),
+            file: Mutex::new(Written {
+                file,
+                len: 0,
+                reserve: 0,
+                pending: Vec::new(),
+            }),
         };
         for line in first {
             results.append(line)?;
@@ -177,18 +227,44 @@ impl ResultsFile {
         Ok(results)
     }
 
+    /// Reserves room for the lines of `jobs` more jobs (see [`ResultsFile`]).
+    pub(crate) fn reserve_for(&self, jobs: usize) {
+        if let Ok(mut w) = self.file.lock() {
+            let room = RESERVE_BASE.saturating_add(RESERVE_PER_JOB.saturating_mul(jobs as u64));
+            w.reserve = room.min(RESERVE_MAX);
+            w.reserve();
+        }
+    }
+
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Writes `line` (after any not written before). An error says the line is not in the file
+    /// yet: it is kept, and tried again with the next line and by [`ResultsFile::close`].
     pub(crate) fn append(&self, line: &ResultLine) -> std::io::Result<()> {
         let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
-        let mut file = self
+        let mut w = self
             .file
             .lock()
             .map_err(|_| std::io::Error::other("results.jsonl: a writer panicked"))?;
-        file.write_all(&bytes).and_then(|()| file.flush())
+        w.pending.push((line.id.clone(), bytes));
+        w.flush()
+    }
+
+    /// Writes what is still pending and gives back the reserved room. Returns the ids of the
+    /// lines that are still not in the file, and why.
+    pub(crate) fn close(&self) -> Option<(Vec<String>, std::io::Error)> {
+        let mut w = self.file.lock().ok()?;
+        let flushed = w.flush();
+        if w.reserve > 0 {
+            let punch =
+                rustix::fs::FallocateFlags::KEEP_SIZE | rustix::fs::FallocateFlags::PUNCH_HOLE;
+            let _ = rustix::fs::fallocate(&w.file, punch, w.len, w.reserve);
+        }
+        let e = flushed.err()?;
+        Some((w.pending.iter().map(|(id, _)| id.clone()).collect(), e))
     }
 }
 
@@ -202,4 +278,54 @@ pub(crate) fn previous(path: &Path) -> HashMap<String, ResultLine> {
         .filter_map(|l| serde_json::from_str::<ResultLine>(l).ok())
         .map(|r| (r.id.clone(), r))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str) -> ResultLine {
+        let job = super::super::jobs::parse(&format!("{{\"id\":\"{id}\",\"prompt\":\"p\"}}"), None)
+            .jobs
+            .remove(0);
+        ResultLine::not_started(&job, "why")
+    }
+
+    fn results_in(file: std::fs::File) -> ResultsFile {
+        ResultsFile {
+            path: PathBuf::from("results.jsonl"),
+            file: Mutex::new(Written {
+                file,
+                len: 0,
+                reserve: 0,
+                pending: Vec::new(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_line_that_cannot_be_written_is_kept_and_reported_at_the_end() {
+        // The control: on a file that takes them, every line is written and nothing is left.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let ok = results_in(std::fs::File::create(&path).unwrap());
+        ok.reserve_for(10);
+        ok.append(&line("a")).unwrap();
+        ok.append(&line("b")).unwrap();
+        assert!(ok.close().is_none());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), text.len() as u64);
+
+        let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+            eprintln!("skipped: no /dev/full");
+            return;
+        };
+        let full = results_in(full);
+        assert!(full.append(&line("a")).is_err());
+        assert!(full.append(&line("b")).is_err());
+        let (ids, e) = full.close().unwrap();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+    }
 }

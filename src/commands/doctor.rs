@@ -291,8 +291,13 @@ fn key_checks(
             let var = entry.key_var;
             let needed = is_run && entry.key_required;
             if let Some(lines) = crate::provider::describe_credentials(entry, file, env) {
-                return Check::new("credentials", entry.name, State::Ok, lines.join("; "))
-                    .needed(is_run);
+                let text = lines.join("; ");
+                let state = match text.starts_with("none") {
+                    true if is_run => State::Fail,
+                    true => State::Skip,
+                    false => State::Ok,
+                };
+                return Check::new("auth", entry.name, state, text).needed(is_run);
             }
             let (state, detail) = match config::key_origin(var, file, env) {
                 Ok(Some(from)) => (State::Ok, format!("found in {from}")),
@@ -338,6 +343,10 @@ async fn endpoint_checks(
         async move {
             let (state, detail) = match client {
                 // A cloud's URL comes from its region or project, which a run resolves.
+                _ if url.is_empty() && entry.auth == crate::providers::Auth::Azure => (
+                    if is_run { State::Fail } else { State::Skip },
+                    "none: set AZURE_OPENAI_ENDPOINT or --base-url".to_owned(),
+                ),
                 _ if url.is_empty() => (
                     State::Skip,
                     "made from the region or project when a run starts".to_owned(),

@@ -66,7 +66,7 @@ impl Provider for Anthropic {
 }
 
 mod request;
-pub(crate) use request::{DEFAULT_MAX_TOKENS, build_request};
+pub(crate) use request::{DEFAULT_MAX_TOKENS, Host, build_body, build_request};
 
 // ---- stream ----
 

@@ -219,6 +219,10 @@ impl ProviderChoice {
                 }
                 Ok(())
             }
+            // Claude on Vertex takes Anthropic's body, with Anthropic's limits.
+            Wire::Vertex if super::vertex::Family::of(model) == super::vertex::Family::Claude => {
+                check_anthropic(options, max_tokens)
+            }
             Wire::Gemini | Wire::Vertex | Wire::Bedrock => Ok(()),
         }
     }
@@ -359,11 +363,6 @@ pub(crate) fn build_with(
         Wire::Responses => Arc::new(OpenAiResponses::new(endpoint)),
         Wire::Gemini => Arc::new(Gemini::new(endpoint)),
         Wire::Bedrock => super::bedrock::build(endpoint, cloud)?,
-        Wire::Vertex => {
-            return Err(BuildError::Config(format!(
-                "the {} provider is not built yet",
-                entry.name
-            )));
-        }
+        Wire::Vertex => return super::vertex::build(endpoint, cloud),
     })
 }

@@ -93,9 +93,9 @@ struct FunctionResponse {
 // ---- request: gemini_request.rs ----
 
 mod request;
-pub(crate) use request::build_request;
 #[cfg(test)]
 use request::{UNSIGNED_CALL, validates_call_signatures};
+pub(crate) use request::{build_body, build_request};
 
 // ---- stream ----
 

@@ -38,6 +38,7 @@ pub(crate) mod sse;
 #[cfg(test)]
 pub(crate) mod testing;
 pub(crate) mod text_calls;
+pub(crate) mod vertex;
 
 pub(crate) use choice::{Api, BuildError, Cloud, OptionError, ProviderChoice, build, build_with};
 pub(crate) use failure::Failure;
@@ -239,7 +240,7 @@ pub(crate) fn describe_credentials(
         Auth::Azure => Some(azure::describe_credentials(env)),
         Auth::Aws if key_file.is_some() => Some(vec!["Bedrock API key from --api-key-file".into()]),
         Auth::Aws => Some(bedrock::describe_credentials(env)),
-        Auth::Google => Some(vec!["(not built yet)".into()]),
+        Auth::Google => Some(vertex::describe_credentials(env)),
     }
 }
 

@@ -13,7 +13,7 @@ use super::ProviderError;
 /// The longest `retry-after` that is waited out rather than reported.
 pub(crate) const MAX_HONOURED_WAIT: Duration = Duration::from_secs(60);
 /// The longest backoff between two attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 pub(crate) struct RetryPolicy {

@@ -9,6 +9,7 @@ pub mod measure;
 pub mod mock;
 pub mod pg;
 pub mod sse;
+pub mod vertex;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

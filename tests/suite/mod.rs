@@ -1,9 +1,11 @@
 mod action;
 mod answers;
+mod azure;
 mod batch;
 mod batch_failures;
 mod batch_ids;
 mod batch_queue;
+mod batch_storms;
 mod batch_untrusted;
 mod bedrock;
 mod caching;
@@ -55,4 +57,5 @@ mod tools_files;
 mod tools_web;
 mod trust;
 mod usage;
+mod vertex;
 mod workflows;

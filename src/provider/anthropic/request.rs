@@ -12,7 +12,15 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct WireRequest<'a> {
-    model: &'a str,
+    /// Anthropic's own API names the model here; Vertex names it in the URL instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    /// Vertex's version of the API, in the body where Anthropic's own API has a header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anthropic_version: Option<&'static str>,
+    /// Vertex's betas, in the body where Anthropic's own API has the `anthropic-beta` header.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    anthropic_beta: Vec<&'static str>,
     max_tokens: u32,
     stream: bool,
     #[serde(skip_serializing_if = "System::is_empty")]
@@ -73,7 +81,31 @@ enum WireContent {
     Blocks(Vec<Value>),
 }
 
-/// The request body for `request`, as Anthropic expects it. With thinking on, `tool_choice` is
+/// Where a Messages body goes, which decides the fields around the conversation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Host<'a> {
+    /// Anthropic's API: the model in the body, version and betas in headers.
+    Anthropic { model: &'a str },
+    /// Claude on Vertex AI (`:streamRawPredict`): the model in the URL, the version and betas
+    /// in the body, as the anthropic SDK's Vertex client sends them.
+    Vertex,
+}
+
+/// The Messages version Vertex AI serves.
+pub(crate) const VERTEX_VERSION: &str = "vertex-2023-10-16";
+
+/// The request body for `request` to Anthropic's own API (see [`build_body`]).
+pub(crate) fn build_request<'a>(
+    model: &'a str,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
+    build_body(Host::Anthropic { model }, super::NAME, request, options)
+}
+
+/// The request body for `request`, as Anthropic expects it. `own` is the provider name whose
+/// thinking signatures are valid here (turns recorded by another provider lose their thinking).
+/// With thinking on, `tool_choice` is
 /// still only ever `auto` or `none`, the two that Anthropic allows with thinking.
 ///
 /// With caching, four breakpoints at most (the API's limit): the last tool definition and the
@@ -81,8 +113,9 @@ enum WireContent {
 /// request's whole prompt, read back by the next round), and the last block of the previous
 /// request's newest message (what the previous round wrote, in case this round added more than
 /// the 20 blocks the API looks back from a breakpoint).
-pub(crate) fn build_request<'a>(
-    model: &'a str,
+pub(crate) fn build_body<'a>(
+    host: Host<'a>,
+    own: &str,
     request: &Request<'a>,
     options: &Options,
 ) -> WireRequest<'a> {
@@ -106,7 +139,7 @@ pub(crate) fn build_request<'a>(
         })]),
         _ => System::Text(request.system),
     };
-    let mut messages = wire_messages(request.messages);
+    let mut messages = wire_messages(request.messages, own);
     if let Some(cc) = &breakpoint {
         let n = messages.len();
         for i in [n.checked_sub(1), n.checked_sub(3)].into_iter().flatten() {
@@ -122,8 +155,22 @@ pub(crate) fn build_request<'a>(
         disable_parallel_tool_use: kind == "auto"
             && options.parallel_tool_calls == crate::provider::Parallel::Off,
     });
+    let (model, anthropic_version, anthropic_beta) = match host {
+        Host::Anthropic { model } => (Some(model), None, vec![]),
+        Host::Vertex => {
+            let hour = request.cache.is_some_and(|c| c.ttl == CacheTtl::OneHour);
+            let betas = if hour {
+                vec![super::EXTENDED_TTL_BETA]
+            } else {
+                vec![]
+            };
+            (None, Some(VERTEX_VERSION), betas)
+        }
+    };
     WireRequest {
         model,
+        anthropic_version,
+        anthropic_beta,
         max_tokens: options.anthropic_max_tokens(request.max_tokens),
         stream: true,
         system,
@@ -159,13 +206,13 @@ fn mark(message: &mut WireMessage, cc: &Value) {
     message.content = WireContent::Blocks(blocks);
 }
 
-fn wire_messages(messages: &[Message]) -> Vec<WireMessage> {
+fn wire_messages(messages: &[Message], own: &str) -> Vec<WireMessage> {
     let mut out: Vec<WireMessage> = Vec::new();
     for message in messages {
         let (role, content) = match message {
             Message::User(text) => ("user", WireContent::Text(text.clone())),
             Message::Assistant { blocks, provider } => {
-                let blocks = assistant_blocks(blocks, provider == super::NAME);
+                let blocks = assistant_blocks(blocks, provider == own);
                 if blocks.is_empty() {
                     continue;
                 }

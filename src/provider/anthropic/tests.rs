@@ -1,3 +1,4 @@
+use super::request::VERTEX_VERSION;
 use super::*;
 use crate::conversation::{Class, ToolSpec};
 use crate::conversation::{ErrorKind, ToolResult};
@@ -223,6 +224,16 @@ fn result(id: &str, content: &str) -> ToolResult {
 /// Round 2 of a reference conversation, built from the mapped round-1 stream.
 fn round_two(sample: &str) -> (Value, Value) {
     let reference = expected(&format!("samples/{sample}.requests.json"));
+    let model = reference["round2_request"]["model"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    round_two_for(sample, Host::Anthropic { model: &model }, "anthropic")
+}
+
+/// [`round_two`] for `host`, with the conversation recorded by the provider named `own`.
+fn round_two_for(sample: &str, host: Host<'_>, own: &str) -> (Value, Value) {
+    let reference = expected(&format!("samples/{sample}.requests.json"));
     let want = reference["round2_request"].clone();
     let bytes = read(&format!("samples/{sample}.sse"));
     let blocks = summarize(&run(AnthropicMapper::default(), &bytes, 3).unwrap()).blocks;
@@ -230,7 +241,7 @@ fn round_two(sample: &str) -> (Value, Value) {
         Message::User(want["messages"][0]["content"].as_str().unwrap().into()),
         Message::Assistant {
             blocks,
-            provider: "anthropic".into(),
+            provider: own.into(),
         },
         Message::ToolResults(vec![
             result(
@@ -254,12 +265,12 @@ fn round_two(sample: &str) -> (Value, Value) {
         cache: None,
         output_schema: None,
     };
-    let got = serde_json::to_value(build_request(
-        want["model"].as_str().unwrap(),
-        &request,
-        &Options::default(),
-    ))
-    .unwrap();
+    // The reference's thinking budget, as `--thinking-budget` asks for it.
+    let options = Options {
+        thinking_budget: want["thinking"]["budget_tokens"].as_u64().map(|b| b as u32),
+        ..Options::default()
+    };
+    let got = serde_json::to_value(build_body(host, own, &request, &options)).unwrap();
     (got, want)
 }
 
@@ -281,6 +292,67 @@ fn round_two_request_matches_the_reference_body() {
     let (got, mut want) = round_two("anthropic-parallel-tools");
     text_blocks_to_string(&mut want);
     assert_eq!(got, want);
+}
+
+/// Claude on Vertex: the body the anthropic SDK's Vertex client (`AnthropicVertex`) sends for
+/// the same round-2 request, captured by fixtures/vertex/sdk_vertex_request.py: no `model`
+/// (it is in the URL), `anthropic_version: "vertex-2023-10-16"`, thinking (signed on Vertex)
+/// echoed, the rest as Anthropic's own API takes it.
+#[test]
+fn vertex_round_two_matches_the_sdk_vertex_client() {
+    for sample in ["anthropic-parallel-tools", "anthropic-thinking-tools"] {
+        let (got, _) = round_two_for(sample, Host::Vertex, "vertex");
+        let path = format!(
+            "{}/fixtures/vertex/{sample}.vertex-request.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let captured: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut want = captured["body"].clone();
+        text_blocks_to_string(&mut want);
+        // rounds always names the tool choice; `auto` is the API's default when it is absent.
+        if want.get("tool_choice").is_none() {
+            want["tool_choice"] = json!({"type": "auto"});
+        }
+        assert_eq!(got, want, "{sample}");
+        assert!(got.get("model").is_none());
+        assert_eq!(got["anthropic_version"], VERTEX_VERSION);
+    }
+}
+
+/// A Vertex body asks for the hour-long cache in the body's `anthropic_beta`, where Vertex
+/// reads betas; Anthropic's own body never carries the field.
+#[test]
+fn vertex_body_carries_betas_and_anthropic_body_does_not() {
+    let messages = vec![Message::User("a".into())];
+    let cache = crate::provider::Cache {
+        ttl: CacheTtl::OneHour,
+        key: "k".into(),
+    };
+    let request = Request {
+        system: "s",
+        messages: &messages,
+        tools: &[],
+        max_tokens: None,
+        tool_choice: crate::provider::ToolChoice::Auto,
+        cache: Some(&cache),
+        output_schema: None,
+    };
+    let vertex = serde_json::to_value(build_body(
+        Host::Vertex,
+        "vertex",
+        &request,
+        &Options::default(),
+    ))
+    .unwrap();
+    assert_eq!(vertex["anthropic_beta"], json!([EXTENDED_TTL_BETA]));
+    assert_eq!(
+        vertex["system"][0]["cache_control"],
+        json!({"type":"ephemeral","ttl":"1h"})
+    );
+    let own = serde_json::to_value(build_request("m", &request, &Options::default())).unwrap();
+    assert!(own.get("anthropic_beta").is_none() && own.get("anthropic_version").is_none());
+    assert_eq!(own["model"], "m");
 }
 
 #[test]

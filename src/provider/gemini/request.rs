@@ -110,9 +110,20 @@ fn generation_config(model: &str, max_tokens: Option<u32>, options: &Options) ->
     (!config.is_empty()).then_some(Value::Object(config))
 }
 
-/// The request body for `request` to `model`, as Gemini expects it.
+/// The request body for `request` to `model`, as Gemini's own API expects it.
 pub(crate) fn build_request<'a>(
     model: &str,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
+    build_body(model, NAME, request, options)
+}
+
+/// The request body for `request` to `model`, as Gemini expects it (Vertex AI takes the same).
+/// `own` is the provider name whose signatures and call ids are valid here.
+pub(crate) fn build_body<'a>(
+    model: &str,
+    own: &str,
     request: &Request<'a>,
     options: &Options,
 ) -> WireRequest<'a> {
@@ -139,7 +150,7 @@ pub(crate) fn build_request<'a>(
     };
     WireRequest {
         system_instruction,
-        contents: contents(request.messages, validates_call_signatures(model)),
+        contents: contents(request.messages, own, validates_call_signatures(model)),
         tools,
         tool_config: offered.then(|| {
             let mode = match request.tool_choice {
@@ -152,7 +163,7 @@ pub(crate) fn build_request<'a>(
     }
 }
 
-fn contents(messages: &[Message], sign_unsigned: bool) -> Vec<Content> {
+fn contents(messages: &[Message], own: &str, sign_unsigned: bool) -> Vec<Content> {
     let mut out: Vec<Content> = Vec::new();
     // A result may name its call's id only when Gemini issued that id.
     let mut gemini_ids: HashSet<&str> = HashSet::new();
@@ -160,7 +171,7 @@ fn contents(messages: &[Message], sign_unsigned: bool) -> Vec<Content> {
         let (role, parts) = match message {
             Message::User(text) => ("user", vec![Part::text(text)]),
             Message::Assistant { blocks, provider } => {
-                let mut parts = model_parts(blocks, provider == NAME, &mut gemini_ids);
+                let mut parts = model_parts(blocks, provider == own, &mut gemini_ids);
                 if sign_unsigned
                     && let Some(first) = parts.iter_mut().find(|p| p.function_call.is_some())
                     && first.thought_signature.is_none()
