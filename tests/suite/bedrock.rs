@@ -479,3 +479,18 @@ fn no_secret_reaches_the_transcript_the_output_or_a_tools_environment() {
         }
     }
 }
+
+#[test]
+fn tracing_everything_still_shows_no_secret() {
+    let sb = sandbox();
+    let mock = AwsMock::start(two_rounds());
+    let mut cmd = rounds(&sb, &mock);
+    web_identity(&sb, &mock, &mut cmd);
+    cmd.env("ROUNDS_LOG", "trace");
+    let out = read_both(&mut cmd);
+    // The control: everything was traced (AWS's crates included, up to INFO).
+    assert!(out.stderr.contains("converse-stream"), "{}", out.stderr);
+    for secret in mock.issued_secrets() {
+        assert!(!out.stderr.contains(&secret), "{secret} in the trace log");
+    }
+}
