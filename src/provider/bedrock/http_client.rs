@@ -29,12 +29,13 @@ impl HttpClient for ReqwestHttpClient {
         settings: &HttpConnectorSettings,
         _components: &RuntimeComponents,
     ) -> SharedHttpConnector {
-        // The providers' own timeouts (IMDS: one second to connect and to read) bound each
-        // request as a whole: reqwest has no separate read timeout per request.
-        let timeout = match (settings.connect_timeout(), settings.read_timeout()) {
-            (None, None) => None,
-            (c, r) => Some(c.unwrap_or_default() + r.unwrap_or_default()),
-        };
+        // A provider's read timeout (IMDS: one second, after one to connect) bounds each of its
+        // requests as a whole: reqwest has no separate read timeout per request. A connect
+        // timeout alone (STS's) is no bound on the whole: the client's own connect timeout and
+        // the model request's idle timeout, which fetching credentials is inside, apply.
+        let timeout = settings
+            .read_timeout()
+            .map(|read| read + settings.connect_timeout().unwrap_or_default());
         SharedHttpConnector::new(Connector {
             client: self.client.clone(),
             timeout,
