@@ -151,6 +151,19 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// The crates of the AWS credential chain and signer (`provider::bedrock`).
+const AWS_LOG_TARGETS: &[&str] = &[
+    "aws_config",
+    "aws_credential_types",
+    "aws_runtime",
+    "aws_sdk_sts",
+    "aws_sigv4",
+    "aws_smithy_http",
+    "aws_smithy_runtime",
+    "aws_smithy_runtime_api",
+    "aws_smithy_types",
+];
+
 /// Logs go to stderr, and only when asked for (-v) or for warnings; never to stdout.
 /// `ROUNDS_LOG` takes `tracing` target directives (`rounds=debug,reqwest=info`). A plain
 /// `Targets` filter is used because `EnvFilter` compiles regexes at startup.
@@ -163,9 +176,15 @@ pub(crate) fn init_logging(verbose: u8, quiet: bool) {
         (false, 1) => LevelFilter::INFO,
         (false, _) => LevelFilter::DEBUG,
     };
-    let filter = env::var("ROUNDS_LOG")
+    let mut filter = env::var("ROUNDS_LOG")
         .and_then(|s| s.parse::<Targets>().ok())
         .unwrap_or_else(|| Targets::new().with_target("rounds", level));
+    // AWS's crates trace whole requests and responses: a canonical request with its session
+    // token, STS's answer with its secret key. Whatever ROUNDS_LOG asks, they say no more
+    // than INFO.
+    for target in AWS_LOG_TARGETS {
+        filter = filter.with_target(*target, LevelFilter::INFO);
+    }
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(render::LogWriter)
         .event_format(render::LogStyle);

@@ -362,12 +362,7 @@ pub(crate) fn build_with(
         Wire::Chat => Arc::new(OpenAi::new(endpoint)),
         Wire::Responses => Arc::new(OpenAiResponses::new(endpoint)),
         Wire::Gemini => Arc::new(Gemini::new(endpoint)),
+        Wire::Bedrock => super::bedrock::build(endpoint, cloud)?,
         Wire::Vertex => return super::vertex::build(endpoint, cloud),
-        Wire::Bedrock => {
-            return Err(BuildError::Config(format!(
-                "the {} provider is not built yet",
-                entry.name
-            )));
-        }
     })
 }

@@ -3,8 +3,9 @@
 //! Each provider file has three parts: serde wire types, a request builder from the neutral
 //! conversation, and a `Mapper`, a pure state machine from wire events to [`StreamEvent`]s. The
 //! shared parts live here: the event enum, the error type (classified once, so retry decisions
-//! never parse strings), and the driver that runs a mapper over an HTTP body through the SSE
-//! decoder, bounded by the idle timeout and the cap on a response's content (`progress`).
+//! never parse strings), and the driver that runs a mapper over an HTTP body through a decoder
+//! (`framing`: SSE, or Bedrock's binary event stream), bounded by the idle timeout and the cap on
+//! a response's content (`progress`).
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -20,9 +21,11 @@ use crate::net::clip;
 pub(crate) mod anthropic;
 pub(crate) mod auth;
 pub(crate) mod azure;
+pub(crate) mod bedrock;
 mod choice;
 mod endpoint;
 mod failure;
+pub(crate) mod framing;
 pub(crate) mod gemini;
 pub(crate) mod http;
 pub(crate) mod openai;
@@ -236,7 +239,7 @@ pub(crate) fn describe_credentials(
         }
         Auth::Azure => Some(azure::describe_credentials(env)),
         Auth::Aws if key_file.is_some() => Some(vec!["Bedrock API key from --api-key-file".into()]),
-        Auth::Aws => Some(vec!["(not built yet)".into()]),
+        Auth::Aws => Some(bedrock::describe_credentials(env)),
         Auth::Google => Some(vertex::describe_credentials(env)),
     }
 }
@@ -250,7 +253,7 @@ pub(crate) trait Mapper: Send + 'static {
     /// The provider name used in error messages.
     fn provider(&self) -> &str;
 
-    /// Maps one SSE event.
+    /// Maps one event (an SSE event, or a frame as `framing` names it).
     fn map(
         &mut self,
         event: sse::SseEvent,
@@ -307,10 +310,27 @@ where
     E: std::fmt::Display,
     M: Mapper,
 {
+    drive_framed(body, sse::Decoder::default(), mapper, bounds)
+}
+
+/// [`drive_within`] over any framing: the same bounds and ending rules whatever cuts the body
+/// into events.
+pub(crate) fn drive_framed<S, E, F, M>(
+    body: S,
+    decoder: F,
+    mapper: M,
+    bounds: Bounds,
+) -> EventStream
+where
+    S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+    E: std::fmt::Display,
+    F: framing::Framing,
+    M: Mapper,
+{
     let driver = Driver {
         body: Some(body),
         mapper,
-        decoder: sse::Decoder::default(),
+        decoder,
         pending: Default::default(),
         finished: false,
         bounds,
@@ -323,10 +343,10 @@ where
 }
 
 /// The state of one driven response.
-struct Driver<S, M> {
+struct Driver<S, F, M> {
     body: Option<S>,
     mapper: M,
-    decoder: sse::Decoder,
+    decoder: F,
     pending: std::collections::VecDeque<Result<StreamEvent, ProviderError>>,
     finished: bool,
     bounds: Bounds,
@@ -335,10 +355,11 @@ struct Driver<S, M> {
     deadline: tokio::time::Instant,
 }
 
-impl<S, E, M> Driver<S, M>
+impl<S, E, F, M> Driver<S, F, M>
 where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: std::fmt::Display,
+    F: framing::Framing,
     M: Mapper,
 {
     async fn next(&mut self) -> Option<Result<StreamEvent, ProviderError>> {
@@ -438,9 +459,9 @@ where
         if self.mapper.progress() > before {
             self.deadline = deadline_after(self.bounds.idle);
         }
-        fed.map_err(|e| ProviderError::Protocol {
+        fed.map_err(|message| ProviderError::Protocol {
             provider: self.mapper.provider().to_owned(),
-            message: e.to_string(),
+            message,
         })
     }
 }

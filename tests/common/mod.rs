@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod bedrock;
 pub mod cache_sim;
 pub mod measure;
 pub mod mock;

@@ -8,6 +8,7 @@ mod batch_queue;
 mod batch_queue_faults;
 mod batch_storms;
 mod batch_untrusted;
+mod bedrock;
 mod caching;
 mod call_ids;
 mod check;
