@@ -175,7 +175,15 @@ pub(crate) const PROVIDERS: &[Entry] = &[
         key_required: false,
         auth: Auth::Aws,
         local: false,
-        also_secret: &["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"],
+        also_secret: &[
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+            // Files holding credentials: a tool is not handed where they are.
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+            "AWS_SHARED_CREDENTIALS_FILE",
+        ],
         url_vars: &["AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"],
         default_url: "",
         bare_prefixes: &[],
@@ -191,7 +199,11 @@ pub(crate) const PROVIDERS: &[Entry] = &[
         key_required: false,
         auth: Auth::Google,
         local: false,
-        also_secret: &[],
+        // Where google-github-actions/auth says it wrote the credentials file.
+        also_secret: &[
+            "GOOGLE_GHA_CREDS_PATH",
+            "CLOUDSDK_AUTH_CREDENTIAL_FILE_OVERRIDE",
+        ],
         url_vars: &[],
         default_url: "",
         bare_prefixes: &[],
@@ -206,7 +218,11 @@ pub(crate) const PROVIDERS: &[Entry] = &[
         key_required: false,
         auth: Auth::Azure,
         local: false,
-        also_secret: &["AZURE_OPENAI_AD_TOKEN", "AZURE_CLIENT_SECRET"],
+        also_secret: &[
+            "AZURE_OPENAI_AD_TOKEN",
+            "AZURE_CLIENT_SECRET",
+            "AZURE_FEDERATED_TOKEN_FILE",
+        ],
         url_vars: &["AZURE_OPENAI_ENDPOINT"],
         default_url: "",
         bare_prefixes: &[],
@@ -263,11 +279,19 @@ pub(crate) fn for_bare(model: &str) -> Option<&'static Entry> {
         .find(|e| e.bare_prefixes.iter().any(|p| model.starts_with(p)))
 }
 
-/// Every variable that holds a provider's key.
+/// A CI runner's variables that buy cloud credentials: with GitHub's, anyone can ask for an
+/// OIDC token and exchange it for the workflow's cloud role.
+const RUNNER_SECRETS: &[&str] = &[
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+];
+
+/// Every variable that holds a provider's key or credentials, or says where they are.
 pub(crate) fn key_vars() -> impl Iterator<Item = &'static str> {
     PROVIDERS
         .iter()
         .flat_map(|e| std::iter::once(e.key_var).chain(e.also_secret.iter().copied()))
+        .chain(RUNNER_SECRETS.iter().copied())
 }
 
 /// Whose signatures (thinking, thought signatures) a response of `provider`'s `model` carries:
@@ -340,6 +364,25 @@ mod tests {
         for var in key_vars() {
             assert!(crate::process::is_key_var(var), "{var}");
         }
+        // The clouds' credentials, by name: a table entry losing one fails here.
+        for var in [
+            "AWS_BEARER_TOKEN_BEDROCK",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GOOGLE_GHA_CREDS_PATH",
+            "AZURE_OPENAI_API_KEY",
+            "AZURE_OPENAI_AD_TOKEN",
+            "AZURE_CLIENT_SECRET",
+            "AZURE_FEDERATED_TOKEN_FILE",
+            "OPENROUTER_API_KEY",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        ] {
+            assert!(crate::process::is_key_var(var), "{var}");
+        }
         assert!(!crate::process::is_key_var("PATH"));
+        assert!(!crate::process::is_key_var("AWS_REGION"));
     }
 }

@@ -262,9 +262,11 @@ impl Eq for Redactor {}
 /// Whether a variable's name says it holds a secret (see the module doc).
 fn names_a_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    crate::process::is_key_var(name)
-        || (SECRET_WORDS.iter().any(|w| upper.contains(w))
-            && !LOCATION_SUFFIXES.iter().any(|s| upper.ends_with(s)))
+    // A variable that says where credentials are (`AWS_WEB_IDENTITY_TOKEN_FILE`) is kept from
+    // tools, but its value is a path, not a secret to take out of text.
+    let location = LOCATION_SUFFIXES.iter().any(|s| upper.ends_with(s));
+    !location
+        && (crate::process::is_key_var(name) || SECRET_WORDS.iter().any(|w| upper.contains(w)))
 }
 
 /// Redaction of a stream: a secret may be split across pieces, so the last `longest - 1`
