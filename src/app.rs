@@ -222,11 +222,7 @@ async fn set_up(
         store,
         ..
     } = config;
-    let provider = match sources.providers.as_deref() {
-        Some(source) => source.build(&choice, &model, idle_timeout),
-        None => provider::build(&choice, &model, idle_timeout),
-    };
-    let provider = provider.map_err(SetupError::Provider)?;
+    let provider = build_provider(sources, &choice, &model, idle_timeout)?;
     let (tool_timeout, redactor) = (tool_settings.timeout, tool_settings.redactor.clone());
     let (toolbox, servers) = toolbox(&tools, workspace, tool_settings).await?;
     // Without native structured output, the model is told the schema.
@@ -235,13 +231,8 @@ async fn set_up(
         _ => system,
     };
     redact_prompt(&redactor, &mut turn, &mut system);
-    let store_source = sources.store.as_deref();
-    let mut records = (open_records(
-        transcript.as_ref(),
-        (store.as_deref(), store_source),
-        transcript_is_default,
-    ))
-    .await?;
+    let store_at = (store.as_deref(), sources.store.as_deref());
+    let mut records = open_records(transcript.as_ref(), store_at, transcript_is_default).await?;
     let start = Start {
         run_id: run_id.clone(),
         time: crate::agent::now_rfc3339(),
@@ -278,6 +269,20 @@ async fn set_up(
         records,
         history: conversation(resume, turn),
     })
+}
+
+/// The run's provider: from the batch's source when it shares one, else its own.
+fn build_provider(
+    sources: &Sources,
+    choice: &ProviderChoice,
+    model: &str,
+    idle: std::time::Duration,
+) -> Result<Arc<dyn Provider>, SetupError> {
+    let provider = match sources.providers.as_deref() {
+        Some(source) => source.build(choice, model, idle),
+        None => provider::build(choice, model, idle),
+    };
+    provider.map_err(SetupError::Provider)
 }
 
 /// The run's tools: the built-ins, and those from manifests and MCP servers; the allowlist is

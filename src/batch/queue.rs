@@ -116,11 +116,7 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
     let flags = parsed.flags.clone();
     let max_attempts = i32::try_from(flags.max_attempts).unwrap_or(i32::MAX);
     if flags.retry_failed {
-        let n = queue.requeue_failed(&batch, max_attempts).await?;
-        display::warning(&format!(
-            "--retry-failed: {n} job{} that had not completed went back to the queue",
-            if n == 1 { "" } else { "s" }
-        ));
+        requeue_failed(&queue, &batch, max_attempts).await?;
     }
     // Without --out, a new directory nobody can predict (nor plant a link in beforehand).
     let out = match &flags.out {
@@ -187,6 +183,16 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
         Status::Unavailable => Status::Incomplete,
         status => status,
     })
+}
+
+/// `--retry-failed`: the batch's jobs that did not complete go back to the queue, said once.
+async fn requeue_failed(queue: &Queue, batch: &str, max_attempts: i32) -> Result<(), BatchError> {
+    let n = queue.requeue_failed(batch, max_attempts).await?;
+    display::warning(&format!(
+        "--retry-failed: {n} job{} that had not completed went back to the queue",
+        if n == 1 { "" } else { "s" }
+    ));
+    Ok(())
 }
 
 /// The queued batch a worker joins.

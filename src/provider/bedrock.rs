@@ -10,15 +10,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 
 use super::auth::Credentials;
 use super::endpoint::Endpoint;
+use super::http;
 use super::{
     Bounds, BuildError, Cloud, EventStream, Failure, MAX_RESPONSE_BYTES, Provider, ProviderError,
     Request,
 };
-use crate::net::describe;
 
 mod auth;
 mod eventstream;
@@ -101,7 +100,7 @@ impl Provider for Bedrock {
             .header(reqwest::header::ACCEPT, EVENT_STREAM)
             .body(body)
             .build()
-            .map_err(|err| self.transport(&url, &err))?;
+            .map_err(|err| http::transport(e.name, &url, &err))?;
         let response = self.send(http, &url).await?;
         let bounds = Bounds {
             idle: e.idle,
@@ -122,25 +121,12 @@ impl Bedrock {
     /// Fetching credentials is part of getting a response: bounded by the same wait.
     async fn send(
         &self,
-        mut request: reqwest::Request,
+        request: reqwest::Request,
         url: &str,
     ) -> Result<reqwest::Response, ProviderError> {
         let e = &self.endpoint;
-        let sent = async {
-            self.auth.authorize(&mut request).await?;
-            e.client
-                .execute(request)
-                .await
-                .map_err(|err| self.transport(url, &err))
-        };
-        let response =
-            tokio::time::timeout(e.idle, sent)
-                .await
-                .map_err(|_| ProviderError::Idle {
-                    provider: e.name.to_owned(),
-                    after: e.idle,
-                })??;
-        let status = response.status();
+        let auth: &dyn Credentials = &*self.auth;
+        let response = http::send(&e.client, e.name, request, e.idle, Some(auth)).await?;
         let header = |name: &str| {
             response
                 .headers()
@@ -149,33 +135,20 @@ impl Bedrock {
                 .unwrap_or("")
                 .to_owned()
         };
-        tracing::info!(
-            "POST {}: {status}, request id {}",
-            shown(url),
-            header("x-amzn-requestid")
-        );
         let error_type = header("x-amzn-errortype");
         let content_type = header("content-type");
-        if status.is_success() && content_type.starts_with(EVENT_STREAM) {
+        if response.status().is_success() && content_type.starts_with(EVENT_STREAM) {
             return Ok(response);
         }
-        let retry_after = super::http::retry_after(response.headers());
-        let mut body = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Some(Ok(chunk)) = stream.next().await {
-            body.extend_from_slice(&chunk);
-            if body.len() > 64 * 1024 {
-                break;
-            }
-        }
-        let text = super::http::error_text(&body);
+        let (status, retry_after, body) = http::error_body(response).await;
+        let text = http::error_text(&body);
         if status.is_success() {
             return Err(ProviderError::Protocol {
                 provider: e.name.to_owned(),
                 message: format!(
                     "POST {} answered {status} with {content_type} instead of an event stream \
                      (is the base URL right?): {}",
-                    shown(url),
+                    http::shown_url(url),
                     crate::net::clip(&text, 200)
                 ),
             });
@@ -195,13 +168,6 @@ impl Bedrock {
             kind,
         })
     }
-
-    fn transport(&self, url: &str, err: &reqwest::Error) -> ProviderError {
-        ProviderError::Transport {
-            provider: self.endpoint.name.to_owned(),
-            message: format!("POST {}: {}", shown(url), describe(err)),
-        }
-    }
 }
 
 /// `{base}/model/{modelId}/converse-stream`, the model id percent-encoded as one path segment:
@@ -216,20 +182,6 @@ pub(crate) fn converse_stream_url(base: &str, model: &str) -> String {
         }
     }
     format!("{base}/model/{id}/converse-stream")
-}
-
-/// A URL as messages show it: no query, no user info.
-fn shown(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(u) => format!(
-            "{}://{}{}{}",
-            u.scheme(),
-            u.host_str().unwrap_or(""),
-            u.port().map(|p| format!(":{p}")).unwrap_or_default(),
-            u.path()
-        ),
-        Err(_) => "(an unparsable URL)".to_owned(),
-    }
 }
 
 #[cfg(test)]

@@ -7,11 +7,16 @@
 use super::sse::{self, SseEvent};
 
 /// A decoder from network reads to whole events, fed at any chunk boundary.
+/// How a body broke its framing, as the protocol error that ends the response says it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct FramingError(pub(crate) String);
+
 pub(crate) trait Framing: Send + 'static {
     /// Decodes one network read; whole events are appended to `out`. An error means the body
     /// broke the framing (an oversized event, a bad checksum): the response ends there, after
     /// the events decoded before it.
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String>;
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), FramingError>;
 
     /// Lines outside the framing's grammar since the last call (SSE only).
     fn take_stray(&mut self) -> Vec<String> {
@@ -23,8 +28,8 @@ pub(crate) trait Framing: Send + 'static {
 }
 
 impl Framing for sse::Decoder {
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String> {
-        sse::Decoder::feed(self, chunk, out).map_err(|e| e.to_string())
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), FramingError> {
+        sse::Decoder::feed(self, chunk, out).map_err(|e| FramingError(e.to_string()))
     }
 
     fn take_stray(&mut self) -> Vec<String> {

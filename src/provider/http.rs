@@ -25,9 +25,7 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
     Ok(v)
 }
 
-/// POSTs `wire` as JSON and returns the response once its status says a stream follows. The
-/// wait for the response head is bounded by `idle` like every wait for the body: a server that
-/// accepts the connection and never answers is a stall (retried), not a hang.
+/// POSTs `wire` as JSON and returns the response once its status says a stream follows.
 pub(crate) async fn post(
     client: &reqwest::Client,
     provider: &str,
@@ -41,62 +39,18 @@ pub(crate) async fn post(
         provider: provider.to_owned(),
         message: e.to_string(),
     })?;
-    let shown = shown_url(url);
-    let mut request = client
+    let request = client
         .post(url)
         .headers(headers)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body)
         .build()
-        .map_err(|e| ProviderError::Transport {
-            provider: provider.to_owned(),
-            message: format!("POST {shown}: {}", describe(&e)),
-        })?;
-    // Fetching a token is part of getting a response: bounded by the same wait.
-    let started = std::time::Instant::now();
-    let sent = async {
-        if let Some(credentials) = credentials {
-            credentials.authorize(&mut request).await?;
-        }
-        client
-            .execute(request)
-            .await
-            .map_err(|e| ProviderError::Transport {
-                provider: provider.to_owned(),
-                message: format!("POST {shown}: {}", describe(&e)),
-            })
-    };
-    let response = tokio::time::timeout(idle, sent)
-        .await
-        .map_err(|_| ProviderError::Idle {
-            provider: provider.to_owned(),
-            after: idle,
-        })??;
-    let status = response.status();
-    let request_id = ["request-id", "x-request-id"]
-        .iter()
-        .find_map(|h| response.headers().get(*h)?.to_str().ok())
-        .map(|id| format!(", request id {id}"))
-        .unwrap_or_default();
-    tracing::info!(
-        "POST {shown}: {status} after {} ms{request_id}",
-        started.elapsed().as_millis()
-    );
-    if status.is_success() {
-        return expect_event_stream(provider, &shown, response).await;
+        .map_err(|e| transport(provider, url, &e))?;
+    let response = send(client, provider, request, idle, credentials).await?;
+    if response.status().is_success() {
+        return expect_event_stream(provider, &shown_url(url), response).await;
     }
-    let retry_after = retry_after(response.headers());
-    // An error body is small; a huge one is cut rather than buffered whole.
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    use futures_util::StreamExt;
-    while let Some(Ok(chunk)) = stream.next().await {
-        body.extend_from_slice(&chunk);
-        if body.len() > 64 * 1024 {
-            break;
-        }
-    }
-    let retry_after = retry_after.or_else(|| body_retry_delay(&body));
+    let (status, retry_after, body) = error_body(response).await;
     let reason = status.canonical_reason().unwrap_or("");
     let text = error_text(&body);
     Err(ProviderError::Http {
@@ -114,9 +68,79 @@ pub(crate) async fn post(
     })
 }
 
+/// Sends `request` once `credentials` (if any) authorized it, and returns the response head
+/// whatever its status. Fetching a token is part of getting a response, and the wait for both
+/// is bounded by `idle` like every wait for the body: a server that accepts the connection and
+/// never answers is a stall (retried), not a hang.
+pub(crate) async fn send(
+    client: &reqwest::Client,
+    provider: &str,
+    mut request: reqwest::Request,
+    idle: Duration,
+    credentials: Option<&dyn Credentials>,
+) -> Result<reqwest::Response, ProviderError> {
+    let url = request.url().to_string();
+    let started = std::time::Instant::now();
+    let sent = async {
+        if let Some(credentials) = credentials {
+            credentials.authorize(&mut request).await?;
+        }
+        client
+            .execute(request)
+            .await
+            .map_err(|e| transport(provider, &url, &e))
+    };
+    let response = tokio::time::timeout(idle, sent)
+        .await
+        .map_err(|_| ProviderError::Idle {
+            provider: provider.to_owned(),
+            after: idle,
+        })??;
+    let request_id = ["request-id", "x-request-id", "x-amzn-requestid"]
+        .iter()
+        .find_map(|h| response.headers().get(*h)?.to_str().ok())
+        .map(|id| format!(", request id {id}"))
+        .unwrap_or_default();
+    tracing::info!(
+        "POST {}: {} after {} ms{request_id}",
+        shown_url(&url),
+        response.status(),
+        started.elapsed().as_millis()
+    );
+    Ok(response)
+}
+
+/// Sending to `url` failed.
+pub(crate) fn transport(provider: &str, url: &str, e: &reqwest::Error) -> ProviderError {
+    ProviderError::Transport {
+        provider: provider.to_owned(),
+        message: format!("POST {}: {}", shown_url(url), describe(e)),
+    }
+}
+
+/// An error response's status, the wait it asked for (its header, or Gemini's body), and its
+/// body. An error body is small; a huge one is cut rather than buffered whole.
+pub(crate) async fn error_body(
+    response: reqwest::Response,
+) -> (reqwest::StatusCode, Option<Duration>, Vec<u8>) {
+    let status = response.status();
+    let retry_after = retry_after(response.headers());
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    use futures_util::StreamExt;
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() > 64 * 1024 {
+            break;
+        }
+    }
+    let retry_after = retry_after.or_else(|| body_retry_delay(&body));
+    (status, retry_after, body)
+}
+
 /// A URL as messages show it: scheme, host, port and path, never a query (where a key could
 /// be) or user info.
-fn shown_url(url: &str) -> String {
+pub(crate) fn shown_url(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(u) => {
             let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();

@@ -459,9 +459,9 @@ where
         if self.mapper.progress() > before {
             self.deadline = deadline_after(self.bounds.idle);
         }
-        fed.map_err(|message| ProviderError::Protocol {
+        fed.map_err(|e| ProviderError::Protocol {
             provider: self.mapper.provider().to_owned(),
-            message,
+            message: e.to_string(),
         })
     }
 }

@@ -77,19 +77,13 @@ pub(crate) fn place(
     location: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
     file_project: Option<&str>,
-) -> Result<Place, String> {
+) -> Result<Place, PlaceError> {
     let first = |names: &[&str]| names.iter().find_map(|n| env(n).filter(|v| !v.is_empty()));
     let project = project
         .map(str::to_owned)
         .or_else(|| first(&PROJECT_VARS))
         .or_else(|| file_project.map(str::to_owned))
-        .ok_or_else(|| {
-            format!(
-                "vertex: no Google Cloud project: pass --project (or `project` in the settings), \
-                 or set {}; the credentials file names none",
-                PROJECT_VARS.join(", ")
-            )
-        })?;
+        .ok_or(PlaceError::NoProject)?;
     let location = location
         .map(str::to_owned)
         .or_else(|| first(&LOCATION_VARS))
@@ -101,10 +95,26 @@ pub(crate) fn place(
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
         if !fine {
-            return Err(format!("vertex: the {what} {value:?} is not a valid name"));
+            return Err(PlaceError::Invalid {
+                what,
+                value: value.clone(),
+            });
         }
     }
     Ok(Place { project, location })
+}
+
+/// Why no place could be made of the flags and the environment.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlaceError {
+    #[error(
+        "vertex: no Google Cloud project: pass --project (or `project` in the settings), or set \
+         GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT or ANTHROPIC_VERTEX_PROJECT_ID; the credentials \
+         file names none"
+    )]
+    NoProject,
+    #[error("vertex: the {what} {value:?} is not a valid name")]
+    Invalid { what: &'static str, value: String },
 }
 
 /// The service's address for `location`: regional, multi-regional (`us`, `eu`) or global, as
@@ -164,7 +174,7 @@ pub(crate) fn build_from(
 ) -> Result<Vertex, adc::AuthError> {
     let auth = adc::GoogleAuth::locate(env, endpoint.client.clone())?;
     let place = place(flags.project, flags.location, env, auth.file_project())
-        .map_err(adc::AuthError::config)?;
+        .map_err(|e| adc::AuthError::config(e.to_string()))?;
     endpoint.url = url(&endpoint.url, &place, &endpoint.model);
     // The entry's key variable names the credentials file, read above: it is no header.
     endpoint.key = None;

@@ -8,7 +8,7 @@ use aws_smithy_eventstream::frame::read_message_from;
 use aws_smithy_types::event_stream::{HeaderValue, Message};
 use bytes::{Buf, BytesMut};
 
-use crate::provider::framing::Framing;
+use crate::provider::framing::{Framing, FramingError};
 use crate::provider::sse::SseEvent;
 
 /// The name an exception message gets, before its `:exception-type`: event types are plain
@@ -24,21 +24,21 @@ pub(crate) struct EventStreamDecoder {
 }
 
 impl Framing for EventStreamDecoder {
-    fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String> {
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), FramingError> {
         self.buf.extend_from_slice(chunk);
         while self.buf.len() >= 4 {
             let total = (&self.buf[..4]).get_u32() as usize;
             if total > MAX_FRAME_BYTES {
-                return Err(format!(
+                return Err(FramingError(format!(
                     "event stream frame of {total} bytes (more than {MAX_FRAME_BYTES})"
-                ));
+                )));
             }
             if self.buf.len() < total {
                 break;
             }
             let mut frame = self.buf.split_to(total).freeze();
             let message = read_message_from(&mut frame)
-                .map_err(|e| format!("bad event stream frame: {e}"))?;
+                .map_err(|e| FramingError(format!("bad event stream frame: {e}")))?;
             out.push(event_of(&message));
         }
         Ok(())

@@ -106,7 +106,7 @@ fn project_and_location_come_from_flags_then_variables_then_the_key_file() {
         place(None, None, &none, Some("file-p")).unwrap(),
         place_of("file-p", "global")
     );
-    let err = place(None, None, &none, None).unwrap_err();
+    let err = place(None, None, &none, None).unwrap_err().to_string();
     for name in [
         "--project",
         "GOOGLE_CLOUD_PROJECT",
