@@ -42,7 +42,8 @@ pub(crate) fn prepare(
 ) -> Result<(), BuildError> {
     let env = |name: &str| crate::env::var(name);
     endpoint.url = url(base, wire, &endpoint.model, cloud.api_version.as_deref())?;
-    endpoint.credentials = Some(credentials(endpoint.key.take(), &env)?);
+    let client = endpoint.client.clone();
+    endpoint.credentials = Some(credentials(endpoint.key.take(), &env, client)?);
     Ok(())
 }
 
@@ -89,6 +90,7 @@ fn query(value: &str) -> String {
 fn credentials(
     key: Option<String>,
     env: &dyn Fn(&str) -> Option<String>,
+    client: reqwest::Client,
 ) -> Result<Arc<dyn Credentials>, BuildError> {
     if let Some(key) = key {
         return Ok(Arc::new(Header::new("api-key", &key)?));
@@ -99,7 +101,7 @@ fn credentials(
             &format!("Bearer {token}"),
         )?));
     }
-    if let (Some(client), Some(tenant)) = (env("AZURE_CLIENT_ID"), env("AZURE_TENANT_ID")) {
+    if let (Some(client_id), Some(tenant)) = (env("AZURE_CLIENT_ID"), env("AZURE_TENANT_ID")) {
         let proof = match (
             env("AZURE_FEDERATED_TOKEN_FILE"),
             env("AZURE_CLIENT_SECRET"),
@@ -120,7 +122,12 @@ fn credentials(
             authority.trim_end_matches('/'),
             query(&tenant)
         );
-        return Ok(Arc::new(Entra::new(token_url, client, proof)));
+        // One token for every job of a batch that uses this principal.
+        let shared = format!("azure\0{token_url}\0{client_id}\0{}", proof.describe());
+        let made = super::auth::shared(&shared, || {
+            Ok::<_, BuildError>(Entra::new(token_url, client_id, proof, client))
+        })?;
+        return Ok(made);
     }
     Err(BuildError::Config(
         "azure: no credentials: tried AZURE_OPENAI_API_KEY (and AZURE_OPENAI_API_KEY_FILE, \
@@ -189,6 +196,17 @@ enum Proof {
     Secret(String),
 }
 
+impl Proof {
+    /// What tells one proof from another, for sharing tokens: the file, or the secret itself
+    /// (kept in memory only, as the proof is).
+    fn describe(&self) -> String {
+        match self {
+            Proof::Assertion(path) => format!("file:{}", path.display()),
+            Proof::Secret(secret) => format!("secret:{secret}"),
+        }
+    }
+}
+
 /// Tokens fetched from Entra ID for a service principal, kept until shortly before they expire.
 struct Entra {
     token_url: String,
@@ -199,12 +217,12 @@ struct Entra {
 }
 
 impl Entra {
-    fn new(token_url: String, client_id: String, proof: Proof) -> Entra {
+    fn new(token_url: String, client_id: String, proof: Proof, client: reqwest::Client) -> Entra {
         Entra {
             token_url,
             client_id,
             proof,
-            client: reqwest::Client::new(),
+            client,
             cached: tokio::sync::Mutex::new(None),
         }
     }
@@ -349,7 +367,9 @@ mod tests {
     #[test]
     fn credentials_are_the_first_there_is_and_none_names_every_place() {
         let none = |_: &str| None;
-        let err = credentials(None, &none).err().map(|e| e.to_string());
+        let err = credentials(None, &none, reqwest::Client::new())
+            .err()
+            .map(|e| e.to_string());
         let err = err.unwrap_or_default();
         for var in [
             "AZURE_OPENAI_API_KEY",
@@ -359,12 +379,14 @@ mod tests {
             assert!(err.contains(var), "{err}");
         }
         let half = |v: &str| (v == "AZURE_CLIENT_ID" || v == "AZURE_TENANT_ID").then(|| "x".into());
-        let err = credentials(None, &half).err().map(|e| e.to_string());
+        let err = credentials(None, &half, reqwest::Client::new())
+            .err()
+            .map(|e| e.to_string());
         assert!(
             err.unwrap_or_default()
                 .contains("AZURE_FEDERATED_TOKEN_FILE")
         );
-        assert!(credentials(Some("k".into()), &none).is_ok());
+        assert!(credentials(Some("k".into()), &none, reqwest::Client::new()).is_ok());
         let described = describe_credentials(&|v: &str| {
             (v == "AZURE_OPENAI_AD_TOKEN").then(|| "secret-token".into())
         });

@@ -53,12 +53,17 @@ pub(crate) fn build(
     if needs_region && region.is_none() && !auth::region_may_be_found(&|v| crate::env::var(v)) {
         return Err(BuildError::Config(format!("bedrock: {}", auth::NO_REGION)));
     }
-    let auth = Arc::new(auth::AwsAuth::new(
-        endpoint.name,
-        endpoint.client.clone(),
-        endpoint.key.clone(),
-        region,
-    ));
+    // One chain (one STS exchange, one refresh) for every job of a batch with this key and
+    // region: the rest of what decides it is the process's environment.
+    let shared = format!("bedrock\0{:?}\0{region:?}", endpoint.key);
+    let auth = super::auth::shared(&shared, || {
+        Ok::<_, BuildError>(auth::AwsAuth::new(
+            endpoint.name,
+            endpoint.client.clone(),
+            endpoint.key.clone(),
+            region.clone(),
+        ))
+    })?;
     endpoint.credentials = Some(auth.clone());
     Ok(Arc::new(Bedrock {
         endpoint,

@@ -172,13 +172,17 @@ pub(crate) fn build_from(
     flags: &Flags<'_>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vertex, adc::AuthError> {
-    let auth = adc::GoogleAuth::locate(env, endpoint.client.clone())?;
+    // One token for every job of a batch that finds the same credentials.
+    let shared = format!("vertex\0{}", adc::origin(env));
+    let auth = super::auth::shared(&shared, || {
+        adc::GoogleAuth::locate(env, endpoint.client.clone())
+    })?;
     let place = place(flags.project, flags.location, env, auth.file_project())
         .map_err(|e| adc::AuthError::config(e.to_string()))?;
     endpoint.url = url(&endpoint.url, &place, &endpoint.model);
     // The entry's key variable names the credentials file, read above: it is no header.
     endpoint.key = None;
-    endpoint.credentials = Some(Arc::new(auth));
+    endpoint.credentials = Some(auth);
     Ok(Vertex {
         family: Family::of(&endpoint.model),
         endpoint,

@@ -494,3 +494,30 @@ fn tracing_everything_still_shows_no_secret() {
         assert!(!out.stderr.contains(&secret), "{secret} in the trace log");
     }
 }
+
+/// A batch's jobs share one credential chain: one STS exchange for all of them, where each job
+/// made its own (a token service throttles a batch that asks once per job).
+#[test]
+fn a_batchs_jobs_share_one_web_identity_exchange() {
+    let sb = sandbox();
+    let jobs = 4;
+    let replies = (0..jobs)
+        .map(|_| bedrock::response("done", &[], "end_turn", (10, 5)))
+        .collect();
+    let mock = AwsMock::start(replies);
+    let lines: String = (0..jobs)
+        .map(|i| format!("{{\"id\":\"job-{i}\",\"prompt\":\"Do job {i}.\"}}\n"))
+        .collect();
+    sb.write("jobs.jsonl", &lines);
+    let mut cmd = sb.rounds();
+    cmd.env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", mock.url())
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .args(["batch", "jobs.jsonl", "--jobs", "2", "--out"])
+        .arg(sb.path("out"))
+        .args(["-m", &format!("bedrock/{MODEL}")]);
+    web_identity(&sb, &mock, &mut cmd);
+    let out = run_within(&mut cmd, std::time::Duration::from_secs(60));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(mock.model_requests().len(), jobs);
+    assert_eq!(mock.issued("sts"), 1, "one exchange for the whole batch");
+}
