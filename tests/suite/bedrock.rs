@@ -521,3 +521,83 @@ fn a_batchs_jobs_share_one_web_identity_exchange() {
     assert_eq!(mock.model_requests().len(), jobs);
     assert_eq!(mock.issued("sts"), 1, "one exchange for the whole batch");
 }
+
+/// `--resume` across the clouds: an Anthropic run (thinking signed by Anthropic, a tool call)
+/// continues on Bedrock in Converse's shape without Anthropic's signature, and that run
+/// continues on Azure in OpenAI's.
+#[test]
+fn a_run_resumes_across_providers_and_clouds_in_each_ones_shape() {
+    use crate::common::mock::{MockServer, Reply};
+    use crate::common::sse::{self, B};
+    let sb = sandbox();
+    let anthropic = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[
+                B::Thinking("I should read it.", "sig-anthropic"),
+                B::Tool("toolu_1", "read_file", r#"{"path":"a.txt"}"#),
+            ],
+            "tool_use",
+            10,
+            5,
+        )),
+        Reply::sse(sse::anthropic(&[B::Text("It says alpha.")], "end_turn", 10, 5)),
+    ]);
+    let first = sb.path("first.jsonl");
+    let out = run(sb
+        .anthropic(&anthropic)
+        .arg("--transcript")
+        .arg(&first)
+        .arg("what does a.txt say?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let mock = AwsMock::start(vec![bedrock::response("ALPHA", &[], "end_turn", (10, 5))]);
+    mock.accept("AKIAENVEXAMPLE", ENV_SECRET, None);
+    let second = sb.path("second.jsonl");
+    let out = run(sb
+        .rounds()
+        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", mock.url())
+        .env("AWS_ACCESS_KEY_ID", "AKIAENVEXAMPLE")
+        .env("AWS_SECRET_ACCESS_KEY", ENV_SECRET)
+        .env("AWS_REGION", "us-east-1")
+        .args(["-m", &format!("bedrock/{MODEL}"), "--resume"])
+        .arg(&first)
+        .arg("--transcript")
+        .arg(&second)
+        .arg("and in upper case?"));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "ALPHA\n"), "{}", out.stderr);
+    let body = mock.model_requests()[0].json();
+    let text = body.to_string();
+    assert!(!text.contains("sig-anthropic") && !text.contains("I should read it."), "{text}");
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 5, "{body:#}");
+    assert_eq!(
+        messages[1]["content"][0],
+        json!({"toolUse": {"toolUseId": "toolu_1", "name": "read_file", "input": {"path": "a.txt"}}})
+    );
+    assert_eq!(
+        messages[2]["content"][0]["toolResult"]["toolUseId"],
+        "toolu_1"
+    );
+
+    let azure = MockServer::start(vec![Reply::sse(sse::openai(&[B::Text("ok")], "stop", 1, 1))]);
+    let out = run(sb
+        .rounds()
+        .env("AZURE_OPENAI_API_KEY", "k")
+        .env("AZURE_OPENAI_ENDPOINT", azure.url())
+        .args(["-m", "azure/dep", "--no-transcript", "--resume"])
+        .arg(&second)
+        .arg("thanks"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let body = azure.requests()[0].json();
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["developer", "user", "assistant", "tool", "assistant", "user", "assistant", "user"]
+    );
+    assert_eq!(body["messages"][2]["tool_calls"][0]["id"], "toolu_1");
+}
