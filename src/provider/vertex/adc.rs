@@ -237,7 +237,18 @@ impl GoogleAuth {
             .library
             .get_or_try_init(|| self.library_credentials(client))
             .await?;
-        let mut headers = match credentials.headers(http::Extensions::new()).await {
+        // In a task of its own: google-cloud-auth panics on some answers (an impersonated
+        // token whose expiry has already passed, as a skewed clock gives), and a panic there
+        // must end this request with an error, not the run.
+        let library = credentials.clone();
+        let asked = tokio::spawn(async move { library.headers(http::Extensions::new()).await });
+        let asked = asked.await.map_err(|e| {
+            AuthError::auth(format!(
+                "vertex: {}: the credentials library failed ({e})",
+                self.origin
+            ))
+        })?;
+        let mut headers = match asked {
             Ok(CacheableResource::New { data, .. }) => data,
             // Only asked for with an entity tag, which is never given.
             Ok(CacheableResource::NotModified) => HeaderMap::new(),
