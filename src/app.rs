@@ -124,6 +124,11 @@ fn finish(ran: Result<Outcome, SetupError>, started: Instant) -> Outcome {
         Ok(outcome) => outcome,
         Err(failure) => {
             let mut outcome = Outcome::new(failure.status(), Some(failure.to_string()));
+            // A record that could not be opened or started is a write failure, whatever its
+            // status: a batch reads the kind to stop starting jobs on a full disk.
+            if let SetupError::Records(_) | SetupError::DefaultTranscript(_) = failure {
+                outcome.failure = Some(FailureRecord::new(Failure::Write, None));
+            }
             outcome.duration_ms = started.elapsed().as_millis() as u64;
             outcome
         }

@@ -14,7 +14,7 @@ use super::limits::{Budget, Pool};
 use super::out::{OutDir, Plan};
 use super::results::{self, Prior, ResultLine, ResultsFile};
 use super::{BatchError, Control, Finish, Reports};
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{Failure, Outcome, Status};
 
 /// Runs `jobs` (this shard's) and reports them; returns the batch's status.
 pub(crate) async fn run(
@@ -294,8 +294,12 @@ impl Local {
     /// continue put back: the next batch resumes the chain instead of starting the job over.
     fn after_run(&self, job: &Job, outcome: &Outcome, resumed: Option<&Path>) {
         let path = self.out.transcript(&job.id);
-        let mine = format!("transcript {}", path.display());
-        if let Some(e) = outcome.error.as_deref().filter(|e| e.contains(&mine)) {
+        // Its records are the batch's own files: one that cannot be written halts the batch.
+        let unwritten = outcome
+            .failure
+            .as_ref()
+            .is_some_and(|f| f.kind == Failure::Write);
+        if let Some(e) = outcome.error.as_deref().filter(|_| unwritten) {
             self.halt(e);
         }
         if outcome.status == Status::Completed {

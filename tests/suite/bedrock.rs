@@ -540,7 +540,12 @@ fn a_run_resumes_across_providers_and_clouds_in_each_ones_shape() {
             10,
             5,
         )),
-        Reply::sse(sse::anthropic(&[B::Text("It says alpha.")], "end_turn", 10, 5)),
+        Reply::sse(sse::anthropic(
+            &[B::Text("It says alpha.")],
+            "end_turn",
+            10,
+            5,
+        )),
     ]);
     let first = sb.path("first.jsonl");
     let out = run(sb
@@ -564,10 +569,18 @@ fn a_run_resumes_across_providers_and_clouds_in_each_ones_shape() {
         .arg("--transcript")
         .arg(&second)
         .arg("and in upper case?"));
-    assert_eq!((out.code, out.stdout.as_str()), (0, "ALPHA\n"), "{}", out.stderr);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "ALPHA\n"),
+        "{}",
+        out.stderr
+    );
     let body = mock.model_requests()[0].json();
     let text = body.to_string();
-    assert!(!text.contains("sig-anthropic") && !text.contains("I should read it."), "{text}");
+    assert!(
+        !text.contains("sig-anthropic") && !text.contains("I should read it."),
+        "{text}"
+    );
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 5, "{body:#}");
     assert_eq!(
@@ -579,7 +592,12 @@ fn a_run_resumes_across_providers_and_clouds_in_each_ones_shape() {
         "toolu_1"
     );
 
-    let azure = MockServer::start(vec![Reply::sse(sse::openai(&[B::Text("ok")], "stop", 1, 1))]);
+    let azure = MockServer::start(vec![Reply::sse(sse::openai(
+        &[B::Text("ok")],
+        "stop",
+        1,
+        1,
+    ))]);
     let out = run(sb
         .rounds()
         .env("AZURE_OPENAI_API_KEY", "k")
@@ -597,7 +615,16 @@ fn a_run_resumes_across_providers_and_clouds_in_each_ones_shape() {
         .collect();
     assert_eq!(
         roles,
-        ["developer", "user", "assistant", "tool", "assistant", "user", "assistant", "user"]
+        [
+            "developer",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant",
+            "user"
+        ]
     );
     assert_eq!(body["messages"][2]["tool_calls"][0]["id"], "toolu_1");
 }
