@@ -216,7 +216,9 @@ fn serve(
     }
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
+/// One HTTP/1.1 request off the connection (`None` when it closed), as every loopback server of
+/// the tests reads them.
+pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
