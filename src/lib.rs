@@ -164,11 +164,40 @@ const AWS_LOG_TARGETS: &[&str] = &[
     "aws_smithy_types",
 ];
 
+/// What is logged: `ROUNDS_LOG`'s directives, else rounds' own at `level`. AWS's crates trace
+/// whole requests and responses (a canonical request with its session token, STS's answer with
+/// its secret key): whatever was asked for them, they say no more than INFO, and nothing when
+/// nothing was asked.
+fn log_filter(
+    rounds_log: Option<&str>,
+    level: tracing_subscriber::filter::LevelFilter,
+) -> tracing_subscriber::filter::Targets {
+    use tracing::Level;
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    let mut filter = rounds_log
+        .and_then(|s| s.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_target("rounds", level));
+    for target in AWS_LOG_TARGETS {
+        let asked = [
+            Level::TRACE,
+            Level::DEBUG,
+            Level::INFO,
+            Level::WARN,
+            Level::ERROR,
+        ]
+        .into_iter()
+        .find(|l| filter.would_enable(target, l))
+        .map_or(LevelFilter::OFF, LevelFilter::from_level);
+        filter = filter.with_target(*target, asked.min(LevelFilter::INFO));
+    }
+    filter
+}
+
 /// Logs go to stderr, and only when asked for (-v) or for warnings; never to stdout.
 /// `ROUNDS_LOG` takes `tracing` target directives (`rounds=debug,reqwest=info`). A plain
 /// `Targets` filter is used because `EnvFilter` compiles regexes at startup.
 pub(crate) fn init_logging(verbose: u8, quiet: bool) {
-    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::filter::LevelFilter;
     use tracing_subscriber::prelude::*;
     let level = match (quiet, verbose) {
         (true, _) => LevelFilter::ERROR,
@@ -176,19 +205,33 @@ pub(crate) fn init_logging(verbose: u8, quiet: bool) {
         (false, 1) => LevelFilter::INFO,
         (false, _) => LevelFilter::DEBUG,
     };
-    let mut filter = env::var("ROUNDS_LOG")
-        .and_then(|s| s.parse::<Targets>().ok())
-        .unwrap_or_else(|| Targets::new().with_target("rounds", level));
-    // AWS's crates trace whole requests and responses: a canonical request with its session
-    // token, STS's answer with its secret key. Whatever ROUNDS_LOG asks, they say no more
-    // than INFO.
-    for target in AWS_LOG_TARGETS {
-        filter = filter.with_target(*target, LevelFilter::INFO);
-    }
+    let filter = log_filter(env::var("ROUNDS_LOG").as_deref(), level);
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(render::LogWriter)
         .event_format(render::LogStyle);
     let _ = tracing_subscriber::registry()
         .with(layer.with_filter(filter))
         .try_init();
+}
+
+#[cfg(test)]
+mod log_tests {
+    use tracing::Level;
+    use tracing_subscriber::filter::LevelFilter;
+
+    #[test]
+    fn aws_crates_say_at_most_info_and_nothing_unasked() {
+        let plain = super::log_filter(None, LevelFilter::DEBUG);
+        assert!(plain.would_enable("rounds::app", &Level::DEBUG));
+        assert!(!plain.would_enable("aws_config", &Level::WARN));
+        let all = super::log_filter(Some("trace"), LevelFilter::WARN);
+        assert!(all.would_enable("rounds::app", &Level::TRACE));
+        assert!(all.would_enable("aws_sigv4", &Level::INFO));
+        assert!(!all.would_enable("aws_sigv4", &Level::DEBUG));
+        let ours = super::log_filter(Some("rounds=debug"), LevelFilter::WARN);
+        assert!(!ours.would_enable("aws_smithy_runtime", &Level::INFO));
+        let theirs = super::log_filter(Some("aws_config=warn"), LevelFilter::WARN);
+        assert!(theirs.would_enable("aws_config", &Level::WARN));
+        assert!(!theirs.would_enable("aws_config", &Level::INFO));
+    }
 }
