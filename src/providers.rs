@@ -78,6 +78,19 @@ pub(crate) enum Auth {
     Azure,
 }
 
+impl Auth {
+    /// The credentials a provider of this kind takes, as `rounds models` lists them; `None`
+    /// for a plain key (its variable says it all).
+    pub(crate) fn describe(self) -> Option<&'static str> {
+        match self {
+            Auth::Key => None,
+            Auth::Aws => Some("the AWS credential chain, or AWS_BEARER_TOKEN_BEDROCK"),
+            Auth::Google => Some("Application Default Credentials"),
+            Auth::Azure => Some("AZURE_OPENAI_API_KEY, or an Entra ID token"),
+        }
+    }
+}
+
 /// One built-in provider.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Entry {

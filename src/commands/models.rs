@@ -44,6 +44,8 @@ struct Provider {
     api: &'static str,
     key_variable: &'static str,
     key_required: bool,
+    /// A cloud's credentials, when they are more than a key.
+    credentials: Option<&'static str>,
     /// The variables that override the URL, the first set one winning.
     url_variables: &'static [&'static str],
     default_url: &'static str,
@@ -104,6 +106,7 @@ impl Listing {
                 api: e.wire.name(),
                 key_variable: e.key_var,
                 key_required: e.key_required,
+                credentials: e.auth.describe(),
                 url_variables: e.url_vars,
                 default_url: e.default_url,
                 bare_prefixes: e.bare_prefixes,
@@ -126,13 +129,15 @@ impl Listing {
 
     fn text(&self) -> String {
         let providers = self.providers.iter().map(|p| {
-            let key = match p.key_required {
-                true => p.key_variable.to_owned(),
-                false => format!("{} (optional)", p.key_variable),
+            let key = match (p.credentials, p.key_required) {
+                (Some(credentials), _) => credentials.to_owned(),
+                (None, true) => p.key_variable.to_owned(),
+                (None, false) => format!("{} (optional)", p.key_variable),
             };
             let url = match (p.default_url, p.url_variables) {
-                ("", []) => "from its region and project".to_owned(),
-                ("", vars) => vars.join(" or "),
+                ("", []) => "from its location and project".to_owned(),
+                ("", [only]) => (*only).to_owned(),
+                ("", vars) => format!("from its region (or {})", vars.join(", ")),
                 (url, []) => url.to_owned(),
                 (url, vars) => format!("{url} (or {})", vars.join(", ")),
             };

@@ -51,9 +51,19 @@ fn models_lists_providers_aliases_and_prices_as_text_or_json() {
     assert!(providers.iter().any(|p| p["name"] == "gemini"
         && p["key_variable"] == "GEMINI_API_KEY"
         && p["url_variables"] == serde_json::json!(["GEMINI_BASE_URL"])));
-    assert!(providers.iter().any(|p| p["name"] == "bedrock"
-        && p["url_variables"]
-            == serde_json::json!(["AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"])));
+    assert!(providers.iter().any(|p| {
+        p["name"] == "bedrock"
+            && p["url_variables"]
+                == serde_json::json!(["AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"])
+            && p["credentials"]
+                .as_str()
+                .is_some_and(|c| c.contains("AWS credential chain"))
+    }));
+    assert!(
+        providers
+            .iter()
+            .any(|p| p["name"] == "anthropic" && p["credentials"].is_null())
+    );
     assert!(listing["models"].as_array().unwrap().len() > 10);
 
     // --prices adds (and comes first), as for a run.
