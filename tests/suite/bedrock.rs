@@ -530,30 +530,7 @@ fn a_run_resumes_across_providers_and_clouds_in_each_ones_shape() {
     use crate::common::mock::{MockServer, Reply};
     use crate::common::sse::{self, B};
     let sb = sandbox();
-    let anthropic = MockServer::start(vec![
-        Reply::sse(sse::anthropic(
-            &[
-                B::Thinking("I should read it.", "sig-anthropic"),
-                B::Tool("toolu_1", "read_file", r#"{"path":"a.txt"}"#),
-            ],
-            "tool_use",
-            10,
-            5,
-        )),
-        Reply::sse(sse::anthropic(
-            &[B::Text("It says alpha.")],
-            "end_turn",
-            10,
-            5,
-        )),
-    ]);
-    let first = sb.path("first.jsonl");
-    let out = run(sb
-        .anthropic(&anthropic)
-        .arg("--transcript")
-        .arg(&first)
-        .arg("what does a.txt say?"));
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let first = super::resume::anthropic_run(&sb);
 
     let mock = AwsMock::start(vec![bedrock::response("ALPHA", &[], "end_turn", (10, 5))]);
     mock.accept("AKIAENVEXAMPLE", ENV_SECRET, None);
@@ -584,7 +561,7 @@ fn a_run_resumes_across_providers_and_clouds_in_each_ones_shape() {
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 5, "{body:#}");
     assert_eq!(
-        messages[1]["content"][0],
+        messages[1]["content"][1],
         json!({"toolUse": {"toolUseId": "toolu_1", "name": "read_file", "input": {"path": "a.txt"}}})
     );
     assert_eq!(

@@ -9,7 +9,7 @@ use serde_json::json;
 use std::time::Duration;
 
 /// A finished Anthropic run with thinking, a signature and a tool call; returns its transcript.
-fn anthropic_run(sb: &Sandbox) -> std::path::PathBuf {
+pub(super) fn anthropic_run(sb: &Sandbox) -> std::path::PathBuf {
     sb.write("a.txt", "alpha\n");
     let server = MockServer::start(vec![
         Reply::sse(sse::anthropic(
