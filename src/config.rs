@@ -171,6 +171,11 @@ pub enum ConfigError {
     Replay(#[from] ReadError),
     #[error("--resume: {0}")]
     Resume(ReadError),
+    /// A resumed transcript's model is another provider's than the endpoint or key the user
+    /// pinned (`--base-url`, `--api-key-file`): the transcript, not the user, would choose
+    /// where that key goes.
+    #[error("--resume: {0}; give -m to choose the model")]
+    ResumePinned(String),
     #[error(
         "--resume last: no run in workspace {} among the newest {} under {}",
         workspace.display(), runs::MAX_SCAN, runs.display()
@@ -262,7 +267,7 @@ impl Config {
             None => None,
             Some(which) => Some(resume(which, &env, &inputs.cwd, &cli.tools)?),
         };
-        let cli = keep_resumed(cli, resume.as_ref(), &inputs.cwd);
+        let cli = keep_resumed(cli, resume.as_ref(), &inputs.cwd)?;
         let (provider, model, options) = choose_provider(&cli, &inputs, &env)?;
         let recorded = match &provider {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),

@@ -38,6 +38,7 @@ mod readme_cases;
 mod reasoning;
 mod redaction;
 mod resume;
+mod resume_pin;
 mod retries;
 mod run_control;
 mod runs;
