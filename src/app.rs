@@ -86,9 +86,11 @@ pub(crate) async fn run(
     cancel: Cancel,
     started: Instant,
 ) -> Outcome {
+    let redactor = config.tool_settings.redactor.clone();
     finish(
         execute(config, observer, started, cancel, true, Sources::default()).await,
         started,
+        &redactor,
     )
 }
 
@@ -107,8 +109,9 @@ pub(crate) async fn run_shared(
         providers: shared.providers,
         store: shared.store,
     };
+    let redactor = config.tool_settings.redactor.clone();
     let ran = execute(config, observer, started, cancel, watch, sources).await;
-    finish(ran, started)
+    finish(ran, started, &redactor)
 }
 
 /// What a shared run takes from its process (see [`Shared`]).
@@ -118,12 +121,14 @@ struct Sources {
     store: Option<Arc<dyn crate::records::StoreSource>>,
 }
 
-/// The outcome of a run, or of a run that could not start.
-fn finish(ran: Result<Outcome, SetupError>, started: Instant) -> Outcome {
+/// The outcome of a run, or of a run that could not start (its error redacted: a server or
+/// provider that failed to start may quote a secret).
+fn finish(ran: Result<Outcome, SetupError>, started: Instant, redactor: &Redactor) -> Outcome {
     match ran {
         Ok(outcome) => outcome,
         Err(failure) => {
-            let mut outcome = Outcome::new(failure.status(), Some(failure.to_string()));
+            let error = redactor.redacted(failure.to_string());
+            let mut outcome = Outcome::new(failure.status(), Some(error));
             // A record that could not be opened or started is a write failure, whatever its
             // status: a batch reads the kind to stop starting jobs on a full disk.
             if let SetupError::Records(_) | SetupError::DefaultTranscript(_) = failure {
@@ -168,6 +173,10 @@ async fn execute(
 
     let signals = watch.then(|| watch_signals(&cancel));
     let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
+    // Every ending's text (a provider's error body quoting a key, a token endpoint's quoting a
+    // client secret) is redacted here, once, before the end line, stream-json, the step
+    // summary or stderr show it.
+    outcome.error = outcome.error.map(|e| agent.redactor.redacted(e));
     servers.shutdown().await;
     // Whatever a tool left behind (its supervisor killed, the tree re-parented to rounds).
     crate::process::reap_orphans();
@@ -266,6 +275,7 @@ async fn set_up(
             price: model_info.price,
             output_schema,
             observer,
+            redactor,
         },
         output_last_message,
         transcript,

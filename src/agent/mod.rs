@@ -9,6 +9,7 @@ use crate::outcome::{Failure, FailureRecord, Outcome, Status};
 use crate::pricing::Price;
 use crate::provider::{Cache, Provider, ProviderError, Request, ToolChoice};
 use crate::records::Records;
+use crate::redact::Redactor;
 use crate::tools::pipeline::Toolbox;
 use crate::transcript::{Line, Round};
 
@@ -43,6 +44,9 @@ pub(crate) struct Agent {
     /// `--output-schema`: what the final answer must be.
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) observer: Arc<dyn Observer>,
+    /// The run's secrets: the model's text, thinking and tool calls, and every error, are
+    /// redacted as they arrive, before any observer, record or later request sees them.
+    pub(crate) redactor: Redactor,
 }
 
 /// How one round ended: its record (when the model answered, or tools ran before a failure or

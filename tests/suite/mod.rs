@@ -37,6 +37,7 @@ mod readme;
 mod readme_cases;
 mod reasoning;
 mod redaction;
+mod redaction_encodings;
 mod resume;
 mod resume_pin;
 mod retries;
