@@ -31,6 +31,7 @@ mod models;
 mod outputs;
 mod presets;
 mod project_doc;
+mod project_doc_race;
 mod prompt;
 mod providers;
 mod readme;
