@@ -148,3 +148,23 @@ fn a_file_swapped_for_a_link_while_runs_start_never_sends_the_environment() {
     // The control: the swapped file was read in some runs, so the runs did race the swapper.
     assert!(sent.contains(FILE_MARKER), "no run read AGENTS.md");
 }
+
+/// The project's `.rounds.toml` was checked (`is_file`, which follows links) and then read by
+/// path: linked to `/proc/self/environ`, its parse error quoted rounds' environment on stderr.
+/// It is opened once now, like `AGENTS.md`, and a link is refused.
+#[test]
+fn a_project_settings_file_linked_to_the_environment_is_not_read() {
+    let sb = Sandbox::new();
+    let settings = sb.ws().join(".rounds.toml");
+    std::os::unix::fs::symlink("/proc/self/environ", &settings).unwrap();
+    let server = MockServer::start(vec![sse::answer("ok")]);
+    let out = go(&sb, &server);
+    assert!(!out.stderr.contains(ENV_MARKER), "{}", out.stderr);
+    assert!(!bodies(&server).contains(ENV_MARKER));
+    assert!(out.stderr.contains(".rounds.toml"), "{}", out.stderr);
+    // The control: the same channel carries a regular file's text (its parse error quotes it).
+    std::fs::remove_file(&settings).unwrap();
+    std::fs::write(&settings, format!("{FILE_MARKER} = = 1\n")).unwrap();
+    let out = go(&sb, &MockServer::start(vec![sse::answer("ok")]));
+    assert!(out.stderr.contains(FILE_MARKER), "{}", out.stderr);
+}
