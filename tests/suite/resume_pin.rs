@@ -74,6 +74,20 @@ fn a_transcript_of_another_provider_is_refused_when_the_user_pinned_a_key_file()
         0,
         "the key went to the transcript's provider"
     );
+
+    // An endpoint pins as a key file does: the conversation is not sent to the transcript's
+    // provider through the user's --base-url either.
+    let out = run(sb
+        .rounds()
+        .env("OPENAI_API_KEY", "openai-key-1234")
+        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+        .arg("--base-url")
+        .arg(format!("{}/v1", server.url()))
+        .arg("--resume")
+        .arg(&first)
+        .args(["--no-transcript", "go on"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(server.requests().len(), 0);
 }
 
 #[test]
