@@ -245,7 +245,8 @@ impl Agent {
                         return (end, elided);
                     }
                     tracing::warn!(
-                        "{e}; retrying with {} more old tool results elided",
+                        "{}; retrying with {} more old tool results elided",
+                        self.redactor.redacted(e.to_string()),
                         more.len()
                     );
                     elided.extend(more);
