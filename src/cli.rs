@@ -17,7 +17,7 @@ pub(crate) use subcommands::{
 };
 pub use tool_flags::ToolFlags;
 pub(crate) use values::positive_secs;
-use values::{nonnegative_secs, positive_usd, temperature};
+use values::{command, nonnegative_secs, positive_usd, temperature};
 
 /// Run an LLM tool-calling loop to completion, with no human present.
 ///
@@ -298,7 +298,7 @@ pub struct Cli {
     /// tool timeout, stdin closed, secrets scrubbed and redacted), whether or not bash is
     /// allowed. The same failing output twice with no tool call in between ends the run at once
     /// (exit 11): the model is not getting on. Never read from a project's .rounds.toml.
-    #[arg(help_heading = "Limits", long, value_name = "CMD")]
+    #[arg(help_heading = "Limits", long, value_name = "CMD", value_parser = command)]
     pub check: Option<String>,
 
     /// How many times --check may run and fail before the run ends as check_failed (exit 11,

@@ -146,6 +146,11 @@ pub enum ConfigError {
     #[error("the prompt is empty: give it as arguments, with -f FILE, or on stdin")]
     EmptyPrompt,
     #[error(
+        "--check is empty: an empty command always passes (is the variable it came from \
+         unset?); give the command, or leave --check out"
+    )]
+    EmptyCheck,
+    #[error(
         "the prompt is about {tokens} tokens ({bytes} bytes), more than the model's context \
          window ({window} tokens): shorten it, or save it in the workspace and let the model \
          read what it needs (with read_file allowed)"
@@ -258,6 +263,7 @@ pub(crate) struct Inputs<'a> {
 impl Config {
     pub(crate) fn resolve(cli: Cli, inputs: Inputs<'_>) -> Result<Config, ConfigError> {
         let env = |name: &str| (inputs.env)(name).filter(|v| !v.is_empty());
+        limits::check_command(&cli)?;
         let resume = match &cli.resume {
             None => None,
             Some(which) => Some(resume(which, &env, &inputs.cwd, &cli.tools)?),
