@@ -57,6 +57,7 @@ mod tools_bash;
 mod tools_files;
 mod tools_web;
 mod trust;
+mod truths;
 mod usage;
 mod vertex;
 mod workflows;
