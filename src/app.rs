@@ -156,6 +156,8 @@ async fn execute(
     watch: bool,
     sources: Sources,
 ) -> Result<Outcome, SetupError> {
+    // Set up (MCP servers starting, the store connecting) is part of the run's time too.
+    let _deadline = config.limits.deadline.map(|t| deadline(started, t, &cancel));
     let Ready {
         agent,
         servers,
@@ -394,6 +396,26 @@ struct AnswerError(std::io::Error);
 /// `--output-last-message`: the final answer (empty when there is none), private to its owner.
 fn write_answer(target: &Target, answer: &str) -> Result<(), AnswerError> {
     target.write(answer.as_bytes()).map_err(AnswerError)
+}
+
+/// `--timeout` counted from when the run began for the user (`started`: a lone run's is rounds'
+/// own start, stdin included), not from the loop's start, which comes after reading stdin and
+/// setting up; the loop's own timer, later, finds the run already cancelled. Dropping the
+/// guard stops the timer.
+fn deadline(
+    started: Instant,
+    timeout: Duration,
+    cancel: &Cancel,
+) -> tokio_util::task::AbortOnDropHandle<()> {
+    let cancel = cancel.clone();
+    tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        tokio::time::sleep_until((started + timeout).into()).await;
+        let secs = timeout.as_secs_f64();
+        cancel.cancel(
+            Status::Timeout,
+            format!("the run's deadline of {secs}s passed"),
+        );
+    }))
 }
 
 /// SIGINT and SIGTERM cancel the run with their status.

@@ -136,6 +136,12 @@ pub enum ConfigError {
     Stdin(std::io::Error),
     #[error("stdin is larger than {} MiB", MAX_STDIN_BYTES / 1024 / 1024)]
     StdinTooLarge,
+    /// `--timeout` passed while stdin was still open: the run's time counts from rounds' start.
+    #[error(
+        "the run's deadline of {secs}s passed while reading stdin (a pipe still open); pass \
+         --no-stdin to skip it"
+    )]
+    StdinDeadline { secs: f64 },
     #[error(
         "stdin is binary ({0} bytes holding NUL bytes): a model cannot read it; save it in the \
          workspace and name the file in the prompt (with read_file allowed)"

@@ -91,6 +91,8 @@ impl Failure {
     pub(crate) fn status(&self) -> Status {
         match self {
             Failure::Flags(e) if !e.use_stderr() => Status::Completed,
+            // The run's --timeout passed before it could start: a timeout like any other.
+            Failure::Config(ConfigError::StdinDeadline { .. }) => Status::Timeout,
             Failure::Flags(_)
             | Failure::Settings(_)
             | Failure::Config(_)

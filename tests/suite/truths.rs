@@ -4,7 +4,10 @@
 //! a 429 rounds would not wait out says so; `--output-last-message` writes no file without an
 //! answer; a run with nowhere to keep its transcript says so.
 
+use std::io::Write;
 use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
 
 use super::settings::user_file;
 use super::workflows::Job;
@@ -159,4 +162,92 @@ fn an_action_args_line_with_a_flag_and_its_value_gets_the_hint() {
     job.action("run", &[("prompt", "go"), ("args", "--max-rounds=20")]);
     assert_eq!(job.output("run", "exit-code"), "0");
     assert_eq!(server.requests().len(), 1);
+}
+
+/// Starts `cmd` with stdin a pipe the test holds open, as `sleep 7 | rounds …` does.
+fn with_open_stdin(cmd: &mut std::process::Command) -> Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rounds")
+}
+
+/// Waits for `child` (at most `limit`), and what it printed.
+fn finish(child: Child, limit: Duration) -> Run {
+    let started = Instant::now();
+    let mut child = child;
+    while child.try_wait().expect("wait").is_none() {
+        assert!(started.elapsed() < limit, "rounds did not end within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).expect("stdout"),
+        stderr: String::from_utf8(out.stderr).expect("stderr"),
+    }
+}
+
+#[test]
+fn the_deadline_counts_from_the_start_and_waiting_for_stdin_is_part_of_the_run() {
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![sse::answer("done")]);
+    let started = Instant::now();
+    let child = with_open_stdin(
+        sb.anthropic(&server)
+            .args(["--timeout", "2", "-o", "json", "--transcript"])
+            .arg(sb.transcript_path())
+            .env("GITHUB_STEP_SUMMARY", sb.path("summary.md"))
+            .arg("x"),
+    );
+    // The pipe stays open (its writer is held here) well past the deadline.
+    let out = finish(child, Duration::from_secs(6));
+    let took = started.elapsed();
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    assert!(took < Duration::from_millis(3500), "{took:?}");
+    assert!(
+        out.stderr
+            .contains("the run's deadline of 2s passed while reading stdin"),
+        "{}",
+        out.stderr
+    );
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["status"], "timeout");
+    assert!(json["duration_ms"].as_u64().unwrap() >= 2000, "{json}");
+    assert!(server.requests().is_empty());
+    // The run never started: no transcript (nothing to resume), as for any run that could not.
+    assert!(!sb.transcript_path().exists());
+    let summary = std::fs::read_to_string(sb.path("summary.md")).unwrap();
+    assert!(summary.contains("timeout"), "{summary}");
+}
+
+#[test]
+fn stdin_that_came_late_leaves_the_run_only_what_remains_of_its_deadline() {
+    let sb = Sandbox::new();
+    let server = MockServer::start(vec![Reply::silent(Duration::from_secs(20))]);
+    let started = Instant::now();
+    let mut child = with_open_stdin(
+        sb.anthropic(&server)
+            .args(["--timeout", "3", "-o", "json", "--transcript"])
+            .arg(sb.transcript_path())
+            .arg("review this"),
+    );
+    std::thread::sleep(Duration::from_millis(2000));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"the diff\n").unwrap();
+    drop(stdin);
+    let out = finish(child, Duration::from_secs(10));
+    let took = started.elapsed();
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    // From rounds' start: 3 s, not 2 s of stdin and 3 more of the model.
+    assert!(took < Duration::from_millis(4500), "{took:?}");
+    assert!(took >= Duration::from_secs(3), "{took:?}");
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["status"], "timeout");
+    let error = json["error"].as_str().unwrap();
+    assert!(error.contains("deadline of 3s passed"), "{error}");
+    assert_eq!(server.requests().len(), 1);
+    let lines = crate::common::read_jsonl(&sb.transcript_path());
+    assert_eq!(lines.last().unwrap()["status"], "timeout");
 }
