@@ -251,3 +251,153 @@ fn stdin_that_came_late_leaves_the_run_only_what_remains_of_its_deadline() {
     let lines = crate::common::read_jsonl(&sb.transcript_path());
     assert_eq!(lines.last().unwrap()["status"], "timeout");
 }
+
+/// A 429 asking for ten minutes (a quota): rounds does not sleep through it, and says so.
+#[test]
+fn a_wait_longer_than_rounds_takes_is_named_in_the_error() {
+    let sb = Sandbox::new();
+    let limited = |secs: &str| {
+        let mut reply = Reply::error(
+            429,
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}}"#,
+        );
+        reply.headers.push(("retry-after".into(), secs.into()));
+        reply
+    };
+    let server = MockServer::start(vec![limited("600")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["-o", "json", "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 10, "{}", out.stderr);
+    assert_eq!(server.requests().len(), 1, "it waited and asked again");
+    let said = "the provider asked to wait 600s before trying again, more than rounds waits \
+                (60s), so it did not retry";
+    assert!(out.stderr.contains(said), "{}", out.stderr);
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(json["error"].as_str().unwrap().contains(said), "{json}");
+    assert_eq!(json["failure"]["retry_after"], 600.0);
+    let lines = crate::common::read_jsonl(&sb.transcript_path());
+    let end = lines.last().unwrap();
+    assert!(end["error"].as_str().unwrap().contains(said), "{end}");
+    // The control: a short wait is waited out, and nothing is said of it.
+    let server = MockServer::start(vec![limited("0.05"), sse::answer("done")]);
+    let out = run(sb.anthropic(&server).arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests().len(), 2);
+    assert!(!out.stderr.contains("asked to wait"), "{}", out.stderr);
+}
+
+#[test]
+fn a_run_without_an_answer_leaves_no_answer_file_not_even_an_old_one() {
+    let sb = Sandbox::new();
+    let file = sb.path("answer.md");
+    std::fs::write(&file, "an earlier run's answer").unwrap();
+    let refused = Reply::error(
+        401,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+    );
+    let server = MockServer::start(vec![refused]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--no-transcript", "--output-last-message"])
+        .arg(&file)
+        .arg("go"));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(!file.exists(), "{:?}", std::fs::read_to_string(&file));
+    // With no file there to begin with, none is made.
+    let server = MockServer::start(vec![Reply::error(401, "{}")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--no-transcript", "--output-last-message"])
+        .arg(&file)
+        .arg("go"));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(!file.exists());
+    // The control: an answer is written.
+    let server = MockServer::start(vec![sse::answer("the answer")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["--no-transcript", "--output-last-message"])
+        .arg(&file)
+        .arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "the answer");
+}
+
+#[test]
+fn a_run_with_nowhere_to_keep_its_transcript_says_so_once() {
+    let sb = Sandbox::new();
+    let homeless = |args: &[&str]| {
+        let server = MockServer::start(vec![sse::answer("done")]);
+        let out = run(sb
+            .anthropic(&server)
+            .env_remove("HOME")
+            .env_remove("ROUNDS_HOME")
+            .args(["-o", "json"])
+            .args(args)
+            .arg("go"));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        (out.stderr, json["transcript"].clone())
+    };
+    let (stderr, transcript) = homeless(&[]);
+    assert_eq!(transcript, serde_json::Value::Null);
+    let warning = "no transcript is kept: ROUNDS_HOME, XDG_STATE_HOME and HOME are all unset";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    // Asked for: no word.
+    let (stderr, _) = homeless(&["--no-transcript"]);
+    assert!(!stderr.contains(warning), "{stderr}");
+    // The control: with HOME, the transcript is kept under it and nothing is said.
+    let server = MockServer::start(vec![sse::answer("done")]);
+    let out = run(sb
+        .anthropic(&server)
+        .env_remove("ROUNDS_HOME")
+        .args(["-o", "json", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains(warning), "{}", out.stderr);
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let kept = json["transcript"].as_str().unwrap();
+    assert!(kept.starts_with(&sb.path("home").display().to_string()), "{kept}");
+}
+
+/// The comments that say which test runs a file's steps name a test that does: it exists and
+/// reads that file.
+#[test]
+fn the_files_that_name_their_tests_name_the_right_ones() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in ["action.yml", "examples/github-actions.yml"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let named: Vec<&str> = text
+            .split(|c: char| c.is_whitespace() || "(),".contains(c))
+            .filter(|w| w.starts_with("tests/suite/") && w.ends_with(".rs"))
+            .collect();
+        assert!(!named.is_empty(), "{file} names no test");
+        let base = Path::new(file).file_name().unwrap().to_str().unwrap();
+        for test in named {
+            let source = std::fs::read_to_string(root.join(test))
+                .unwrap_or_else(|e| panic!("{file} names {test}: {e}"));
+            assert!(
+                source.contains(&format!("\"{file}\"")) || source.contains(base),
+                "{file} names {test}, which never reads it"
+            );
+        }
+    }
+}
+
+/// `--budget-usd` is checked before each request, with the output still unknown: the help
+/// says it is no hard cap, in the short help too.
+#[test]
+fn the_help_says_the_usd_budget_is_no_hard_cap() {
+    let sb = Sandbox::new();
+    for flag in ["-h", "--help"] {
+        let out = run(sb.rounds().arg(flag));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let help = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            help.contains("past USD (exit 4): a check, not a hard cap"),
+            "{flag}: {help}"
+        );
+    }
+}
