@@ -157,7 +157,10 @@ async fn execute(
     sources: Sources,
 ) -> Result<Outcome, SetupError> {
     // Set up (MCP servers starting, the store connecting) is part of the run's time too.
-    let _deadline = config.limits.deadline.map(|t| deadline(started, t, &cancel));
+    let _deadline = config
+        .limits
+        .deadline
+        .map(|t| deadline(started, t, &cancel));
     let Ready {
         agent,
         servers,

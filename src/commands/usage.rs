@@ -14,9 +14,9 @@ use clap::error::ErrorKind;
 use super::{Ended, Failure};
 
 mod habits;
-pub(crate) use habits::Habit;
 use crate::cli::{Cli, OutputMode};
 use crate::settings::{Layers, ParseError};
+pub(crate) use habits::Habit;
 
 /// The command line as parsed; or how the program ends when it could not be, or when it reads
 /// as something its writer cannot have meant (a subcommand's name after flags, which clap takes

@@ -84,7 +84,11 @@ fn a_blank_check_on_a_job_line_is_a_bad_line() {
     );
     assert!(server.requests().is_empty());
     // The control: the same line with a command runs it.
-    std::fs::write(&jobs, "{\"id\":\"a\",\"prompt\":\"p\",\"check\":\"true\"}\n").unwrap();
+    std::fs::write(
+        &jobs,
+        "{\"id\":\"a\",\"prompt\":\"p\",\"check\":\"true\"}\n",
+    )
+    .unwrap();
     let out = run(sb
         .anthropic(&server)
         .arg("batch")
@@ -102,7 +106,10 @@ fn habits_from_other_tools_are_answered_before_any_request() {
     let table: [(&[&str], &str); 6] = [
         (&["-p", "fix it"], "rounds needs no -p"),
         (&["--print", "fix it"], "rounds needs no --print"),
-        (&["--yolo", "fix it"], "--full-auto is the edit + shell preset"),
+        (
+            &["--yolo", "fix it"],
+            "--full-auto is the edit + shell preset",
+        ),
         (
             &["--dangerously-skip-permissions", "fix it"],
             "--full-auto is the edit + shell preset",
@@ -178,7 +185,10 @@ fn finish(child: Child, limit: Duration) -> Run {
     let started = Instant::now();
     let mut child = child;
     while child.try_wait().expect("wait").is_none() {
-        assert!(started.elapsed() < limit, "rounds did not end within {limit:?}");
+        assert!(
+            started.elapsed() < limit,
+            "rounds did not end within {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().expect("output");
@@ -359,7 +369,10 @@ fn a_run_with_nowhere_to_keep_its_transcript_says_so_once() {
     assert!(!out.stderr.contains(warning), "{}", out.stderr);
     let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let kept = json["transcript"].as_str().unwrap();
-    assert!(kept.starts_with(&sb.path("home").display().to_string()), "{kept}");
+    assert!(
+        kept.starts_with(&sb.path("home").display().to_string()),
+        "{kept}"
+    );
 }
 
 /// The comments that say which test runs a file's steps name a test that does: it exists and

@@ -91,7 +91,9 @@ fn joined(given: &str) -> Option<Habit> {
     let (flag, rest) = given.split_once(char::is_whitespace)?;
     let long = flag.strip_prefix("--")?;
     let command = Cli::command();
-    let arg = command.get_arguments().find(|a| a.get_long() == Some(long))?;
+    let arg = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))?;
     let value = rest.trim();
     if arg.get_action().takes_values() && !value.starts_with('-') {
         return Some(Habit::Joined {
@@ -181,7 +183,10 @@ mod tests {
             exec_word(&cli, &args).map(|h| h.to_string())
         };
         let refused = said(&["exec", "fix it"]).unwrap();
-        assert!(refused.contains("drop the word: rounds 'fix it'"), "{refused}");
+        assert!(
+            refused.contains("drop the word: rounds 'fix it'"),
+            "{refused}"
+        );
         assert!(refused.ends_with("rounds -- exec 'fix it'"), "{refused}");
         let refused = said(&["-m", "haiku", "exec", "fix"]).unwrap();
         assert!(refused.contains("rounds -m haiku fix;"), "{refused}");
