@@ -414,3 +414,50 @@ fn the_help_says_the_usd_budget_is_no_hard_cap() {
         );
     }
 }
+
+/// A queue row written by whoever can write the store (not through `--enqueue`, which reads
+/// the jobs file's rule): a worker that trusts the queue's checks still refuses a blank one.
+#[test]
+fn a_blank_check_in_a_queue_row_is_refused_by_the_worker() {
+    use crate::common::pg::{Schema, server, sql};
+    let Some(pg) = server() else { return };
+    let schema = Schema::new(pg);
+    let sb = Sandbox::new();
+    let jobs = sb.path("jobs.jsonl");
+    std::fs::write(&jobs, "{\"id\":\"j1\",\"prompt\":\"p\",\"check\":\"true\"}\n").unwrap();
+    let server = MockServer::start(vec![sse::answer("done")]);
+    let queue = |batch: &str, check: &str| {
+        let out = run(sb
+            .rounds()
+            .args(["batch", "--store", &schema.url, "--enqueue", "--batch", batch])
+            .arg(&jobs));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let check = serde_json::Value::from(check).to_string();
+        sql(
+            &schema.url,
+            &format!(
+                "UPDATE batch_jobs SET spec = jsonb_set(spec, '{{overrides,check}}', '{check}') \
+                 WHERE batch_id = '{batch}'"
+            ),
+        );
+        let out_dir = sb.path(&format!("out-{batch}"));
+        let out = run(sb
+            .anthropic(&server)
+            .args(["batch", "--store", &schema.url, "--batch", batch, "--worker"])
+            .args(["--trust-queue", "--out"])
+            .arg(&out_dir));
+        let rows = sql(
+            &schema.url,
+            &format!("SELECT result::text FROM batch_jobs WHERE batch_id = '{batch}'"),
+        );
+        let results: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        (out, results.join("\n"))
+    };
+    let (out, results) = queue("b1", "  ");
+    assert!(results.contains("always passes"), "{results}\n{}", out.stderr);
+    assert!(server.requests().is_empty());
+    // The control: the same row with a command runs it.
+    let (out, results) = queue("b2", "exit 0");
+    assert_eq!(out.code, 0, "{results}\n{}", out.stderr);
+    assert_eq!(server.requests().len(), 1);
+}
