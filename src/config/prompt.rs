@@ -190,3 +190,31 @@ pub(super) fn resolve_prompt(
     }
     Ok(prompt)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_for_stdin_ends_at_the_deadline_and_not_before_it() {
+        let (tx, rx) = std::sync::mpsc::channel::<u8>();
+        let now = Instant::now();
+        let soon = Some(now + Duration::from_millis(30));
+        let deadline = Some((now + Duration::from_millis(60), Duration::from_secs(2)));
+        // The patience runs out first: no word yet, and no error.
+        assert!(matches!(wait(&rx, soon, deadline), Ok(None)));
+        // Then the deadline: the run's --timeout, named.
+        match wait(&rx, None, deadline) {
+            Err(ConfigError::StdinDeadline { secs }) => assert_eq!(secs, 2.0),
+            other => panic!("{other:?}"),
+        }
+        // What came in time is taken, deadline or not.
+        tx.send(7).unwrap();
+        let later = Some((Instant::now() + Duration::from_secs(5), Duration::from_secs(5)));
+        assert!(matches!(wait(&rx, None, later), Ok(Some(7))));
+        tx.send(8).unwrap();
+        assert!(matches!(wait(&rx, None, None), Ok(Some(8))));
+        drop(tx);
+        assert!(matches!(wait(&rx, None, None), Ok(None)));
+    }
+}
