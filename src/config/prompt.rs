@@ -210,7 +210,10 @@ mod tests {
         }
         // What came in time is taken, deadline or not.
         tx.send(7).unwrap();
-        let later = Some((Instant::now() + Duration::from_secs(5), Duration::from_secs(5)));
+        let later = Some((
+            Instant::now() + Duration::from_secs(5),
+            Duration::from_secs(5),
+        ));
         assert!(matches!(wait(&rx, None, later), Ok(Some(7))));
         tx.send(8).unwrap();
         assert!(matches!(wait(&rx, None, None), Ok(Some(8))));

@@ -424,12 +424,23 @@ fn a_blank_check_in_a_queue_row_is_refused_by_the_worker() {
     let schema = Schema::new(pg);
     let sb = Sandbox::new();
     let jobs = sb.path("jobs.jsonl");
-    std::fs::write(&jobs, "{\"id\":\"j1\",\"prompt\":\"p\",\"check\":\"true\"}\n").unwrap();
+    std::fs::write(
+        &jobs,
+        "{\"id\":\"j1\",\"prompt\":\"p\",\"check\":\"true\"}\n",
+    )
+    .unwrap();
     let server = MockServer::start(vec![sse::answer("done")]);
     let queue = |batch: &str, check: &str| {
         let out = run(sb
             .rounds()
-            .args(["batch", "--store", &schema.url, "--enqueue", "--batch", batch])
+            .args([
+                "batch",
+                "--store",
+                &schema.url,
+                "--enqueue",
+                "--batch",
+                batch,
+            ])
             .arg(&jobs));
         assert_eq!(out.code, 0, "{}", out.stderr);
         let check = serde_json::Value::from(check).to_string();
@@ -443,7 +454,14 @@ fn a_blank_check_in_a_queue_row_is_refused_by_the_worker() {
         let out_dir = sb.path(&format!("out-{batch}"));
         let out = run(sb
             .anthropic(&server)
-            .args(["batch", "--store", &schema.url, "--batch", batch, "--worker"])
+            .args([
+                "batch",
+                "--store",
+                &schema.url,
+                "--batch",
+                batch,
+                "--worker",
+            ])
             .args(["--trust-queue", "--out"])
             .arg(&out_dir));
         let rows = sql(
@@ -454,7 +472,11 @@ fn a_blank_check_in_a_queue_row_is_refused_by_the_worker() {
         (out, results.join("\n"))
     };
     let (out, results) = queue("b1", "  ");
-    assert!(results.contains("always passes"), "{results}\n{}", out.stderr);
+    assert!(
+        results.contains("always passes"),
+        "{results}\n{}",
+        out.stderr
+    );
     assert!(server.requests().is_empty());
     // The control: the same row with a command runs it.
     let (out, results) = queue("b2", "exit 0");

@@ -121,7 +121,9 @@ pub(super) fn exec_word(cli: &Cli, args: &[OsString]) -> Option<Habit> {
     let (before, after) = (&words[..at], &words[at + 1..]);
     let join = |parts: &[&[&str]]| shell_words::join(parts.concat());
     Some(Habit::Exec {
-        retry: format!("rounds {}", join(&[before, after])).trim_end().to_owned(),
+        retry: format!("rounds {}", join(&[before, after]))
+            .trim_end()
+            .to_owned(),
         as_prompt: format!("rounds {}", join(&[before, &["--", "exec"], after])),
     })
 }
