@@ -151,8 +151,12 @@ impl Bedrock {
         if response.status().is_success() && content_type.starts_with(EVENT_STREAM) {
             return Ok(response);
         }
+        let moved = http::moved_to(&response);
         let (status, retry_after, body) = http::error_body(response).await;
-        let text = http::error_text(&body);
+        let text = match moved {
+            Some(to) => http::not_followed(&to),
+            None => http::error_text(&body),
+        };
         if status.is_success() {
             return Err(ProviderError::Protocol {
                 provider: e.name.to_owned(),

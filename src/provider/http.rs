@@ -86,10 +86,7 @@ pub(crate) async fn post(
     let (status, retry_after, body) = error_body(response).await;
     let reason = status.canonical_reason().unwrap_or("");
     let text = match location {
-        Some(to) => format!(
-            "a redirect to another origin ({to}), not followed so that the key does not go \
-             there: point the base URL at where the service is"
-        ),
+        Some(to) => not_followed(&to),
         None => error_text(&body),
     };
     Err(ProviderError::Http {
@@ -107,9 +104,17 @@ pub(crate) async fn post(
     })
 }
 
+/// What a run says of a redirect to the origin `to` that it did not follow.
+pub(crate) fn not_followed(to: &str) -> String {
+    format!(
+        "a redirect to another origin ({to}), not followed so that the credentials do not go \
+         there: point the base URL at where the service is"
+    )
+}
+
 /// Where a redirect the policy did not follow points, as an origin (never a path or query,
 /// which could hold a token).
-fn moved_to(response: &reqwest::Response) -> Option<String> {
+pub(crate) fn moved_to(response: &reqwest::Response) -> Option<String> {
     if !response.status().is_redirection() {
         return None;
     }
@@ -365,6 +370,22 @@ fn body_retry_delay(body: &[u8]) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_of_ours_that_cannot_be_built_is_a_setup_error_not_the_network() {
+        let client = client().unwrap();
+        let err = client
+            .post("http://127.0.0.1:9/x")
+            .header("x-api-key", "a\nb")
+            .build()
+            .unwrap_err();
+        let e = transport("anthropic", "http://127.0.0.1:9/x", &err);
+        assert_eq!(e.kind(), super::super::Failure::Config, "{e}");
+        assert!(!e.is_retryable());
+        let e = secret_header("openai", "the API key", "Bearer a\rb").unwrap_err();
+        assert_eq!(e.kind(), super::super::Failure::Config, "{e}");
+        assert!(e.to_string().contains("the API key") && !e.to_string().contains("a\rb"));
+    }
 
     #[test]
     fn error_text_reads_each_provider_shape() {

@@ -727,3 +727,27 @@ fn a_trickling_token_answer_ends_after_the_idle_timeout() {
         assert_eq!(model.requests().len(), 0);
     }
 }
+
+#[test]
+fn a_signed_bedrock_request_does_not_follow_a_redirect_to_another_origin() {
+    // reqwest strips `Authorization` across origins itself, but not `x-amz-security-token`.
+    let sb = Sandbox::new();
+    let elsewhere = MockServer::start(vec![]);
+    let first = redirector(elsewhere.url());
+    let out = run(sb
+        .rounds()
+        .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", first.url())
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "AKIAENVEXAMPLE")
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .env("AWS_SESSION_TOKEN", "session-token-0123456789")
+        .args(["-m", "bedrock/anthropic.claude-test", "--max-retries", "0"])
+        .args(["--no-transcript", "hi"]));
+    assert_eq!(first.requests().len(), 1, "{out:?}");
+    assert!(first.requests()[0].header("x-amz-security-token").is_some());
+    assert_eq!(elsewhere.requests().len(), 0, "followed: {out:?}");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("another origin"), "{}", out.stderr);
+    assert!(!out.stderr.contains("0123456789"));
+}
