@@ -323,7 +323,12 @@ impl Entra {
                 ),
             ));
         };
-        let value = http::secret_header("azure", "the Entra ID token", &format!("Bearer {token}"))?;
+        // A token no header can carry is the token service's fault: refused like a wrong one.
+        let value = http::secret_header("azure", "the Entra ID token", &format!("Bearer {token}"))
+            .map_err(|_| {
+                let why = "Entra ID sent a token that cannot be sent in an HTTP header";
+                self.fail(Failure::Auth, why.to_owned())
+            })?;
         let lifetime = Duration::from_secs(reply.expires_in.unwrap_or(3600));
         Ok((value, Instant::now() + lifetime.saturating_sub(EARLY)))
     }

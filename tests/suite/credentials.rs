@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::bedrock::{self, Auth, AwsMock};
-use crate::common::mock::{MockServer, Recorded, Reply, read_request};
+use crate::common::mock::{MockServer, Recorded, Reply, Step, read_request};
 use crate::common::sse::{self, B};
 use crate::common::vertex::{key_file, write_json};
 use crate::common::{Run, Sandbox, run, run_within};
@@ -750,4 +750,32 @@ fn a_signed_bedrock_request_does_not_follow_a_redirect_to_another_origin() {
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("another origin"), "{}", out.stderr);
     assert!(!out.stderr.contains("0123456789"));
+}
+
+#[test]
+fn a_token_from_an_exchange_that_no_header_can_carry_is_an_auth_error_not_the_network() {
+    let sb = Sandbox::new();
+    let entra = MockServer::start(vec![Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: vec![Step::Bytes(
+            br#"{"access_token":"tok\nen","expires_in":3600}"#.to_vec(),
+        )],
+    }]);
+    let model = MockServer::start(vec![]);
+    let started = Instant::now();
+    let out = run(sb
+        .rounds()
+        .env("AZURE_OPENAI_ENDPOINT", model.url())
+        .env("AZURE_CLIENT_ID", "client-1")
+        .env("AZURE_TENANT_ID", "tenant-1")
+        .env("AZURE_CLIENT_SECRET", "client-secret")
+        .env("AZURE_AUTHORITY_HOST", entra.url())
+        .args(["-m", "azure/dep", "-o", "json", "--no-transcript", "hi"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    let json = json_of(&out);
+    assert_eq!(json["failure"]["kind"], "auth", "{json}");
+    assert_eq!(entra.requests().len(), 1, "not retried");
+    assert_eq!(model.requests().len(), 0);
+    assert!(started.elapsed() < Duration::from_secs(2));
 }
