@@ -118,6 +118,13 @@ pub enum ConfigError {
     },
     #[error("API key file {}: expected one line holding the key", .0.display())]
     KeyFile(PathBuf),
+    /// A key that no header can carry even trimmed. `origin` names where it came from (the
+    /// variable, the file), never the key.
+    #[error(
+        "{origin}: the API key {why}, which cannot be sent in an HTTP header (surrounding \
+         whitespace is dropped; what is left must be visible ASCII)"
+    )]
+    UnsendableKey { origin: String, why: String },
     #[error(
         "--api-key-file: {0} takes no key (Application Default Credentials: \
          GOOGLE_APPLICATION_CREDENTIALS, gcloud's file, or the metadata server)"

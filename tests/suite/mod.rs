@@ -15,6 +15,8 @@ mod check;
 mod ci_inputs;
 mod cli;
 mod context;
+mod credential_routes;
+mod credentials;
 mod day_one;
 mod diagnostics;
 mod doctor;
