@@ -72,8 +72,10 @@ const SUMMARIZE: &str = "The round limit has been reached: do not call any more 
 impl Agent {
     /// Runs rounds until the model stops calling tools or a limit, a failure or `cancel` ends
     /// the run. `history` holds the conversation so far and grows with every round. A
-    /// cancellation ends the run with the status its reason names; the deadline is the loop's
-    /// own. The outcome's duration and transcript are the caller's to fill in.
+    /// cancellation ends the run with the status its reason names. The loop arms the deadline
+    /// from its own start only as a floor: `app` arms it from rounds' start (stdin and setup
+    /// count), so there the loop finds the run already cancelled. The outcome's duration and
+    /// transcript are the caller's to fill in.
     pub(crate) async fn run(
         &self,
         history: &mut Vec<Message>,

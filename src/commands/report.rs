@@ -77,6 +77,10 @@ pub enum Failure {
         as_command: String,
         as_prompt: String,
     },
+    /// `rounds -p …`, `--yolo`, `rounds exec …`, `--max-rounds 20` as one argument: what
+    /// another tool's habit or a launcher meant, said in rounds' words.
+    #[error(transparent)]
+    Habit(#[from] super::usage::Habit),
     /// `rounds doctor`: the needed checks that failed (it listed them all).
     #[error("doctor: needed checks failed: {}", .0.join(", "))]
     Doctor(Vec<String>),
@@ -87,6 +91,8 @@ impl Failure {
     pub(crate) fn status(&self) -> Status {
         match self {
             Failure::Flags(e) if !e.use_stderr() => Status::Completed,
+            // The run's --timeout passed before it could start: a timeout like any other.
+            Failure::Config(ConfigError::StdinDeadline { .. }) => Status::Timeout,
             Failure::Flags(_)
             | Failure::Settings(_)
             | Failure::Config(_)
@@ -97,7 +103,8 @@ impl Failure {
             | Failure::NoRun { .. }
             | Failure::Transcript(_)
             | Failure::PromptIsCommand { .. }
-            | Failure::CommandAfterFlags { .. } => Status::Usage,
+            | Failure::CommandAfterFlags { .. }
+            | Failure::Habit(_) => Status::Usage,
             Failure::Runtime(_) | Failure::Man(_) | Failure::NotRemoved(_) | Failure::Doctor(_) => {
                 Status::Error
             }
