@@ -223,3 +223,60 @@ fn a_provider_error_quoting_the_key_is_redacted_wherever_it_is_shown() {
         }
     }
 }
+
+/// Entra ID's token endpoint refusing the request with a description that quotes the client
+/// secret: the run's ending says it redacted everywhere.
+#[test]
+fn an_entra_id_error_quoting_the_client_secret_is_redacted_wherever_it_is_shown() {
+    const SECRET: &str = "entra-client-secret-5a7d0c31e9";
+    for (quoted, redacted) in [(SECRET, true), (PLAIN, false)] {
+        let sb = Sandbox::new();
+        let description = format!("AADSTS7000215: Invalid client secret provided: {quoted}");
+        let server = MockServer::respond(move |r| {
+            if r.path.ends_with("/oauth2/v2.0/token") {
+                let body = json!({"error": "invalid_client", "error_description": description});
+                return Reply::error(401, &body.to_string());
+            }
+            sse::answer("never asked")
+        });
+        let summary = sb.path("summary.md");
+        let out = run(sb
+            .rounds()
+            .env("AZURE_OPENAI_ENDPOINT", server.url())
+            .env("AZURE_AUTHORITY_HOST", server.url())
+            .env("AZURE_CLIENT_ID", "client-1")
+            .env("AZURE_TENANT_ID", "tenant-1")
+            .env("AZURE_CLIENT_SECRET", SECRET)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .args(["-m", "azure/dep", "-o", "stream-json", "--transcript"])
+            .arg(sb.transcript_path())
+            .arg("hi"));
+        assert_ne!(out.code, 0);
+        let all = [
+            ("stdout", out.stdout.clone()),
+            ("stderr", out.stderr.clone()),
+            (
+                "transcript",
+                std::fs::read_to_string(sb.transcript_path()).unwrap_or_default(),
+            ),
+            (
+                "summary",
+                std::fs::read_to_string(&summary).unwrap_or_default(),
+            ),
+        ];
+        for (name, text) in &all {
+            assert!(!text.contains(SECRET), "{name}: {text}");
+        }
+        if redacted {
+            assert!(
+                out.stderr.contains("[REDACTED:AZURE_CLIENT_SECRET]"),
+                "{}",
+                out.stderr
+            );
+        } else {
+            // The control: the description reaches stderr and the end line as it was.
+            assert!(out.stderr.contains(PLAIN), "{}", out.stderr);
+            assert!(out.stdout.contains(PLAIN), "{}", out.stdout);
+        }
+    }
+}
