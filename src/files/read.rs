@@ -192,5 +192,15 @@ mod tests {
             read(Path::new("/proc/version")),
             Err(OpenError::Kernel)
         ));
+        let pid = std::process::id();
+        assert!(matches!(
+            read(Path::new(&format!("/proc/{pid}/environ"))),
+            Err(OpenError::Kernel)
+        ));
+        // A magic link as a middle component (`root` leads to the process's root directory).
+        assert!(matches!(
+            read(Path::new(&format!("/proc/{pid}/root/etc/hostname"))),
+            Err(OpenError::Io(_))
+        ));
     }
 }
