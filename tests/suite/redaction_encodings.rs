@@ -280,3 +280,27 @@ fn an_entra_id_error_quoting_the_client_secret_is_redacted_wherever_it_is_shown(
         }
     }
 }
+
+/// A command that fails before any run has no run's redactor: its message is redacted of the
+/// environment's secrets where failures are said (stderr, and `-o json`'s object).
+#[test]
+fn a_failure_before_any_run_is_said_without_the_environments_secrets() {
+    const TOKEN: &str = "tok-deploy-0123456789abcdef";
+    for (var, redacted) in [("DEPLOY_TOKEN", true), ("DEPLOY_NAME", false)] {
+        for mode in ["text", "json"] {
+            let sb = Sandbox::new();
+            let out = run(sb
+                .rounds()
+                .env("ANTHROPIC_API_KEY", "k")
+                .env(var, TOKEN)
+                .args(["-o", mode, "--output-schema"])
+                .arg(format!("/nonexistent/{TOKEN}.json"))
+                .arg("hi"));
+            assert_eq!(out.code, 2, "{}", out.stderr);
+            let said = format!("{}{}", out.stdout, out.stderr);
+            assert!(said.contains("output schema"), "{said}");
+            // The control: a variable not named like a secret is said as it is.
+            assert_eq!(!said.contains(TOKEN), redacted, "{var} {mode}: {said}");
+        }
+    }
+}
