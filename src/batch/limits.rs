@@ -341,7 +341,10 @@ impl ProviderSource for JobProviders {
         };
         let (client, gate) = self.pool.endpoint(&key);
         let inner = provider::build_with(choice, model, idle, client.as_ref())?;
+        let env: Vec<_> = std::env::vars_os().collect();
+        let redactor = crate::redact::Redactor::for_run(choice.key(), &env, &[]);
         Ok(Arc::new(Limited {
+            redactor,
             inner,
             gate,
             budget: self.pool.budget.clone(),
@@ -360,6 +363,9 @@ struct Limited {
     /// Tokens the job's previous response used: the estimate the next request is admitted
     /// with under `--tpm` (settled once its response reports what it used).
     last: Arc<AtomicU64>,
+    /// The job's key and the environment's secrets: a 429's text is logged here, before the
+    /// job's own redactor could see it, and a provider may quote the key back.
+    redactor: crate::redact::Redactor,
 }
 
 #[async_trait]
@@ -406,7 +412,10 @@ impl Provider for Limited {
                     if !self.shared(&e) {
                         return Err(e);
                     }
-                    tracing::warn!("{e}; waiting for the endpoint's shared pause (no retry spent)");
+                    let said = self.redactor.redacted(e.to_string());
+                    tracing::warn!(
+                        "{said}; waiting for the endpoint's shared pause (no retry spent)"
+                    );
                 }
             }
         }

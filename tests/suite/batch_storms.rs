@@ -405,3 +405,49 @@ fn a_rerun_that_cannot_write_its_resumed_transcript_keeps_the_chain() {
     assert_eq!(line["status"], "completed", "{line}");
     assert_eq!(line["rounds"], 3, "{line}");
 }
+
+/// A 429 the shared pause waits out is logged by the batch before any job's own redactor sees
+/// it: a provider that quotes the key back in it must not put the key on stderr. The control
+/// quotes a value that is no secret, which does show: the warning carries the provider's text.
+#[test]
+fn a_429_quoting_the_key_is_logged_redacted() {
+    const KEY: &str = "sk-ant-batch-storm-secret-4f1c9e2a7b";
+    const PLAIN: &str = "no-secret-here-8d3b1f";
+    for (quoted, secret) in [(KEY, true), (PLAIN, false)] {
+        let sb = Sandbox::new();
+        let body = format!(
+            r#"{{"type":"error","error":{{"type":"rate_limit_error","message":"slow down, {quoted}"}}}}"#
+        );
+        let mut served = 0;
+        let server = MockServer::respond(move |r| {
+            served += 1;
+            if served == 1 {
+                let mut reply = Reply::error(429, &body);
+                reply.headers.push(("retry-after".into(), "1".into()));
+                return reply;
+            }
+            three_rounds(r)
+        });
+        let out_dir = sb.path("out");
+        let jobs = jobs_file(&sb, 1);
+        let out = run(batch(&sb, &server, &jobs, &out_dir)
+            .env("ANTHROPIC_API_KEY", KEY)
+            .arg("-v"));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("shared pause"),
+            "the 429 must be logged: {}",
+            out.stderr
+        );
+        if secret {
+            assert!(!out.stderr.contains(KEY), "{}", out.stderr);
+            assert!(
+                out.stderr.contains("[REDACTED:ANTHROPIC_API_KEY]"),
+                "{}",
+                out.stderr
+            );
+        } else {
+            assert!(out.stderr.contains(PLAIN), "{}", out.stderr);
+        }
+    }
+}
