@@ -170,7 +170,7 @@ async fn execute(
     let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
     servers.shutdown().await;
     // Whatever a tool left behind (its supervisor killed, the tree re-parented to rounds).
-    crate::process::reap_orphans();
+    crate::process::settle_and_reap().await;
     if let Some(signals) = signals {
         signals.abort();
     }

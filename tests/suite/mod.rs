@@ -24,6 +24,7 @@ mod guards;
 mod help;
 mod hooks;
 mod integrate;
+mod leftovers;
 mod manifest;
 mod mcp;
 mod mcp_limits;
