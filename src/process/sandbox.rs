@@ -55,6 +55,8 @@ use serde::{Deserialize, Serialize};
 use super::pin::{Pin, PinError};
 use super::seccomp;
 
+pub(crate) mod git;
+
 /// The environment variable that carries the sandbox to the supervisor ([`Sandbox::to_env`]).
 pub const SUPERVISOR_ENV: &str = "ROUNDS_SUPERVISOR_SANDBOX";
 
@@ -126,6 +128,13 @@ pub(crate) enum ConfineError {
     Landlock(#[from] landlock::RulesetError),
     #[error("seccomp: {0}")]
     Seccomp(#[from] seccomp::FilterError),
+    /// With `require`: the walk for `.git` directories stopped at its limit.
+    #[error(
+        "more than {} directories below the writable directories: cannot find every .git to \
+         keep read-only",
+        git::WALK_LIMIT
+    )]
+    TooManyDirectories,
 }
 
 /// Parses a `--sandbox` value: the mode and whether it is required (`require`).
@@ -317,6 +326,13 @@ impl Sandbox {
         if !self.is_off() && !support.seccomp {
             missing.push("setuid and setgid modes, and chown (seccomp)".to_owned());
         }
+        if self.mode == Mode::WorkspaceWrite && !support.mount_namespace {
+            missing.push(
+                ".git read-only below the writable directories (a mount namespace: rounds \
+                 needs CAP_SYS_ADMIN or unprivileged user namespaces)"
+                    .to_owned(),
+            );
+        }
         if wanted.processes && !got.processes {
             missing.push(
                 "reading the memory and environment of other processes of the same user \
@@ -444,17 +460,30 @@ impl Sandbox {
             return Ok(None);
         }
         let pinned = self.open_pins()?;
+        let shield = match self.mode {
+            Mode::WorkspaceWrite => match git::find(&self.write) {
+                Ok(found) => git::Shield::new(&found),
+                Err(_) if self.require => return Err(ConfineError::TooManyDirectories),
+                // Best effort: what the walk found before its limit.
+                Err(found) => git::Shield::new(&found),
+            },
+            // Nothing is writable: Landlock keeps every `.git` as it is.
+            Mode::ReadOnly | Mode::Off => None,
+        };
         let ruleset = landlock_rules(self, pinned)?;
         // Best effort leaves the filters out where the kernel has no seccomp (the run warned);
         // required, they go in and the command does not start without them.
         let mut filters = Vec::new();
         if self.require || probe().seccomp {
             filters.push(seccomp::file_owner_filter()?);
+            filters.push(seccomp::namespace_filter()?);
             if !self.network {
                 filters.push(seccomp::socket_filter()?);
             }
         }
         Ok(Some(Confinement {
+            shield,
+            require: self.require,
             ruleset: Some(ruleset),
             filters,
         }))
@@ -475,6 +504,9 @@ impl Sandbox {
 
 /// The rules of one child, built and ready to enter.
 pub(crate) struct Confinement {
+    /// The `.git` paths to make read-only, if any.
+    shield: Option<git::Shield>,
+    require: bool,
     ruleset: Option<landlock::RulesetCreated>,
     filters: Vec<seccompiler::BpfProgram>,
 }
@@ -485,6 +517,13 @@ impl Confinement {
     /// gain privileges in a sandboxed tool. Makes system calls only: no allocation unless it
     /// fails.
     pub(crate) fn enter(&mut self) -> std::io::Result<()> {
+        // First: Landlock forbids mounting, and the seccomp filter refuses it.
+        if let Some(shield) = &self.shield
+            && let Err(e) = shield.enter()
+            && self.require
+        {
+            return Err(e);
+        }
         if let Some(ruleset) = self.ruleset.take() {
             ruleset.restrict_self().map_err(std::io::Error::other)?;
         }
@@ -553,6 +592,9 @@ pub struct Support {
     pub landlock_abi: u32,
     /// Whether seccomp filters are available for this architecture and kernel.
     pub seccomp: bool,
+    /// Whether a tool process can get a mount namespace of its own (for `.git` read-only).
+    #[serde(default)]
+    pub mount_namespace: bool,
 }
 
 impl Support {
@@ -562,6 +604,7 @@ impl Support {
         Support {
             landlock_abi: 0,
             seccomp: false,
+            mount_namespace: false,
         }
     }
 }
@@ -581,6 +624,7 @@ pub fn probe() -> Support {
         seccomp: seccomp::ARCH.is_some()
             && std::fs::read_to_string("/proc/self/status")
                 .is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:"))),
+        mount_namespace: git::can_unshare(),
     }
 }
 

@@ -127,6 +127,32 @@ pub(crate) fn file_owner_filter() -> Result<BpfProgram, FilterError> {
     compile(build()?, libc::EPERM)
 }
 
+/// Every call that changes the mount table or enters or makes a namespace is refused (EPERM):
+/// the read-only mounts of `.git` (`sandbox::git`) must stay, and a new user namespace would
+/// give the tool back the capabilities the supervisor dropped (within it).
+pub(crate) fn namespace_filter() -> Result<BpfProgram, FilterError> {
+    use super::sandbox::git;
+    let calls = [
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        git::SYS_OPEN_TREE,
+        git::SYS_MOVE_MOUNT,
+        git::SYS_FSOPEN,
+        git::SYS_FSCONFIG,
+        git::SYS_FSMOUNT,
+        git::SYS_FSPICK,
+        git::SYS_MOUNT_SETATTR,
+    ];
+    // No rule: refused whatever the arguments.
+    compile(
+        calls.into_iter().map(|call| (call, Vec::new())).collect(),
+        libc::EPERM,
+    )
+}
+
 /// `socket(2)` is refused (EACCES) unless it makes a UNIX socket or a TCP socket (stream,
 /// protocol 0 or TCP: not SCTP or MPTCP, which Landlock's TCP rules may not cover);
 /// `io_uring_setup(2)` is refused, since io_uring can create sockets without `socket(2)`.

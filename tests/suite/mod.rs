@@ -45,6 +45,7 @@ mod runs;
 mod safe_writes;
 mod sandbox;
 mod sandbox_edges;
+mod sandbox_git;
 mod sandbox_run;
 mod schema;
 mod settings;
