@@ -462,21 +462,26 @@ impl Sandbox {
         let pinned = self.open_pins()?;
         let shield = match self.mode {
             Mode::WorkspaceWrite => match git::find(&self.write) {
-                Ok(found) => git::Shield::new(&found),
+                Ok(found) => Some(git::Shield::new(&found)),
                 Err(_) if self.require => return Err(ConfineError::TooManyDirectories),
                 // Best effort: what the walk found before its limit.
-                Err(found) => git::Shield::new(&found),
+                Err(found) => Some(git::Shield::new(&found)),
             },
-            // Nothing is writable: Landlock keeps every `.git` as it is.
-            Mode::ReadOnly | Mode::Off => None,
+            // Nothing is writable: Landlock keeps every `.git` as it is (the shield still
+            // gives the tool its own SysV IPC).
+            Mode::ReadOnly | Mode::Off => Some(git::Shield::new(&[])),
         };
         let ruleset = landlock_rules(self, pinned)?;
         // Best effort leaves the filters out where the kernel has no seccomp (the run warned);
         // required, they go in and the command does not start without them.
         let mut filters = Vec::new();
+        let mut ipc_filter = None;
         if self.require || probe().seccomp {
             filters.push(seccomp::file_owner_filter()?);
             filters.push(seccomp::namespace_filter()?);
+            filters.push(seccomp::process_filter()?);
+            filters.push(seccomp::openat2_filter()?);
+            ipc_filter = Some(seccomp::ipc_filter()?);
             if !self.network {
                 filters.push(seccomp::socket_filter()?);
             }
@@ -486,6 +491,7 @@ impl Sandbox {
             require: self.require,
             ruleset: Some(ruleset),
             filters,
+            ipc_filter,
         }))
     }
 
@@ -509,6 +515,8 @@ pub(crate) struct Confinement {
     require: bool,
     ruleset: Option<landlock::RulesetCreated>,
     filters: Vec<seccompiler::BpfProgram>,
+    /// Entered only when the child has no IPC namespace of its own.
+    ipc_filter: Option<seccompiler::BpfProgram>,
 }
 
 impl Confinement {
@@ -518,8 +526,9 @@ impl Confinement {
     /// fails.
     pub(crate) fn enter(&mut self) -> std::io::Result<()> {
         // First: Landlock forbids mounting, and the seccomp filter refuses it.
+        let mut ipc_private = false;
         if let Some(shield) = &self.shield
-            && let Err(e) = shield.enter()
+            && let Err(e) = shield.enter(&mut ipc_private)
             && self.require
         {
             return Err(e);
@@ -528,6 +537,11 @@ impl Confinement {
             ruleset.restrict_self().map_err(std::io::Error::other)?;
         }
         for filter in &self.filters {
+            seccompiler::apply_filter(filter).map_err(std::io::Error::other)?;
+        }
+        if let Some(filter) = &self.ipc_filter
+            && !ipc_private
+        {
             seccompiler::apply_filter(filter).map_err(std::io::Error::other)?;
         }
         Ok(())

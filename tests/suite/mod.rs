@@ -46,6 +46,7 @@ mod safe_writes;
 mod sandbox;
 mod sandbox_edges;
 mod sandbox_git;
+mod sandbox_reach;
 mod sandbox_run;
 mod schema;
 mod settings;

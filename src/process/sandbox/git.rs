@@ -149,9 +149,9 @@ struct MountAttr {
 }
 
 impl Shield {
-    /// `None` when there is nothing to protect (no namespace is made then); a path with a NUL
-    /// byte cannot be on disk and is skipped.
-    pub(crate) fn new(found: &[Found]) -> Option<Shield> {
+    /// The shield of `found` (a path with a NUL byte cannot be on disk and is skipped). With
+    /// nothing to protect it only gives the child an IPC namespace, where it may.
+    pub(crate) fn new(found: &[Found]) -> Shield {
         let paths: Vec<_> = (found.iter())
             .filter_map(|f| {
                 Some((
@@ -161,24 +161,28 @@ impl Shield {
                 ))
             })
             .collect();
-        if paths.is_empty() {
-            return None;
-        }
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
-        Some(Shield {
+        Shield {
             paths,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-        })
+        }
     }
 
     /// Puts the calling thread (the child, between fork and exec) in a mount namespace where
-    /// every path is read-only. System calls only; no allocation.
+    /// every path is read-only, and an IPC namespace of its own (`ipc_private` says whether it
+    /// got one: the SysV IPC of other processes is then out of its reach). With nothing to
+    /// protect, no user namespace is made just for IPC. System calls only; no allocation.
     #[allow(unsafe_code)]
-    pub(crate) fn enter(&self) -> std::io::Result<()> {
-        if unshare(libc::CLONE_NEWNS).is_err() {
-            unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)?;
+    pub(crate) fn enter(&self, ipc_private: &mut bool) -> std::io::Result<()> {
+        if self.paths.is_empty() {
+            *ipc_private = unshare(libc::CLONE_NEWIPC).is_ok();
+            return Ok(());
+        }
+        let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
+        if unshare(namespaces).is_err() {
+            unshare(libc::CLONE_NEWUSER | namespaces)?;
             write_file(c"/proc/self/uid_map", &self.uid_map)?;
             write_file(c"/proc/self/setgroups", b"deny")?;
             write_file(c"/proc/self/gid_map", &self.gid_map)?;
@@ -197,6 +201,7 @@ impl Shield {
                 )
             },
         )?;
+        *ipc_private = true;
         for (path, dev, ino) in &self.paths {
             read_only(path, *dev, *ino)?;
         }
@@ -378,8 +383,6 @@ mod tests {
         assert!(!paths(&opted).contains(&ws.join(".git")));
         let inside = find(&[ws.clone(), ws.join(".git/modules")]).unwrap();
         assert!(!paths(&inside).contains(&ws.join(".git")));
-        // Nothing to protect, no shield.
-        assert!(Shield::new(&[]).is_none());
-        assert!(Shield::new(&found).is_some());
+        assert_eq!(Shield::new(&found).paths.len(), found.len());
     }
 }
