@@ -109,3 +109,17 @@ fn after_sigint_or_sigterm_nothing_of_a_running_tool_is_left_when_rounds_exits()
         assert!(left.is_empty(), "signal {signal} left behind: {left:?}");
     }
 }
+
+#[test]
+fn after_a_tool_timeout_nothing_of_the_tool_is_left_when_rounds_exits() {
+    let sb = Sandbox::new();
+    let mark = marker(4);
+    let server = calls_bash(&format!("sleep {mark}"));
+    let status = rounds(&sb, &server)
+        .args(["--tool-timeout", "1", "go"])
+        .status()
+        .unwrap();
+    let left = holding(&mark);
+    assert_eq!(status.code(), Some(0));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -276,3 +276,68 @@ fn the_user_can_opt_in_to_a_writable_git_with_sandbox_write() {
     assert!(bash_result(&sb).contains("wrote"), "{}", bash_result(&sb));
     assert!(ws.join(".git/opted").exists());
 }
+
+/// The way most users run rounds: not as root, so the supervisor's child makes a user
+/// namespace for its mounts. Run here by dropping to `nobody` (the supervisor directly, with
+/// the sandbox in its variable), where the machine allows that and user namespaces.
+#[test]
+fn as_an_ordinary_user_git_is_read_only_through_a_user_namespace() {
+    use rounds::process::sandbox::{Mode, SUPERVISOR_ENV, Sandbox as Confined};
+    let root = rustix::process::geteuid().is_root();
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !root || !setpriv || !git_available() {
+        eprintln!("skipped: needs root (to become nobody) and setpriv");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    git(&ws, &["init", "-q", "."]);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let chown = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&ws)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let mut confined = Confined::new(Mode::WorkspaceWrite);
+    confined.write.push(ws.clone());
+    let as_nobody = |sandbox: Option<std::ffi::OsString>| {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(super::sandbox::ROUNDS)
+            .args(["__rounds-supervise", "inherit", "--", "sh", "-c"])
+            .arg(
+                "id -u; echo x > .git/hooks/pre-commit && echo hook-written; \
+             echo x > ctl && echo ctl-written; git status --short >/dev/null && echo status-ok",
+            )
+            .current_dir(&ws)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &ws)
+            .stdin(std::process::Stdio::null());
+        match sandbox {
+            Some(value) => cmd.env(SUPERVISOR_ENV, value),
+            None => cmd.env_remove(SUPERVISOR_ENV),
+        };
+        cmd.output().unwrap()
+    };
+    let out = as_nobody(confined.to_env());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("Operation not permitted") && !stdout.contains("65534") {
+        eprintln!("skipped: this machine refuses nobody a user namespace: {stderr}");
+        return;
+    }
+    assert!(stdout.starts_with("65534\n"), "{stdout}{stderr}");
+    assert!(!stdout.contains("hook-written"), "{stdout}{stderr}");
+    assert!(stdout.contains("ctl-written"), "{stdout}{stderr}");
+    assert!(stdout.contains("status-ok"), "{stdout}{stderr}");
+    assert!(!ws.join(".git/hooks/pre-commit").exists());
+    // The control: unconfined, nobody writes the hook of its own repository.
+    let out = as_nobody(None);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("hook-written"),
+        "{out:?}"
+    );
+}
