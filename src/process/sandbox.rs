@@ -18,6 +18,10 @@
 //! - network, unless allowed: TCP `connect`/`bind` refused (Landlock ABI 4), and a seccomp filter
 //!   refuses every other socket (UDP, raw, packet, netlink…: only UNIX and TCP sockets can be
 //!   created) and `io_uring` (which could create sockets behind the filter's back).
+//! - `.git` below a writable directory: read-only, through a mount namespace of the child's own
+//!   (`sandbox::git`): Landlock cannot take back a part of what it grants.
+//! - other processes' limits, priorities and affinity, keyrings, SysV IPC, mounts and
+//!   namespaces: seccomp filters (`process::seccomp`), and an IPC namespace where possible.
 //! - other processes: a domain cannot ptrace, so cannot read `/proc/PID/environ` or `mem` of,
 //!   any process outside it, whatever the user ids (Landlock ABI 1); with ABI 6 it cannot signal
 //!   them either (so a tool cannot `kill -9` or `SIGSTOP` its supervisor or rounds) nor connect
@@ -27,8 +31,8 @@
 //! The supervisor stays outside the domain: it must signal, inspect (`/proc`) and reap the
 //! tree, and the tool must not be able to signal or ptrace it, which a shared domain would
 //! allow. The rules are built in the supervisor (allocation, opening the directories) and only
-//! entered in the `pre_exec` hook: a few system calls (`landlock_restrict_self`, `seccomp`)
-//! after `prctl(PR_SET_NO_NEW_PRIVS)`. The supervisor is single-threaded when it spawns, so the
+//! entered in the `pre_exec` hook: a few system calls (`unshare` and the `.git` mounts, then
+//! `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`, `seccomp`). The supervisor is single-threaded when it spawns, so the
 //! forked child cannot inherit a lock held by another thread.
 //!
 //! # How the supervisor learns it

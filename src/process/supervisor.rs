@@ -19,8 +19,9 @@
 //! the child just before `exec`, so the program and all it starts share one Landlock domain
 //! that the supervisor stays outside of (the tool can neither signal nor ptrace it). In the
 //! sandbox it also drops the capabilities that would let a root tool make devices or change
-//! the owner, mode or flags of files it may not write. A sandbox that cannot be set up is not
-//! skipped: the program does not run (exit 126).
+//! the owner, mode or flags of files it may not write; `CAP_SYS_ADMIN` it keeps for the child,
+//! which needs it for its mount namespace (`sandbox::git`) and drops it before `exec`. A
+//! sandbox that cannot be set up is not skipped: the program does not run (exit 126).
 //!
 //! Invocation: `rounds __rounds-supervise STDIN_BYTES|-|inherit -- PROGRAM ARGS…`, with the
 //! sandbox in the environment variable `sandbox::SUPERVISOR_ENV` (absent: no sandbox). The first

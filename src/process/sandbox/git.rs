@@ -62,13 +62,14 @@ pub(crate) fn find(write: &[PathBuf]) -> Result<Vec<Found>, Vec<Found>> {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            let path = entry.path();
+            // Most entries are files that are not `.git`: no path is built for them.
             if entry.file_name() != ".git" {
                 if kind.is_dir() {
-                    queue.push(path);
+                    queue.push(entry.path());
                 }
                 continue;
             }
+            let path = entry.path();
             if kind.is_dir() {
                 add(&mut found, &path, write);
             } else if kind.is_file() {
