@@ -295,6 +295,7 @@ impl Sandbox {
             processes: on,
             signals: on,
             abstract_unix_sockets: on,
+            git_read_only: Some(on),
         }
     }
 
@@ -309,6 +310,13 @@ impl Sandbox {
             processes: wanted.processes && abi >= 1,
             signals: wanted.signals && abi >= 6,
             abstract_unix_sockets: wanted.abstract_unix_sockets && abi >= 6,
+            // Nothing is writable in read-only mode; in workspace-write the mounts need a
+            // namespace, and mean something only where Landlock confines writes at all.
+            git_read_only: Some(
+                wanted.git_read_only == Some(true)
+                    && abi >= 3
+                    && (self.mode == Mode::ReadOnly || support.mount_namespace),
+            ),
         }
     }
 

@@ -210,8 +210,15 @@ fn no_tool_write_reaches_any_git_directory_while_the_same_write_elsewhere_works(
         // The fallback: the run says, once, that .git is not protected.
         eprintln!("skipped: no mount namespace or Landlock here; checking the warning instead");
         assert!(stderr.contains(".git read-only"), "{stderr}");
+        let start = &sb.transcript()[0];
+        assert_eq!(start["sandbox"]["enforced"]["git_read_only"], false);
         return;
     }
+    let start = &sb.transcript()[0];
+    assert_eq!(
+        start["sandbox"]["enforced"]["git_read_only"], true,
+        "{start}"
+    );
     let rows = statuses(&result);
     assert_eq!(rows.len(), ROWS.len(), "{result}");
     for (name, (hostile, control)) in &rows {

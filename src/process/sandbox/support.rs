@@ -86,6 +86,11 @@ pub struct Enforced {
     pub signals: bool,
     /// Abstract UNIX sockets created outside the tool cannot be connected to.
     pub abstract_unix_sockets: bool,
+    /// Every `.git` below the writable directories is read-only to tools (a mount namespace;
+    /// in `read-only` mode, Landlock). Always written; absent only in transcripts of rounds
+    /// before it, which still match the schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_read_only: Option<bool>,
 }
 
 /// The OS sandbox of tool processes, and what the kernel enforced of it.

@@ -155,7 +155,8 @@ fn summary_serializes_for_the_start_line() {
                 "network_other": true,
                 "processes": true,
                 "signals": true,
-                "abstract_unix_sockets": true
+                "abstract_unix_sockets": true,
+                "git_read_only": true
             }
         })
     );
@@ -210,7 +211,13 @@ fn no_landlock_degrades_with_one_warning_naming_what_is_not_enforced() {
          ABI 6). Use --sandbox require to make this an error."
     );
     assert!(!warning.contains('\n'), "one line");
-    assert_eq!(sb.enforced(Support::none()), Enforced::default());
+    assert_eq!(
+        sb.enforced(Support::none()),
+        Enforced {
+            git_read_only: Some(false),
+            ..Enforced::default()
+        }
+    );
 }
 
 #[test]
@@ -379,6 +386,14 @@ fn without_a_mount_namespace_git_stays_writable_and_the_run_is_told() {
     assert!(
         required.check(no_namespace).is_err(),
         "require fails closed"
+    );
+    assert_eq!(sb.enforced(no_namespace).git_read_only, Some(false));
+    assert_eq!(sb.enforced(FULL).git_read_only, Some(true));
+    assert_eq!(
+        Sandbox::new(Mode::ReadOnly)
+            .enforced(no_namespace)
+            .git_read_only,
+        Some(true)
     );
     // Nothing is writable in read-only: Landlock alone keeps .git as it is.
     assert!(
