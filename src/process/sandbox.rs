@@ -477,6 +477,11 @@ impl Sandbox {
         }
         let pinned = self.open_pins()?;
         let shield = match self.mode {
+            // Where the run was told there is no namespace to be had, the child does not try
+            // (a user namespace half made is worse than none); required, it tries and fails.
+            Mode::WorkspaceWrite if !self.require && !git::can_unshare() => {
+                Some(git::Shield::new(&[]))
+            }
             Mode::WorkspaceWrite => match git::find(&self.write) {
                 Ok(found) => Some(git::Shield::new(&found)),
                 Err(_) if self.require => return Err(ConfineError::TooManyDirectories),
@@ -543,11 +548,13 @@ impl Confinement {
     pub(crate) fn enter(&mut self) -> std::io::Result<()> {
         // First: Landlock forbids mounting, and the seccomp filter refuses it.
         let mut ipc_private = false;
-        if let Some(shield) = &self.shield
-            && let Err(e) = shield.enter(&mut ipc_private)
-            && self.require
-        {
-            return Err(e);
+        if let Some(shield) = &self.shield {
+            match shield.enter(&mut ipc_private) {
+                Ok(()) => {}
+                Err(git::Failure::Unavailable(e)) if self.require => return Err(e),
+                Err(git::Failure::Unavailable(_)) => {}
+                Err(git::Failure::Broken(e)) => return Err(e),
+            }
         }
         if let Some(ruleset) = self.ruleset.take() {
             ruleset.restrict_self().map_err(std::io::Error::other)?;

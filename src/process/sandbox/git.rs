@@ -176,17 +176,20 @@ impl Shield {
     /// got one: the SysV IPC of other processes is then out of its reach). With nothing to
     /// protect, no user namespace is made just for IPC. System calls only; no allocation.
     #[allow(unsafe_code)]
-    pub(crate) fn enter(&self, ipc_private: &mut bool) -> std::io::Result<()> {
+    pub(crate) fn enter(&self, ipc_private: &mut bool) -> Result<(), Failure> {
         if self.paths.is_empty() {
             *ipc_private = unshare(libc::CLONE_NEWIPC).is_ok();
             return Ok(());
         }
         let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
         if unshare(namespaces).is_err() {
-            unshare(libc::CLONE_NEWUSER | namespaces)?;
-            write_file(c"/proc/self/uid_map", &self.uid_map)?;
-            write_file(c"/proc/self/setgroups", b"deny")?;
-            write_file(c"/proc/self/gid_map", &self.gid_map)?;
+            let user = || -> std::io::Result<()> {
+                unshare(libc::CLONE_NEWUSER | namespaces)?;
+                write_file(c"/proc/self/uid_map", &self.uid_map)?;
+                write_file(c"/proc/self/setgroups", b"deny")?;
+                write_file(c"/proc/self/gid_map", &self.gid_map)
+            };
+            user().map_err(Failure::Unavailable)?;
         }
         // Before any mount: with shared propagation the read-only mounts would appear in
         // rounds' own namespace, and the user's.
@@ -201,13 +204,34 @@ impl Shield {
                     std::ptr::null(),
                 )
             },
-        )?;
+        )
+        .map_err(Failure::Unavailable)?;
         *ipc_private = true;
         for (path, dev, ino) in &self.paths {
-            read_only(path, *dev, *ino)?;
+            match read_only(path, *dev, *ino) {
+                Ok(()) => {}
+                // Removed since the walk: nothing of the repository is left there to protect.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                // A kernel before the new mount API (5.12; Landlock needs 5.13).
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    return Err(Failure::Unavailable(e));
+                }
+                Err(e) => return Err(Failure::Broken(e)),
+            }
         }
         Ok(())
     }
+}
+
+/// Why [`Shield::enter`] failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// No mount namespace here (the run warned, or with `require` refused to go on): the
+    /// command runs without the read-only mounts unless the sandbox is required.
+    Unavailable(std::io::Error),
+    /// The namespace is there but a path could not be made read-only (replaced since the
+    /// supervisor found it: `ESTALE`): the command does not start, in every mode.
+    Broken(std::io::Error),
 }
 
 fn check(result: libc::c_int) -> std::io::Result<()> {
@@ -385,5 +409,45 @@ mod tests {
         let inside = find(&[ws.clone(), ws.join(".git/modules")]).unwrap();
         assert!(!paths(&inside).contains(&ws.join(".git")));
         assert_eq!(Shield::new(&found).paths.len(), found.len());
+    }
+
+    /// Runs `true` with `shield` entered between fork and exec, as the supervisor's child does.
+    #[allow(unsafe_code)]
+    fn run_in(shield: Shield) -> std::io::Result<std::process::ExitStatus> {
+        use std::os::unix::process::CommandExt;
+        let mut command = std::process::Command::new("true");
+        // SAFETY: the hook makes system calls only, but for the error of a failed test.
+        unsafe {
+            command.pre_exec(move || {
+                let mut ipc = false;
+                match shield.enter(&mut ipc) {
+                    Ok(()) => Ok(()),
+                    Err(Failure::Broken(e)) => Err(e),
+                    Err(Failure::Unavailable(e)) => Err(std::io::Error::other(e)),
+                }
+            });
+        }
+        command.status()
+    }
+
+    #[test]
+    fn a_git_replaced_since_it_was_found_stops_the_command() {
+        if !can_unshare() {
+            eprintln!("skipped: no mount namespace here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join(".git")).unwrap();
+        let found = find(std::slice::from_ref(&ws)).unwrap();
+        assert!(run_in(Shield::new(&found)).unwrap().success());
+        // The same name, another directory: not the one found.
+        std::fs::rename(ws.join(".git"), ws.join("old")).unwrap();
+        std::fs::create_dir(ws.join(".git")).unwrap();
+        let err = run_in(Shield::new(&found)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ESTALE), "{err}");
+        // Gone altogether: nothing to protect, the command runs.
+        std::fs::remove_dir(ws.join(".git")).unwrap();
+        assert!(run_in(Shield::new(&found)).unwrap().success());
     }
 }
