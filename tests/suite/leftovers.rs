@@ -123,3 +123,22 @@ fn after_a_tool_timeout_nothing_of_the_tool_is_left_when_rounds_exits() {
     assert_eq!(status.code(), Some(0));
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn after_the_deadline_no_mcp_server_is_left_either() {
+    let sb = Sandbox::new();
+    let mark = marker(5);
+    let server = calls_bash(&format!("sleep {mark}"));
+    // The test server's command line carries this test's own directory (`--tag`).
+    let tag = sb.dir.path().display().to_string();
+    let status = rounds(&sb, &server)
+        .args(["--mcp", &super::mcp::mcp_flag(&sb, ""), "-a", "test__*"])
+        .args(["--timeout", "2", "go"])
+        .status()
+        .unwrap();
+    let left: Vec<_> = holding(&mark).into_iter().chain(holding(&tag)).collect();
+    assert_eq!(status.code(), Some(5));
+    let tools = sb.transcript()[0]["tools"].to_string();
+    assert!(tools.contains("test__"), "the server ran: {tools}");
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
