@@ -86,9 +86,11 @@ pub(crate) async fn run(
     cancel: Cancel,
     started: Instant,
 ) -> Outcome {
+    let redactor = config.tool_settings.redactor.clone();
     finish(
         execute(config, observer, started, cancel, true, Sources::default()).await,
         started,
+        &redactor,
     )
 }
 
@@ -107,8 +109,9 @@ pub(crate) async fn run_shared(
         providers: shared.providers,
         store: shared.store,
     };
+    let redactor = config.tool_settings.redactor.clone();
     let ran = execute(config, observer, started, cancel, watch, sources).await;
-    finish(ran, started)
+    finish(ran, started, &redactor)
 }
 
 /// What a shared run takes from its process (see [`Shared`]).
@@ -118,12 +121,14 @@ struct Sources {
     store: Option<Arc<dyn crate::records::StoreSource>>,
 }
 
-/// The outcome of a run, or of a run that could not start.
-fn finish(ran: Result<Outcome, SetupError>, started: Instant) -> Outcome {
+/// The outcome of a run, or of a run that could not start (its error redacted: a server or
+/// provider that failed to start may quote a secret).
+fn finish(ran: Result<Outcome, SetupError>, started: Instant, redactor: &Redactor) -> Outcome {
     match ran {
         Ok(outcome) => outcome,
         Err(failure) => {
-            let mut outcome = Outcome::new(failure.status(), Some(failure.to_string()));
+            let error = redactor.redacted(failure.to_string());
+            let mut outcome = Outcome::new(failure.status(), Some(error));
             // A record that could not be opened or started is a write failure, whatever its
             // status: a batch reads the kind to stop starting jobs on a full disk.
             if let SetupError::Records(_) | SetupError::DefaultTranscript(_) = failure {
@@ -156,6 +161,11 @@ async fn execute(
     watch: bool,
     sources: Sources,
 ) -> Result<Outcome, SetupError> {
+    // Set up (MCP servers starting, the store connecting) is part of the run's time too.
+    let _deadline = config
+        .limits
+        .deadline
+        .map(|t| deadline(started, t, &cancel));
     let Ready {
         agent,
         servers,
@@ -168,6 +178,10 @@ async fn execute(
 
     let signals = watch.then(|| watch_signals(&cancel));
     let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
+    // Every ending's text (a provider's error body quoting a key, a token endpoint's quoting a
+    // client secret) is redacted here, once, before the end line, stream-json, the step
+    // summary or stderr show it.
+    outcome.error = outcome.error.map(|e| agent.redactor.redacted(e));
     servers.shutdown().await;
     // Whatever a tool left behind (its supervisor killed, the tree re-parented to rounds).
     crate::process::settle_and_reap().await;
@@ -177,6 +191,7 @@ async fn execute(
 
     outcome.transcript = records.transcript_path();
     outcome.run_id = Some(run_id);
+    say_unwaited(&mut outcome);
     match (&transcript, agent.toolbox.outputs().dir()) {
         // An outputs directory nothing was saved in is no use beside the transcript.
         (Some(t), _) => t.dir().remove_empty(&crate::config::outputs_name(t)),
@@ -266,6 +281,7 @@ async fn set_up(
             price: model_info.price,
             output_schema,
             observer,
+            redactor,
         },
         output_last_message,
         transcript,
@@ -386,14 +402,64 @@ fn failed_record(mut outcome: Outcome, e: impl std::fmt::Display) -> Outcome {
     outcome.fail(FailureRecord::new(Failure::Write, None), error)
 }
 
+/// A provider that asked for a longer wait than rounds will sleep through (a quota, not a blip)
+/// was not asked again: the error says so, with the wait asked for, wherever it is written (the
+/// provider's own text said only "HTTP 429").
+fn say_unwaited(outcome: &mut Outcome) {
+    let Some(asked) = outcome.failure.as_ref().and_then(|f| f.retry_after) else {
+        return;
+    };
+    let most = provider::retry::MAX_HONOURED_WAIT.as_secs_f64();
+    if asked <= most {
+        return;
+    }
+    let said = format!(
+        "the provider asked to wait {asked}s before trying again, more than rounds waits \
+         ({most}s), so it did not retry: run again after that"
+    );
+    outcome.error = Some(match outcome.error.take() {
+        Some(error) => format!("{error}; {said}"),
+        None => said,
+    });
+}
+
 /// `--output-last-message` could not be written.
 #[derive(Debug, thiserror::Error)]
 #[error("--output-last-message: {0}")]
 struct AnswerError(std::io::Error);
 
-/// `--output-last-message`: the final answer (empty when there is none), private to its owner.
+/// `--output-last-message`: the final answer, private to its owner. A run that ended without
+/// one writes no file, and removes the one an earlier run left there: that the file exists says
+/// this run answered (action.yml's `answer-file` is absent then), and a stale answer would be
+/// read as this run's.
 fn write_answer(target: &Target, answer: &str) -> Result<(), AnswerError> {
+    if answer.is_empty() {
+        return match target.dir().remove_file(target.name()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(AnswerError(e)),
+            _ => Ok(()),
+        };
+    }
     target.write(answer.as_bytes()).map_err(AnswerError)
+}
+
+/// `--timeout` counted from when the run began for the user (`started`: a lone run's is rounds'
+/// own start, stdin included), not from the loop's start, which comes after reading stdin and
+/// setting up; the loop's own timer, later, finds the run already cancelled. Dropping the
+/// guard stops the timer.
+fn deadline(
+    started: Instant,
+    timeout: Duration,
+    cancel: &Cancel,
+) -> tokio_util::task::AbortOnDropHandle<()> {
+    let cancel = cancel.clone();
+    tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        tokio::time::sleep_until((started + timeout).into()).await;
+        let secs = timeout.as_secs_f64();
+        cancel.cancel(
+            Status::Timeout,
+            format!("the run's deadline of {secs}s passed"),
+        );
+    }))
 }
 
 /// SIGINT and SIGTERM cancel the run with their status.

@@ -17,7 +17,7 @@ pub(crate) use subcommands::{
 };
 pub use tool_flags::ToolFlags;
 pub(crate) use values::positive_secs;
-use values::{nonnegative_secs, positive_usd, temperature};
+use values::{command, nonnegative_secs, positive_usd, temperature};
 
 /// Run an LLM tool-calling loop to completion, with no human present.
 ///
@@ -292,13 +292,13 @@ pub struct Cli {
     pub max_repeats: u32,
 
     /// Done means CMD exits 0: it runs after each answer without tool calls, and a failure's
-    /// output goes back to the model (exit 11 after --max-checks).
+    /// output goes back to the model (exit 11 after --max-checks). An empty CMD is refused.
     ///
     /// CMD runs with `bash -c` in the workspace root as a tool process does (the sandbox, the
     /// tool timeout, stdin closed, secrets scrubbed and redacted), whether or not bash is
     /// allowed. The same failing output twice with no tool call in between ends the run at once
     /// (exit 11): the model is not getting on. Never read from a project's .rounds.toml.
-    #[arg(help_heading = "Limits", long, value_name = "CMD")]
+    #[arg(help_heading = "Limits", long, value_name = "CMD", value_parser = command)]
     pub check: Option<String>,
 
     /// How many times --check may run and fail before the run ends as check_failed (exit 11,
@@ -306,8 +306,8 @@ pub struct Cli {
     #[arg(help_heading = "Limits", long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_checks: u32,
 
-    /// Stop the whole run after SECS (exit 5): the stream stops, running tools are killed, and
-    /// the transcript is closed.
+    /// Stop the whole run after SECS (exit 5), counted from rounds' start (waiting for stdin
+    /// included): the stream stops, running tools are killed, and the transcript is closed.
     #[arg(help_heading = "Limits", long, value_name = "SECS", value_parser = positive_secs)]
     pub timeout: Option<f64>,
 
@@ -316,9 +316,12 @@ pub struct Cli {
     #[arg(help_heading = "Limits", long, value_name = "N")]
     pub budget_tokens: Option<u64>,
 
-    /// Stop before a request that would take the run's cost past USD (exit 4).
+    /// Stop before a request that would take the run's cost past USD (exit 4): a check, not a
+    /// hard cap.
     ///
-    /// Needs the model's price (see --prices).
+    /// The check comes before each request: the request's input is priced ahead, its
+    /// output only once it has come, so the run can end somewhat past USD (0.001 may end at
+    /// $0.0011). Needs the model's price (see --prices).
     #[arg(help_heading = "Limits", long, value_name = "USD", value_parser = positive_usd)]
     pub budget_usd: Option<f64>,
 
@@ -380,7 +383,8 @@ pub struct Cli {
     #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub output_schema: Option<PathBuf>,
 
-    /// Also write the final answer to FILE (as codex exec's flag of that name).
+    /// Also write the final answer to FILE (as codex exec's flag of that name); a run that ends
+    /// without one writes no FILE, and removes one an earlier run left.
     #[arg(help_heading = "Output", long, value_name = "FILE", group = ONE_RUN)]
     pub output_last_message: Option<PathBuf>,
 

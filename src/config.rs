@@ -118,6 +118,13 @@ pub enum ConfigError {
     },
     #[error("API key file {}: expected one line holding the key", .0.display())]
     KeyFile(PathBuf),
+    /// A key that no header can carry even trimmed. `origin` names where it came from (the
+    /// variable, the file), never the key.
+    #[error(
+        "{origin}: the API key {why}, which cannot be sent in an HTTP header (surrounding \
+         whitespace is dropped; what is left must be visible ASCII)"
+    )]
+    UnsendableKey { origin: String, why: String },
     #[error(
         "--api-key-file: {0} takes no key (Application Default Credentials: \
          GOOGLE_APPLICATION_CREDENTIALS, gcloud's file, or the metadata server)"
@@ -136,6 +143,12 @@ pub enum ConfigError {
     Stdin(std::io::Error),
     #[error("stdin is larger than {} MiB", MAX_STDIN_BYTES / 1024 / 1024)]
     StdinTooLarge,
+    /// `--timeout` passed while stdin was still open: the run's time counts from rounds' start.
+    #[error(
+        "the run's deadline of {secs}s passed while reading stdin (a pipe still open); pass \
+         --no-stdin to skip it"
+    )]
+    StdinDeadline { secs: f64 },
     #[error(
         "stdin is binary ({0} bytes holding NUL bytes): a model cannot read it; save it in the \
          workspace and name the file in the prompt (with read_file allowed)"
@@ -145,6 +158,11 @@ pub enum ConfigError {
     BinaryFile { path: PathBuf, bytes: usize },
     #[error("the prompt is empty: give it as arguments, with -f FILE, or on stdin")]
     EmptyPrompt,
+    #[error(
+        "--check is empty: an empty command always passes (is the variable it came from \
+         unset?); give the command, or leave --check out"
+    )]
+    EmptyCheck,
     #[error(
         "the prompt is about {tokens} tokens ({bytes} bytes), more than the model's context \
          window ({window} tokens): shorten it, or save it in the workspace and let the model \
@@ -171,6 +189,11 @@ pub enum ConfigError {
     Replay(#[from] ReadError),
     #[error("--resume: {0}")]
     Resume(ReadError),
+    /// A resumed transcript's model is another provider's than the endpoint or key the user
+    /// pinned (`--base-url`, `--api-key-file`): the transcript, not the user, would choose
+    /// where that key goes.
+    #[error("--resume: {0}; give -m to choose the model")]
+    ResumePinned(String),
     #[error(
         "--resume last: no run in workspace {} among the newest {} under {}",
         workspace.display(), runs::MAX_SCAN, runs.display()
@@ -258,11 +281,12 @@ pub(crate) struct Inputs<'a> {
 impl Config {
     pub(crate) fn resolve(cli: Cli, inputs: Inputs<'_>) -> Result<Config, ConfigError> {
         let env = |name: &str| (inputs.env)(name).filter(|v| !v.is_empty());
+        limits::check_command(&cli)?;
         let resume = match &cli.resume {
             None => None,
             Some(which) => Some(resume(which, &env, &inputs.cwd, &cli.tools)?),
         };
-        let cli = keep_resumed(cli, resume.as_ref(), &inputs.cwd);
+        let cli = keep_resumed(cli, resume.as_ref(), &inputs.cwd)?;
         let (provider, model, options) = choose_provider(&cli, &inputs, &env)?;
         let recorded = match &provider {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),

@@ -429,5 +429,8 @@ fn random(attempt: u32) -> String {
     )
 }
 
+mod read;
+pub(crate) use read::{OpenError, open_regular};
+
 #[cfg(test)]
 mod tests;

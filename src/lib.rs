@@ -116,7 +116,9 @@ fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> R
         .and_then(|p| step_summary::open(&p));
     let env = |name: &str| env::var(name);
     let model_origin = layers.origin("model");
-    let mut read_stdin = || config::read_real_stdin(quiet);
+    // `--timeout` bounds the whole run, from rounds' start: the wait for stdin is part of it.
+    let deadline = (cli.timeout.map(std::time::Duration::from_secs_f64)).map(|t| (started + t, t));
+    let mut read_stdin = || config::read_real_stdin(quiet, deadline);
     let inputs = Inputs {
         env: &env,
         env_all: std::env::vars_os().collect(),
@@ -134,8 +136,13 @@ fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> R
             let observer = render::observer(output, quiet, config.limits.max_rounds, &cancel);
             Ok(rt.block_on(app::run(config, observer, cancel, started)))
         });
+    let mut outcome = ran.unwrap_or_else(Failure::into_outcome);
+    if outcome.status == Status::Timeout && outcome.duration_ms == 0 {
+        // The deadline passed before the run could start (stdin still open): it took that long.
+        outcome.duration_ms = started.elapsed().as_millis() as u64;
+    }
     RunEnd {
-        outcome: ran.unwrap_or_else(Failure::into_outcome),
+        outcome,
         output,
         quiet,
         step_summary,

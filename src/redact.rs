@@ -3,7 +3,8 @@
 //! Scrubbing keeps keys out of tool environments, but a tool that reads `.env` or a key file
 //! still puts the secret into its output, and from there into the transcript (often a CI
 //! artifact), stdout, the spill files and the next request. A [`Redactor`] is built once at setup
-//! from the values rounds itself knows to be secret, and replaces each exact value with
+//! from the values rounds itself knows to be secret, and replaces each exact value, and each of
+//! its common encodings (base64, hex, URL encoding, reversed: see `encode`), with
 //! `[REDACTED:NAME]`, NAME being the variable that holds it:
 //!
 //! - the provider key the run resolved, wherever it came from (the variable, `{VAR}_FILE`,
@@ -86,11 +87,17 @@ impl Redactor {
         let mut values = Vec::new();
         for (name, value) in secrets {
             let value = value.trim_ascii();
-            if value.len() < MIN_SECRET_BYTES || !seen.insert(value.to_vec()) {
+            if value.len() < MIN_SECRET_BYTES {
                 continue;
             }
-            names.push(name);
-            values.push(value.to_vec());
+            // Each form is one more pattern under the same name: an encoded secret is
+            // reported as the secret it is.
+            for form in encode::forms(value) {
+                if seen.insert(form.clone()) {
+                    names.push(name.clone());
+                    values.push(form);
+                }
+            }
         }
         if values.is_empty() {
             return Redactor::default();
@@ -324,5 +331,8 @@ impl std::fmt::Debug for Stream {
     }
 }
 
+mod encode;
+mod text;
+pub(crate) use text::TextStream;
 #[cfg(test)]
 mod tests;

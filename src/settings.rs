@@ -165,6 +165,25 @@ pub(crate) fn load(
     Ok(read)
 }
 
+/// The most bytes of a project's settings file read.
+const MAX_PROJECT_FILE: u64 = 1024 * 1024;
+
+/// The project's `.rounds.toml`: it comes with the repository, so it is opened once with no
+/// link followed (`files::open_regular`: a link to `/proc/self/environ` would put rounds'
+/// environment into a parse error on stderr), and read up to a cap.
+fn read_project_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = crate::files::open_regular(path).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    file.take(MAX_PROJECT_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_PROJECT_FILE {
+        return Err(format!("larger than {} KiB", MAX_PROJECT_FILE / 1024));
+    }
+    Ok(text)
+}
+
 /// Ascending precedence among the trusted sources of one kind.
 fn rank(source: &Source) -> u8 {
     match source {
@@ -182,8 +201,12 @@ fn read_file(
     read: &mut Read,
 ) -> Result<(Vec<Setting>, Vec<Setting>), SettingsError> {
     let path = &file.path;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| SettingsError(format!("{}: {e}", path.display())))?;
+    let text = if file.users {
+        std::fs::read_to_string(path).map_err(|e| e.to_string())
+    } else {
+        read_project_file(path)
+    }
+    .map_err(|e| SettingsError(format!("{}: {e}", path.display())))?;
     let doc =
         DeTable::parse(&text).map_err(|e| SettingsError(format!("{}: {e}", path.display())))?;
     let at = |span: std::ops::Range<usize>, profile: bool| {

@@ -26,7 +26,8 @@ pub(crate) struct FailOn {
 #[derive(Debug, Clone)]
 pub(crate) struct LoopLimits {
     pub(crate) max_rounds: u32,
-    /// The whole run's deadline (`--timeout`), counted from the loop's start.
+    /// The whole run's deadline (`--timeout`): `app` counts it from rounds' start, the loop again
+    /// from its own start (a floor for a loop run without `app`).
     pub(crate) deadline: Option<Duration>,
     /// The model's context window in tokens: requests are kept inside it by eliding the
     /// oldest tool results.

@@ -9,6 +9,7 @@ use crate::outcome::{Failure, FailureRecord, Outcome, Status};
 use crate::pricing::Price;
 use crate::provider::{Cache, Provider, ProviderError, Request, ToolChoice};
 use crate::records::Records;
+use crate::redact::Redactor;
 use crate::tools::pipeline::Toolbox;
 use crate::transcript::{Line, Round};
 
@@ -43,6 +44,9 @@ pub(crate) struct Agent {
     /// `--output-schema`: what the final answer must be.
     pub(crate) output_schema: Option<OutputSchema>,
     pub(crate) observer: Arc<dyn Observer>,
+    /// The run's secrets: the model's text, thinking and tool calls, and every error, are
+    /// redacted as they arrive, before any observer, record or later request sees them.
+    pub(crate) redactor: Redactor,
 }
 
 /// How one round ended: its record (when the model answered, or tools ran before a failure or
@@ -68,8 +72,10 @@ const SUMMARIZE: &str = "The round limit has been reached: do not call any more 
 impl Agent {
     /// Runs rounds until the model stops calling tools or a limit, a failure or `cancel` ends
     /// the run. `history` holds the conversation so far and grows with every round. A
-    /// cancellation ends the run with the status its reason names; the deadline is the loop's
-    /// own. The outcome's duration and transcript are the caller's to fill in.
+    /// cancellation ends the run with the status its reason names. The loop arms the deadline
+    /// from its own start only as a floor: `app` arms it from rounds' start (stdin and setup
+    /// count), so there the loop finds the run already cancelled. The outcome's duration and
+    /// transcript are the caller's to fill in.
     pub(crate) async fn run(
         &self,
         history: &mut Vec<Message>,
@@ -241,7 +247,8 @@ impl Agent {
                         return (end, elided);
                     }
                     tracing::warn!(
-                        "{e}; retrying with {} more old tool results elided",
+                        "{}; retrying with {} more old tool results elided",
+                        self.redactor.redacted(e.to_string()),
                         more.len()
                     );
                     elided.extend(more);

@@ -10,6 +10,7 @@ use super::scheduler::Scheduler;
 use super::{Agent, RoundEnd, Stop, guards, now_rfc3339};
 use crate::conversation::{Block, StopReason, ToolResult, Usage};
 use crate::provider::{ProviderError, Request, StreamEvent};
+use crate::redact::{Redactor, TextStream};
 use crate::transcript::{RetryNote, Round};
 
 impl Agent {
@@ -39,7 +40,7 @@ impl Agent {
                 cancel.child_token(),
                 self.observer.clone(),
             );
-            let mut streamed = Streamed::new(self.limits.max_calls_per_round);
+            let mut streamed = Streamed::new(self.limits.max_calls_per_round, &self.redactor);
             let outcome = self
                 .stream(request, summary, &mut scheduler, &mut streamed, cancel)
                 .await;
@@ -62,9 +63,9 @@ impl Agent {
                         stop: Some(Stop::Failed(e)),
                     };
                 }
-                partial.error = Some(format!(
+                partial.error = Some(self.redactor.redacted(format!(
                     "the response broke off ({e}); the calls that had started were kept"
-                ));
+                )));
                 return RoundEnd::complete(partial);
             }
             scheduler.cancel();
@@ -84,14 +85,16 @@ impl Agent {
 
     /// Says that the request is tried again after `delay`, and records it in the round.
     fn note_retry(&self, record: &mut Record, attempt: u32, e: &ProviderError, delay: Duration) {
+        // A provider's error body may quote what it was sent (a key, a client secret).
+        let error = self.redactor.redacted(e.to_string());
         let note = RetryNote {
             round: record.number,
             attempt,
-            error: e.to_string(),
+            error: error.clone(),
             delay_ms: delay.as_millis() as u64,
         };
         tracing::warn!(
-            "{e}; retrying in {:.1}s (attempt {} of {})",
+            "{error}; retrying in {:.1}s (attempt {} of {})",
             delay.as_secs_f64(),
             attempt + 1,
             self.limits.retry.max_retries + 1
@@ -132,11 +135,20 @@ impl Agent {
             let Some(event) = event else { return Ok(()) };
             match event.map_err(Stop::Failed)? {
                 StreamEvent::TextDelta(t) => {
-                    self.observer.text_delta(&t);
-                    out.partial.push_str(&t);
+                    let t = out.text.push(&t);
+                    if !t.is_empty() {
+                        self.observer.text_delta(&t);
+                        out.partial.push_str(&t);
+                    }
                 }
-                StreamEvent::ThinkingDelta(t) => self.observer.thinking_delta(&t),
-                StreamEvent::Block(block) => {
+                StreamEvent::ThinkingDelta(t) => {
+                    let t = out.thinking.push(&t);
+                    if !t.is_empty() {
+                        self.observer.thinking_delta(&t);
+                    }
+                }
+                StreamEvent::Block(mut block) => {
+                    self.settle(&mut block, out);
                     if matches!(block, Block::Text { .. }) {
                         out.partial.clear();
                     }
@@ -159,6 +171,43 @@ impl Agent {
                 StreamEvent::Usage(u) => out.usage = u,
                 StreamEvent::Done(reason) => out.stop = Some(reason),
             }
+        }
+    }
+}
+
+impl Agent {
+    /// Redacts a complete block, and says the rest of the deltas it ends: the model may write
+    /// back decoded what a tool printed encoded, and its tool calls may carry it on. A thinking
+    /// block that held a secret loses its signature: it no longer is what the provider signed,
+    /// and the secret must not go back to it (the provider may then refuse the next request;
+    /// that is the price of never recording the secret).
+    fn settle(&self, block: &mut Block, out: &mut Streamed) {
+        match block {
+            Block::Text { text, .. } => {
+                let rest = out.text.finish();
+                if !rest.is_empty() {
+                    self.observer.text_delta(&rest);
+                }
+                self.redactor.redact(text);
+            }
+            Block::Thinking { text, signature } => {
+                let rest = out.thinking.finish();
+                if !rest.is_empty() {
+                    self.observer.thinking_delta(&rest);
+                }
+                if !self.redactor.redact(text).is_empty() {
+                    *signature = None;
+                }
+            }
+            Block::Reasoning { summary, .. } => {
+                for text in summary {
+                    self.redactor.redact(text);
+                }
+            }
+            Block::ToolUse(call) => {
+                self.redactor.redact_json(&mut call.input);
+            }
+            Block::RedactedThinking { .. } => {}
         }
     }
 }
@@ -226,21 +275,28 @@ struct Streamed {
     usage: Usage,
     stop: Option<StopReason>,
     guard: guards::Response,
+    /// The redaction of the text and thinking deltas, which may split a secret.
+    text: TextStream,
+    thinking: TextStream,
 }
 
 impl Streamed {
-    fn new(max_calls: u32) -> Streamed {
+    fn new(max_calls: u32, redactor: &Redactor) -> Streamed {
         Streamed {
             blocks: Vec::new(),
             partial: String::new(),
             usage: Usage::default(),
             stop: None,
             guard: guards::Response::new(max_calls),
+            text: TextStream::new(redactor),
+            thinking: TextStream::new(redactor),
         }
     }
 
     /// Makes the text of a block cut off mid-stream a block of its own; whether there was any.
     fn keep_partial(&mut self) -> bool {
+        let rest = self.text.finish();
+        self.partial.push_str(&rest);
         if self.partial.is_empty() {
             return false;
         }

@@ -141,6 +141,9 @@ pub(crate) enum LineError {
     Temperature(f64),
     #[error("budget_usd {0}: expected a positive amount")]
     BudgetUsd(f64),
+    /// `"check": ""` would run `bash -c ''`, which passes having checked nothing.
+    #[error("check is empty: an empty command always passes")]
+    EmptyCheck,
     /// The template names a field the line lacks.
     #[error("no field {0:?} for the template's {{{{{0}}}}}")]
     NoField(String),
@@ -306,6 +309,9 @@ fn check_overrides(o: &Overrides) -> Result<(), LineError> {
     }
     if let Some(usd) = o.budget_usd.filter(|u| !(*u > 0.0 && u.is_finite())) {
         return Err(LineError::BudgetUsd(usd));
+    }
+    if o.check.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return Err(LineError::EmptyCheck);
     }
     Ok(())
 }
@@ -536,6 +542,23 @@ mod tests {
                 .message
                 .starts_with("unknown field \"prompt\" (with --template")
         );
+    }
+
+    #[test]
+    fn a_blank_check_is_a_bad_line_and_a_real_one_is_kept() {
+        let text = concat!(
+            "{\"id\": \"a\", \"prompt\": \"p\", \"check\": \"\"}\n",
+            "{\"id\": \"b\", \"prompt\": \"p\", \"check\": \" \\t\"}\n",
+            "{\"id\": \"c\", \"prompt\": \"p\", \"check\": \"make test\"}\n",
+        );
+        let jobs = parse(text, None);
+        assert_eq!(jobs.jobs.len(), 1);
+        assert_eq!(jobs.jobs[0].overrides.check.as_deref(), Some("make test"));
+        let bad: Vec<(usize, &str)> = (jobs.bad.iter())
+            .map(|b| (b.line, b.message.as_str()))
+            .collect();
+        let said = "check is empty: an empty command always passes";
+        assert_eq!(bad, [(1, said), (2, said)]);
     }
 
     #[test]

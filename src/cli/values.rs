@@ -1,4 +1,5 @@
-//! The parsers of flag values clap's own types do not check: seconds, dollars, a temperature.
+//! The parsers of flag values clap's own types do not check: seconds, dollars, a temperature,
+//! a command.
 
 /// The most seconds any time flag takes (about 31 years): far beyond any real limit, and small
 /// enough that adding it to the current time cannot overflow.
@@ -48,4 +49,16 @@ pub(crate) fn positive_secs(s: &str) -> Result<f64, BadValue> {
             s,
         )),
     }
+}
+
+/// A command to run (`--check`): one that is empty or only blanks would run `bash -c ''`, which
+/// exits 0 and so "passes" — what `--check "$VERIFY"` gives when the variable is unset.
+pub(crate) fn command(s: &str) -> Result<String, BadValue> {
+    if s.trim().is_empty() {
+        return Err(bad(
+            "a command (an empty one always passes; is the variable it came from unset?)",
+            s,
+        ));
+    }
+    Ok(s.to_owned())
 }

@@ -291,11 +291,26 @@ fn key_checks(
             let var = entry.key_var;
             let needed = is_run && entry.key_required;
             if let Some(lines) = crate::provider::describe_credentials(entry, file, env) {
+                // A cloud's key variable (Azure's, Bedrock's API key) is read as a run reads
+                // it: one no header can carry fails here as it would there.
+                if entry.auth != crate::providers::Auth::Google
+                    && let Err(e) = config::key_origin(var, file, env)
+                {
+                    let state = if is_run { State::Fail } else { State::Warn };
+                    return Check::new("auth", entry.name, state, e.to_string()).needed(is_run);
+                }
                 let text = lines.join("; ");
-                let state = match text.starts_with("none") {
-                    true if is_run => State::Fail,
-                    true => State::Skip,
-                    false => State::Ok,
+                // "none usable": what is set cannot be sent, which no machine will change.
+                // "not probed": nothing is set but a metadata service, which only a cloud
+                // machine has: nothing to check, as for a provider with no key.
+                let state = if text.starts_with("none usable") {
+                    if is_run { State::Fail } else { State::Warn }
+                } else if text.starts_with("none") {
+                    if is_run { State::Fail } else { State::Skip }
+                } else if text.contains("(not probed") {
+                    if is_run { State::Warn } else { State::Skip }
+                } else {
+                    State::Ok
                 };
                 return Check::new("auth", entry.name, state, text).needed(is_run);
             }
@@ -310,8 +325,13 @@ fn key_checks(
                     format!("not found: set {var}, {var}_FILE or --api-key-file"),
                 ),
                 Ok(None) => (State::Skip, format!("not found ({var}, {var}_FILE)")),
-                Err(e) => (State::Fail, e.to_string()),
+                // A key that cannot be sent is broken wherever it is set: failed for the run's
+                // provider, flagged for the others.
+                Err(e) if is_run => (State::Fail, e.to_string()),
+                Err(e) => (State::Warn, e.to_string()),
             };
+            // A run with a key it cannot send fails, whether or not the provider needs one.
+            let needed = needed || (is_run && state == State::Fail);
             Check::new("key", entry.name, state, detail).needed(needed)
         })
         .collect()

@@ -77,6 +77,10 @@ pub enum Failure {
         as_command: String,
         as_prompt: String,
     },
+    /// `rounds -p …`, `--yolo`, `rounds exec …`, `--max-rounds 20` as one argument: what
+    /// another tool's habit or a launcher meant, said in rounds' words.
+    #[error(transparent)]
+    Habit(#[from] super::usage::Habit),
     /// `rounds doctor`: the needed checks that failed (it listed them all).
     #[error("doctor: needed checks failed: {}", .0.join(", "))]
     Doctor(Vec<String>),
@@ -87,6 +91,8 @@ impl Failure {
     pub(crate) fn status(&self) -> Status {
         match self {
             Failure::Flags(e) if !e.use_stderr() => Status::Completed,
+            // The run's --timeout passed before it could start: a timeout like any other.
+            Failure::Config(ConfigError::StdinDeadline { .. }) => Status::Timeout,
             Failure::Flags(_)
             | Failure::Settings(_)
             | Failure::Config(_)
@@ -97,7 +103,8 @@ impl Failure {
             | Failure::NoRun { .. }
             | Failure::Transcript(_)
             | Failure::PromptIsCommand { .. }
-            | Failure::CommandAfterFlags { .. } => Status::Usage,
+            | Failure::CommandAfterFlags { .. }
+            | Failure::Habit(_) => Status::Usage,
             Failure::Runtime(_) | Failure::Man(_) | Failure::NotRemoved(_) | Failure::Doctor(_) => {
                 Status::Error
             }
@@ -118,7 +125,7 @@ impl Failure {
             }
             _ => self.to_string(),
         };
-        Outcome::new(self.status(), Some(message))
+        Outcome::new(self.status(), Some(redacted(message)))
     }
 }
 
@@ -209,11 +216,20 @@ pub(crate) fn say(failure: &Failure) {
         }
         Failure::NotRemoved(errors) => {
             for (path, error) in errors {
-                render::print_failure(failure.status(), &removal(path, error));
+                render::print_failure(failure.status(), &redacted(removal(path, error)));
             }
         }
-        _ => render::print_failure(failure.status(), &failure.to_string()),
+        _ => render::print_failure(failure.status(), &redacted(failure.to_string())),
     }
+}
+
+/// A failure's text with the secrets of rounds' environment taken out. A run's own ending is
+/// redacted by the run, with its provider key too; a command that failed before or without a
+/// run (a batch, a store, a subcommand) has no run's redactor, and its text may quote a value
+/// (a path or a URL built from a variable, a server's error).
+fn redacted(text: String) -> String {
+    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    crate::redact::Redactor::for_run(None, &env, &[]).redacted(text)
 }
 
 #[cfg(test)]

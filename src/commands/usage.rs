@@ -2,6 +2,9 @@
 //! prompt that starts with a subcommand's name (`rounds show me the failing test`, or
 //! `rounds -m haiku show me`, which clap reads as a prompt) is told to put `--` first. Under `-o json` or `-o stream-json`, stdout also gets the JSON object (or
 //! `end` event) a run that cannot start prints, so a script reading stdout always gets one.
+//! What people bring from other tools (`-p`, `--yolo`, `rounds exec …`) and a flag given with
+//! its value as one argument (an action's `args: --max-rounds 20`) are answered in rounds' own
+//! words (habits.rs) rather than clap's guesses.
 
 use std::ffi::OsString;
 
@@ -9,8 +12,11 @@ use clap::CommandFactory;
 use clap::error::ErrorKind;
 
 use super::{Ended, Failure};
+
+mod habits;
 use crate::cli::{Cli, OutputMode};
 use crate::settings::{Layers, ParseError};
+pub(crate) use habits::Habit;
 
 /// The command line as parsed; or how the program ends when it could not be, or when it reads
 /// as something its writer cannot have meant (a subcommand's name after flags, which clap takes
@@ -20,11 +26,17 @@ pub(crate) fn read(
     args: &[OsString],
 ) -> Result<(Cli, Layers), Ended> {
     let failure = match parsed {
-        Ok((cli, layers)) => match command_after_flags(&cli, args) {
-            None => return Ok((cli, layers)),
-            Some(failure) => failure,
-        },
-        Err(ParseError::Clap(e)) => prompt_like_command(&e, args).unwrap_or(Failure::Flags(e)),
+        Ok((cli, layers)) => {
+            let exec = habits::exec_word(&cli, args).map(Failure::Habit);
+            match exec.or_else(|| command_after_flags(&cli, args)) {
+                None => return Ok((cli, layers)),
+                Some(failure) => failure,
+            }
+        }
+        Err(ParseError::Clap(e)) => habits::unknown_argument(&e, args)
+            .map(Failure::Habit)
+            .or_else(|| prompt_like_command(&e, args))
+            .unwrap_or(Failure::Flags(e)),
         Err(ParseError::Settings(e)) => Failure::Settings(e),
     };
     Err(ending(failure, args))

@@ -38,6 +38,16 @@ pub(super) fn prompt_size(bytes: usize, window: u64, replay: bool) -> Result<(),
     Ok(())
 }
 
+/// `--check`, wherever it came from: clap refuses a blank one on the command line and in the
+/// settings, but a job line or a queue row is applied to the flags after clap. A blank command
+/// runs `bash -c ''`, which exits 0: the run would "pass" having checked nothing.
+pub(super) fn check_command(cli: &Cli) -> Result<(), ConfigError> {
+    match &cli.check {
+        Some(check) if check.trim().is_empty() => Err(ConfigError::EmptyCheck),
+        _ => Ok(()),
+    }
+}
+
 pub(super) fn loop_limits(
     cli: &Cli,
     model_info: &ModelInfo,
@@ -83,4 +93,27 @@ pub(super) fn cache(cli: &Cli, resume: Option<&Resume>, run_id: &str) -> Option<
         ttl: cli.cache_ttl,
         key: resume.map_or_else(|| run_id.to_owned(), |r| r.origin_run_id.clone()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[test]
+    fn a_blank_check_set_after_clap_is_still_refused() {
+        // What a job line or a queue row does: the flags parsed, then the check set on them.
+        let mut cli = super::Cli::try_parse_from(["rounds", "x"]).unwrap();
+        for blank in ["", " ", "\t\n"] {
+            cli.check = Some(blank.to_owned());
+            let refused = super::check_command(&cli);
+            assert!(
+                matches!(refused, Err(super::ConfigError::EmptyCheck)),
+                "{blank:?}"
+            );
+        }
+        cli.check = Some("cargo test".to_owned());
+        assert!(super::check_command(&cli).is_ok());
+        cli.check = None;
+        assert!(super::check_command(&cli).is_ok());
+    }
 }

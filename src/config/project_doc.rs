@@ -6,12 +6,14 @@
 //! They are text from the repository, so nothing about them can fail a run or reach outside
 //! it: a file that is not UTF-8 is read lossily, a huge one is cut (32 KiB in all, as codex
 //! reads), a link that leads out of the repository or to something not a file is skipped with
-//! a warning. They inform the model and set nothing: no setting is ever read from them.
+//! a warning, and each file is opened once (see `find`). They inform the model and set nothing: no setting is ever read from them.
 
+use std::fs::File;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::ConfigError;
+use crate::files::{self, OpenError};
 use crate::transcript::ProjectDoc;
 
 /// The most bytes of project instructions a run sends, all files together.
@@ -63,14 +65,14 @@ fn read_capped(workspace: &Path, names: &[String], cap: usize) -> ProjectDocs {
     let mut left = cap;
     let mut unread = Vec::new();
     for dir in dirs {
-        let Some((path, rel)) = find(dir, names, &root) else {
+        let Some((file, rel)) = find(dir, names, &root) else {
             continue;
         };
         if left == 0 {
             unread.push(rel);
             continue;
         }
-        match read_one(&path, left) {
+        match read_one(file, &rel, left) {
             Ok((text, bytes, truncated)) if !text.trim().is_empty() => {
                 left -= text.len();
                 let text = if truncated { text + CUT } else { text };
@@ -114,42 +116,53 @@ fn repository_root(workspace: &Path) -> PathBuf {
         .to_owned()
 }
 
-/// The first of `names` in `dir` that is a file inside `root` (after links), and its path from
-/// the root; one that leads elsewhere is skipped with a warning.
-fn find(dir: &Path, names: &[String], root: &Path) -> Option<(PathBuf, String)> {
+/// The first of `names` in `dir` that is a regular file, opened, and its path from the root; one
+/// that is anything else is skipped with a warning.
+///
+/// Opened once, by [`files::open_regular`]: no link is followed in any component, and the
+/// descriptor is checked (a regular file, not procfs). A link is followed one step, and only to
+/// a path with no link, `..` or `.` in it that lies inside the repository (`CLAUDE.md ->
+/// AGENTS.md`), opened the same way: checking a path and then opening it again would let a tool
+/// of another run over the same workspace (`rounds batch --jobs 4`) swap the file for a link to
+/// `/proc/self/environ` in between.
+fn find(dir: &Path, names: &[String], root: &Path) -> Option<(File, String)> {
     for name in names {
         let path = dir.join(name);
-        if path.symlink_metadata().is_err() {
-            continue;
-        }
         let rel = path
             .strip_prefix(root)
             .map(|r| r.to_string_lossy().into_owned())
             .unwrap_or_else(|_| name.clone());
-        let real = match std::fs::canonicalize(&path) {
-            Ok(real) if real.starts_with(root) => real,
-            Ok(_) => {
+        let opened = match files::open_regular(&path) {
+            Err(OpenError::Link(target)) if inside(&target, root) => files::open_regular(&target),
+            Err(OpenError::Link(_)) => {
                 tracing::warn!("{rel}: a link out of the repository; not read");
                 continue;
             }
-            Err(e) => {
-                tracing::warn!("{rel}: not read: {e}");
-                continue;
-            }
+            other => other,
         };
-        if !real.is_file() {
-            tracing::warn!("{rel}: not a regular file; not read");
-            continue;
+        match opened {
+            Ok(file) => return Some((file, rel)),
+            Err(OpenError::NotFound) => {}
+            Err(OpenError::Link(_)) => tracing::warn!("{rel}: a link to a link; not read"),
+            Err(e) => tracing::warn!("{rel}: not read: {e}"),
         }
-        return Some((real, rel));
     }
     None
 }
 
+/// Whether `target` names a place inside `root` by itself: absolute, with no `.` or `..`
+/// component (the walk that opens it follows no link, so where it names is where it is).
+fn inside(target: &Path, root: &Path) -> bool {
+    target.is_absolute()
+        && target.starts_with(root)
+        && target
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+}
+
 /// A file's text, at most `left` bytes of it (cut at a character), lossily decoded; its size on
 /// disk; whether it was cut. A file that is not UTF-8 is said once on stderr.
-fn read_one(path: &Path, left: usize) -> std::io::Result<(String, u64, bool)> {
-    let file = std::fs::File::open(path)?;
+fn read_one(file: File, rel: &str, left: usize) -> std::io::Result<(String, u64, bool)> {
     let bytes = file.metadata()?.len();
     let mut raw = Vec::new();
     // Lossy decoding never shortens, so `left + 1` raw bytes tell whether the text fits.
@@ -157,10 +170,7 @@ fn read_one(path: &Path, left: usize) -> std::io::Result<(String, u64, bool)> {
     let mut text = match String::from_utf8(raw) {
         Ok(text) => text,
         Err(e) => {
-            tracing::warn!(
-                "{}: not UTF-8; bytes that are not are sent as U+FFFD",
-                path.display()
-            );
+            tracing::warn!("{rel}: not UTF-8; bytes that are not are sent as U+FFFD");
             String::from_utf8_lossy(e.as_bytes()).into_owned()
         }
     };

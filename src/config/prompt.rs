@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::ConfigError;
 use crate::cli::Cli;
@@ -41,8 +41,14 @@ pub(crate) fn stdin_kind() -> StdinKind {
 }
 
 /// Reads the real stdin to its end, bounded. If a pipe stays silent for a while, says on stderr
-/// what rounds is waiting for, so a CI step that hangs explains itself.
-pub(crate) fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
+/// what rounds is waiting for, so a CI step that hangs explains itself. `deadline` is the run's
+/// (`--timeout`, counted from rounds' start): waiting for stdin is part of the run, so a pipe
+/// still open then ends it as a timeout (`sleep 7 | rounds --timeout 2 x` must not complete
+/// after 7 s).
+pub(crate) fn read_real_stdin(
+    quiet: bool,
+    deadline: Option<(Instant, Duration)>,
+) -> Result<String, ConfigError> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -52,14 +58,14 @@ pub(crate) fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
             .map(|_| buf);
         let _ = tx.send(r);
     });
-    let result = match rx.recv_timeout(Duration::from_secs(3)) {
-        Ok(r) => r,
-        Err(_) => {
+    let result = match wait(&rx, Some(Instant::now() + STDIN_PATIENCE), deadline)? {
+        Some(r) => r,
+        None => {
             if !quiet {
                 tracing::warn!("still reading stdin (a pipe); pass --no-stdin to skip it");
             }
-            rx.recv()
-                .map_err(|_| ConfigError::Stdin(std::io::ErrorKind::BrokenPipe.into()))?
+            wait(&rx, None, deadline)?
+                .ok_or_else(|| ConfigError::Stdin(std::io::ErrorKind::BrokenPipe.into()))?
         }
     };
     let bytes = result.map_err(ConfigError::Stdin)?;
@@ -67,6 +73,36 @@ pub(crate) fn read_real_stdin(quiet: bool) -> Result<String, ConfigError> {
         return Err(ConfigError::StdinTooLarge);
     }
     text_input(bytes, "stdin").map_err(ConfigError::BinaryStdin)
+}
+
+/// How long a silent pipe is waited for before rounds says what it is waiting for.
+const STDIN_PATIENCE: Duration = Duration::from_secs(3);
+
+/// What the reader sent by `until` (`None` when it had not, or when it went away), or the run's
+/// deadline (`deadline`: when, and the `--timeout` it came from) if that comes first.
+fn wait<T>(
+    rx: &std::sync::mpsc::Receiver<T>,
+    until: Option<Instant>,
+    deadline: Option<(Instant, Duration)>,
+) -> Result<Option<T>, ConfigError> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let end = match (until, deadline) {
+        (Some(u), Some((d, _))) => Some(u.min(d)),
+        (u, d) => u.or(d.map(|(d, _)| d)),
+    };
+    let Some(end) = end else {
+        return Ok(rx.recv().ok());
+    };
+    match rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
+        Ok(r) => Ok(Some(r)),
+        Err(RecvTimeoutError::Disconnected) => Ok(None),
+        Err(RecvTimeoutError::Timeout) => match deadline {
+            Some((at, timeout)) if Instant::now() >= at => Err(ConfigError::StdinDeadline {
+                secs: timeout.as_secs_f64(),
+            }),
+            _ => Ok(None),
+        },
+    }
 }
 
 /// Input a user gave as text (stdin, `-f FILE`). Only what is really binary (it holds a NUL
@@ -153,4 +189,35 @@ pub(super) fn resolve_prompt(
         return Err(ConfigError::EmptyPrompt);
     }
     Ok(prompt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_for_stdin_ends_at_the_deadline_and_not_before_it() {
+        let (tx, rx) = std::sync::mpsc::channel::<u8>();
+        let now = Instant::now();
+        let soon = Some(now + Duration::from_millis(30));
+        let deadline = Some((now + Duration::from_millis(60), Duration::from_secs(2)));
+        // The patience runs out first: no word yet, and no error.
+        assert!(matches!(wait(&rx, soon, deadline), Ok(None)));
+        // Then the deadline: the run's --timeout, named.
+        match wait(&rx, None, deadline) {
+            Err(ConfigError::StdinDeadline { secs }) => assert_eq!(secs, 2.0),
+            other => panic!("{other:?}"),
+        }
+        // What came in time is taken, deadline or not.
+        tx.send(7).unwrap();
+        let later = Some((
+            Instant::now() + Duration::from_secs(5),
+            Duration::from_secs(5),
+        ));
+        assert!(matches!(wait(&rx, None, later), Ok(Some(7))));
+        tx.send(8).unwrap();
+        assert!(matches!(wait(&rx, None, None), Ok(Some(8))));
+        drop(tx);
+        assert!(matches!(wait(&rx, None, None), Ok(None)));
+    }
 }

@@ -118,31 +118,48 @@ pub(super) fn model_options(cli: &Cli) -> (Api, Options) {
 
 /// A provider's key: from `--api-key-file`, else the variable `var`, else the file named by
 /// `{var}_FILE`. Files let a launcher keep the key out of every process environment (which
-/// other processes of the same user can read); they are read once, here, and the trailing
-/// newline an editor adds is dropped.
+/// other processes of the same user can read); they are read once, here. Every source is
+/// trimmed alike (an editor's newline in a file, a pasted CI secret's in a variable), and a key
+/// still unsendable stops the run here, naming its source: sent, it would fail every attempt
+/// as if the network had.
 fn api_key(
     var: &str,
     key_file: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<String>, ConfigError> {
-    let from_file = |path: &Path| -> Result<Option<String>, ConfigError> {
+    let from_file = |path: &Path, origin: String| -> Result<Option<String>, ConfigError> {
         let text = read_file("API key file", path)?;
-        let key = text.trim_end_matches(['\n', '\r']);
+        let key = text.trim();
         if key.is_empty() || key.contains(['\n', '\r']) {
             return Err(ConfigError::KeyFile(path.to_owned()));
         }
-        Ok(Some(key.to_owned()))
+        sendable(key, origin).map(Some)
     };
     if let Some(path) = key_file {
-        return from_file(path);
+        return from_file(path, format!("--api-key-file {}", path.display()));
     }
-    if let Some(key) = env(var) {
-        return Ok(Some(key));
+    // A variable holding only whitespace is unset, as an empty one is (`env::var`).
+    if let Some(key) = env(var).filter(|k| !k.trim().is_empty()) {
+        return sendable(&key, var.to_owned()).map(Some);
     }
-    match env(&format!("{var}_FILE")) {
-        Some(path) => from_file(Path::new(&path)),
+    let file_var = format!("{var}_FILE");
+    match env(&file_var) {
+        Some(path) => {
+            let origin = format!("{file_var} ({path})");
+            from_file(Path::new(&path), origin)
+        }
         None => Ok(None),
     }
+}
+
+/// `key` trimmed, or why no header can carry it, naming `origin` and never the key.
+fn sendable(key: &str, origin: String) -> Result<String, ConfigError> {
+    crate::net::credential(key)
+        .map(str::to_owned)
+        .map_err(|why| ConfigError::UnsendableKey {
+            origin,
+            why: why.to_string(),
+        })
 }
 
 /// How a model value becomes the spec a run resolves: given (or the default), then un-aliased.
@@ -212,7 +229,8 @@ pub(crate) fn key_origin(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<String>, ConfigError> {
     let found = api_key(var, key_file, env)?.is_some();
-    let origin = match (key_file, env(var), env(&format!("{var}_FILE"))) {
+    let in_var = env(var).filter(|k| !k.trim().is_empty());
+    let origin = match (key_file, in_var, env(&format!("{var}_FILE"))) {
         _ if !found => return Ok(None),
         (Some(path), _, _) => format!("--api-key-file {}", path.display()),
         (None, Some(_), _) => var.to_owned(),

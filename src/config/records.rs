@@ -63,6 +63,13 @@ fn transcript_target(
         Some(path) => (cwd.join(path), ""),
         None => {
             let Some(home) = rounds_home(env) else {
+                // `env -u HOME rounds …` (a container, a service): the run goes on, but the
+                // user would find `transcript: null` with no word of why.
+                tracing::warn!(
+                    "no transcript is kept: ROUNDS_HOME, XDG_STATE_HOME and HOME are all unset \
+                     (set one, or pass --transcript FILE; --no-transcript says no transcript is \
+                     wanted)"
+                );
                 return Ok(None);
             };
             // The user's own state directory may sit behind links of theirs (a dotfiles

@@ -99,23 +99,41 @@ fn own_run(path: &Path, runs: &Path) -> bool {
 /// artifact, a crafted file saying `"workspace": "/"`) cannot widen it, and the run stays in
 /// the current directory (or `-w`). A recorded workspace is also only taken while it is still a
 /// directory given by an absolute path; a warning names it when it is not the current one.
-pub(super) fn keep_resumed(mut cli: Cli, resume: Option<&Resume>, cwd: &Path) -> Cli {
+///
+/// A transcript is no more trusted than a project file: when the user pinned an endpoint or a
+/// key file (`--base-url`, `--api-key-file`), a recorded model of another provider is refused
+/// (an error, not a warning: falling back to a default model would send the conversation
+/// somewhere the user did not choose either), so the transcript cannot send that key elsewhere.
+pub(super) fn keep_resumed(
+    mut cli: Cli,
+    resume: Option<&Resume>,
+    cwd: &Path,
+) -> Result<Cli, ConfigError> {
     let Some(resume) = resume else {
-        return cli;
+        return Ok(cli);
     };
     let start = &resume.start;
     let source = Source::Transcript {
         path: resume.path.clone(),
     };
     if cli.model.is_none() {
-        match trust::transcript_model(&start.provider, &start.model, &source) {
+        let pin = trust::Pin::new(cli.base_url.is_some() || cli.api_key_file.is_some(), None);
+        match trust::transcript_model(&start.provider, &start.model, &pin, &source) {
             Ok(model) => cli.model = Some(model),
-            Err(refused) => tracing::warn!("{}", terminal::line(&refused.to_string())),
+            Err(trust::TranscriptModel::Pinned(refused)) => {
+                return Err(ConfigError::ResumePinned(format!(
+                    "{}: {}",
+                    refused.source, refused.why
+                )));
+            }
+            Err(trust::TranscriptModel::Unusable(refused)) => {
+                tracing::warn!("{}", terminal::line(&refused.to_string()))
+            }
         }
     }
     let recorded = Path::new(&start.workspace);
     if cli.tools.workspace.is_some() {
-        return cli;
+        return Ok(cli);
     }
     let here = std::fs::canonicalize(cwd).is_ok_and(|c| c == recorded);
     if !trust::transcript_may_set_workspace(resume.own_run) {
@@ -141,5 +159,5 @@ pub(super) fn keep_resumed(mut cli: Cli, resume: Option<&Resume>, cwd: &Path) ->
         }
         cli.tools.workspace = Some(recorded.to_owned());
     }
-    cli
+    Ok(cli)
 }

@@ -47,6 +47,29 @@ where
     Ok(kept.downcast::<T>().unwrap_or(new))
 }
 
+/// A credential from the variable `name`, as it will be sent: trimmed (`net::credential`), or
+/// `None` when the variable is unset or blank. `Err` names the variable and why no header can
+/// carry its value, never the value: a setup error, found before any request.
+pub(crate) fn env_credential(
+    env: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Option<String>, String> {
+    let Some(value) = env(name).filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    crate::net::credential(&value)
+        .map(|v| Some(v.to_owned()))
+        .map_err(|why| unsendable(name, &why))
+}
+
+/// The message for a credential in `name` that cannot be sent.
+pub(crate) fn unsendable(name: &str, why: &crate::net::Unsendable) -> String {
+    format!(
+        "{name}: the credential {why}, which cannot be sent in an HTTP header (surrounding \
+         whitespace is dropped; what is left must be visible ASCII)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,16 +95,25 @@ fn credentials(
     if let Some(key) = key {
         return Ok(Arc::new(Header::new("api-key", &key)?));
     }
-    if let Some(token) = env("AZURE_OPENAI_AD_TOKEN") {
+    // Each credential trimmed, and refused here when no request could carry it: sent, it would
+    // fail as a transport error, retried as if the network had failed.
+    let credential = |name: &str| {
+        super::auth::env_credential(env, name)
+            .map_err(|e| BuildError::Config(format!("azure: {e}")))
+    };
+    if let Some(token) = credential("AZURE_OPENAI_AD_TOKEN")? {
         return Ok(Arc::new(Header::new(
             "authorization",
             &format!("Bearer {token}"),
         )?));
     }
-    if let (Some(client_id), Some(tenant)) = (env("AZURE_CLIENT_ID"), env("AZURE_TENANT_ID")) {
+    if let (Some(client_id), Some(tenant)) = (
+        credential("AZURE_CLIENT_ID")?,
+        credential("AZURE_TENANT_ID")?,
+    ) {
         let proof = match (
             env("AZURE_FEDERATED_TOKEN_FILE"),
-            env("AZURE_CLIENT_SECRET"),
+            credential("AZURE_CLIENT_SECRET")?,
         ) {
             (Some(file), _) => Proof::Assertion(file.into()),
             (None, Some(secret)) => Proof::Secret(secret),
@@ -138,7 +147,21 @@ fn credentials(
 }
 
 /// Which credentials `describe` would pick, for `rounds doctor`: names only, never a value.
+/// A credential no request could carry is a line starting "none usable", which doctor fails.
 pub(crate) fn describe_credentials(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let keyless =
+        env("AZURE_OPENAI_API_KEY").is_none() && env("AZURE_OPENAI_API_KEY_FILE").is_none();
+    let used = [
+        "AZURE_OPENAI_AD_TOKEN",
+        "AZURE_CLIENT_ID",
+        "AZURE_TENANT_ID",
+        "AZURE_CLIENT_SECRET",
+    ];
+    for name in used.into_iter().filter(|_| keyless) {
+        if let Err(why) = super::auth::env_credential(env, name) {
+            return vec![format!("none usable: {why}")];
+        }
+    }
     let line = if env("AZURE_OPENAI_API_KEY").is_some() {
         "api-key header from AZURE_OPENAI_API_KEY".to_owned()
     } else if env("AZURE_OPENAI_API_KEY_FILE").is_some() {
@@ -174,7 +197,7 @@ struct Header {
 
 impl Header {
     fn new(name: &'static str, value: &str) -> Result<Header, BuildError> {
-        let value = http::secret_header(value)
+        let value = http::secret_header("azure", name, value)
             .map_err(|_| BuildError::Config("azure: the key or token cannot be a header".into()))?;
         Ok(Header { name, value })
     }
@@ -270,13 +293,20 @@ impl Entra {
             .send()
             .await
             .map_err(|e| {
-                self.fail(
-                    Failure::Network,
-                    format!("Entra ID token endpoint: {}", crate::net::describe(&e)),
-                )
+                // A request reqwest would not build (an authority host that is no URL) is
+                // the setup's to fix; only a failure on the way is the network's.
+                let kind = if e.is_builder() {
+                    Failure::Config
+                } else {
+                    Failure::Network
+                };
+                let why = crate::net::describe(&e);
+                self.fail(kind, format!("Entra ID token endpoint: {why}"))
             })?;
         let status = response.status();
-        let bytes = response.bytes().await.unwrap_or_default();
+        let bytes = http::token_body(response, TOKEN_IDLE)
+            .await
+            .map_err(|e| self.fail(e.kind(), format!("Entra ID token endpoint: {e}")))?;
         let reply: TokenReply = serde_json::from_slice(&bytes).unwrap_or_default();
         let Some(token) = reply.access_token.filter(|_| status.is_success()) else {
             let kind = if status.is_server_error() {
@@ -293,11 +323,20 @@ impl Entra {
                 ),
             ));
         };
-        let value = http::secret_header(&format!("Bearer {token}"))?;
+        // A token no header can carry is the token service's fault: refused like a wrong one.
+        let value = http::secret_header("azure", "the Entra ID token", &format!("Bearer {token}"))
+            .map_err(|_| {
+                let why = "Entra ID sent a token that cannot be sent in an HTTP header";
+                self.fail(Failure::Auth, why.to_owned())
+            })?;
         let lifetime = Duration::from_secs(reply.expires_in.unwrap_or(3600));
         Ok((value, Instant::now() + lifetime.saturating_sub(EARLY)))
     }
 }
+
+/// How long a token endpoint's answer may go without a byte. The whole fetch is also inside
+/// the request's wait (`http::send`), which is usually shorter.
+const TOKEN_IDLE: Duration = Duration::from_secs(30);
 
 #[derive(serde::Deserialize, Default)]
 struct TokenReply {
@@ -366,8 +405,10 @@ mod tests {
 
     #[test]
     fn credentials_are_the_first_there_is_and_none_names_every_place() {
+        // rounds' client: it installs the crypto provider reqwest is built without.
+        let client = || http::client().unwrap();
         let none = |_: &str| None;
-        let err = credentials(None, &none, reqwest::Client::new())
+        let err = credentials(None, &none, client())
             .err()
             .map(|e| e.to_string());
         let err = err.unwrap_or_default();
@@ -379,18 +420,39 @@ mod tests {
             assert!(err.contains(var), "{err}");
         }
         let half = |v: &str| (v == "AZURE_CLIENT_ID" || v == "AZURE_TENANT_ID").then(|| "x".into());
-        let err = credentials(None, &half, reqwest::Client::new())
+        let err = credentials(None, &half, client())
             .err()
             .map(|e| e.to_string());
         assert!(
             err.unwrap_or_default()
                 .contains("AZURE_FEDERATED_TOKEN_FILE")
         );
-        assert!(credentials(Some("k".into()), &none, reqwest::Client::new()).is_ok());
+        assert!(credentials(Some("k".into()), &none, client()).is_ok());
         let described = describe_credentials(&|v: &str| {
             (v == "AZURE_OPENAI_AD_TOKEN").then(|| "secret-token".into())
         });
         assert!(!described[0].contains("secret-token"));
         assert!(described[0].contains("AZURE_OPENAI_AD_TOKEN"));
+    }
+
+    #[test]
+    fn a_token_or_secret_no_request_can_carry_is_a_setup_error_naming_its_variable() {
+        let client = || http::client().unwrap();
+        for var in ["AZURE_OPENAI_AD_TOKEN", "AZURE_CLIENT_SECRET"] {
+            let env = |v: &str| match v {
+                "AZURE_CLIENT_ID" | "AZURE_TENANT_ID" => Some("x".into()),
+                v if v == var => Some("tok\nen-value".into()),
+                _ => None,
+            };
+            let err = credentials(None, &env, client()).err();
+            assert!(matches!(err, Some(BuildError::Config(_))), "{var}");
+            let err = err.map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains(var) && !err.contains("en-value"), "{err}");
+            let described = describe_credentials(&env).join("; ");
+            assert!(described.starts_with("none usable") && described.contains(var));
+        }
+        // Trimmed, a pasted token's newline is no error.
+        let env = |v: &str| (v == "AZURE_OPENAI_AD_TOKEN").then(|| "token\n".into());
+        assert!(credentials(None, &env, client()).is_ok());
     }
 }

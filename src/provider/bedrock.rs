@@ -53,6 +53,12 @@ pub(crate) fn build(
     if needs_region && region.is_none() && !auth::region_may_be_found(&|v| crate::env::var(v)) {
         return Err(BuildError::Config(format!("bedrock: {}", auth::NO_REGION)));
     }
+    // The environment's keys are read at the first request; one no request could carry is
+    // the user's to fix, said now rather than failed on (as a network error) then.
+    if endpoint.key.is_none() {
+        auth::check_env_keys(&|v| crate::env::var(v))
+            .map_err(|e| BuildError::Config(format!("bedrock: {e}")))?;
+    }
     // One chain (one STS exchange, one refresh) for every job of a batch with this key and
     // region: the rest of what decides it is the process's environment.
     let shared = format!("bedrock\0{:?}\0{region:?}", endpoint.key);
@@ -145,8 +151,12 @@ impl Bedrock {
         if response.status().is_success() && content_type.starts_with(EVENT_STREAM) {
             return Ok(response);
         }
+        let moved = http::moved_to(&response);
         let (status, retry_after, body) = http::error_body(response).await;
-        let text = http::error_text(&body);
+        let text = match moved {
+            Some(to) => http::not_followed(&to),
+            None => http::error_text(&body),
+        };
         if status.is_success() {
             return Err(ProviderError::Protocol {
                 provider: e.name.to_owned(),

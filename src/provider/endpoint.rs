@@ -36,7 +36,7 @@ impl Endpoint {
     pub(crate) fn key_header(&self, header: &'static str) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = &self.key {
-            headers.insert(header, http::secret_header(key)?);
+            headers.insert(header, http::secret_header(self.name, "the API key", key)?);
         }
         Ok(headers)
     }
@@ -47,7 +47,7 @@ impl Endpoint {
         if let Some(key) = &self.key {
             headers.insert(
                 "authorization",
-                http::secret_header(&format!("Bearer {key}"))?,
+                http::secret_header(self.name, "the API key", &format!("Bearer {key}"))?,
             );
         }
         Ok(headers)

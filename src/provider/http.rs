@@ -12,14 +12,46 @@ use crate::net::{clip, describe};
 /// Builds the providers' HTTP client. Connection setup is bounded; the response body is bounded
 /// by the idle timeout in `provider::drive`, not by a total timeout (a long answer is legitimate).
 pub(crate) fn client() -> Result<reqwest::Client, reqwest::Error> {
-    crate::net::builder(Duration::from_secs(30)).build()
+    crate::net::builder(Duration::from_secs(30))
+        .redirect(same_origin_redirects())
+        .build()
+}
+
+/// How many redirects within one origin are followed (reqwest's own default).
+const MAX_REDIRECTS: usize = 10;
+
+/// Redirects are followed only within the origin (scheme, host, port) the request was sent
+/// to; one to another origin is not followed, and its response is the answer. Refused, not
+/// stripped: a redirect policy sees URLs only, never headers, so it cannot take `x-api-key`,
+/// `api-key`, `x-goog-api-key` or a form's `client_secret` off a request (reqwest itself
+/// strips only `Authorization`, `Cookie` and their kin), and a provider's or token service's
+/// POST has no business moving to another origin. Every request that carries a credential
+/// (the model's, and the token exchanges of Entra ID, Google and AWS, which use this client)
+/// goes through here.
+pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let from = attempt.previous().first().map(reqwest::Url::origin);
+        if from.is_some_and(|from| from != attempt.url().origin()) {
+            return attempt.stop();
+        }
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error("too many redirects");
+        }
+        attempt.follow()
+    })
 }
 
 /// A header value holding a secret: marked sensitive so it never shows in debug output.
-pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ProviderError> {
-    let mut v = HeaderValue::from_str(value).map_err(|_| ProviderError::Transport {
-        provider: "config".into(),
-        message: "the API key contains characters that cannot be sent in a header".into(),
+/// `what` names the credential in the error (never its value); a value no header can carry is
+/// a setup error (setup refuses such keys first; this is the last guard).
+pub(crate) fn secret_header(
+    provider: &str,
+    what: &str,
+    value: &str,
+) -> Result<HeaderValue, ProviderError> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| ProviderError::Unbuildable {
+        provider: provider.to_owned(),
+        message: format!("{what} holds characters that cannot be sent in an HTTP header"),
     })?;
     v.set_sensitive(true);
     Ok(v)
@@ -50,9 +82,13 @@ pub(crate) async fn post(
     if response.status().is_success() {
         return expect_event_stream(provider, &shown_url(url), response).await;
     }
+    let location = moved_to(&response);
     let (status, retry_after, body) = error_body(response).await;
     let reason = status.canonical_reason().unwrap_or("");
-    let text = error_text(&body);
+    let text = match location {
+        Some(to) => not_followed(&to),
+        None => error_text(&body),
+    };
     Err(ProviderError::Http {
         provider: provider.to_owned(),
         status: status.as_u16(),
@@ -66,6 +102,25 @@ pub(crate) async fn post(
         retry_after,
         kind: super::Failure::of_http(status.as_u16(), &body),
     })
+}
+
+/// What a run says of a redirect to the origin `to` that it did not follow.
+pub(crate) fn not_followed(to: &str) -> String {
+    format!(
+        "a redirect to another origin ({to}), not followed so that the credentials do not go \
+         there: point the base URL at where the service is"
+    )
+}
+
+/// Where a redirect the policy did not follow points, as an origin (never a path or query,
+/// which could hold a token).
+pub(crate) fn moved_to(response: &reqwest::Response) -> Option<String> {
+    if !response.status().is_redirection() {
+        return None;
+    }
+    let location = response.headers().get(reqwest::header::LOCATION)?;
+    let to = response.url().join(location.to_str().ok()?).ok()?;
+    Some(to.origin().ascii_serialization())
 }
 
 /// Sends `request` once `credentials` (if any) authorized it, and returns the response head
@@ -110,12 +165,15 @@ pub(crate) async fn send(
     Ok(response)
 }
 
-/// Sending to `url` failed.
+/// Sending to `url` failed. A request reqwest would not build (a header, URL or body of ours)
+/// was never sent: that is rounds' setup failing, not the network, and retrying cannot help.
 pub(crate) fn transport(provider: &str, url: &str, e: &reqwest::Error) -> ProviderError {
-    ProviderError::Transport {
-        provider: provider.to_owned(),
-        message: format!("POST {}: {}", shown_url(url), describe(e)),
+    let message = format!("POST {}: {}", shown_url(url), describe(e));
+    let provider = provider.to_owned();
+    if e.is_builder() {
+        return ProviderError::Unbuildable { provider, message };
     }
+    ProviderError::Transport { provider, message }
 }
 
 /// An error response's status, the wait it asked for (its header, or Gemini's body), and its
@@ -136,6 +194,66 @@ pub(crate) async fn error_body(
     }
     let retry_after = retry_after.or_else(|| body_retry_delay(&body));
     (status, retry_after, body)
+}
+
+/// The most a token endpoint's answer may hold. A token answer is a few kilobytes of JSON; a
+/// bigger one is a wrong or hostile endpoint, which must not fill memory.
+pub(crate) const MAX_TOKEN_BYTES: usize = 1024 * 1024;
+
+/// Why a token endpoint's answer could not be read whole.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TokenBody {
+    #[error("the answer is larger than {} KiB; reading stopped", MAX_TOKEN_BYTES / 1024)]
+    TooLarge,
+    #[error("the answer stalled: nothing for {}s", .0.as_secs_f64())]
+    Stalled(Duration),
+    #[error("reading the answer failed: {0}")]
+    Read(String),
+}
+
+impl TokenBody {
+    /// One too large will be again (an endpoint that is not a token service, refused like a
+    /// wrong one); a stall or a broken read may pass.
+    pub(crate) fn kind(&self) -> super::Failure {
+        match self {
+            TokenBody::TooLarge => super::Failure::Auth,
+            TokenBody::Stalled(_) => super::Failure::Stalled,
+            TokenBody::Read(_) => super::Failure::Network,
+        }
+    }
+}
+
+/// A token endpoint's whole answer, read piece by piece: at most [`MAX_TOKEN_BYTES`], and each
+/// piece within `idle`, so an endless or trickling answer ends rather than filling memory or
+/// holding the run (the wait around fetching a token bounds it as a whole too, but not its size).
+pub(crate) async fn token_body(
+    response: reqwest::Response,
+    idle: Duration,
+) -> Result<Vec<u8>, TokenBody> {
+    use futures_util::StreamExt;
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_TOKEN_BYTES as u64)
+    {
+        return Err(TokenBody::TooLarge);
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    loop {
+        let next = tokio::time::timeout(idle, stream.next())
+            .await
+            .map_err(|_| TokenBody::Stalled(idle))?;
+        match next {
+            None => return Ok(body),
+            Some(Err(e)) => return Err(TokenBody::Read(describe(&e))),
+            Some(Ok(chunk)) => {
+                if body.len() + chunk.len() > MAX_TOKEN_BYTES {
+                    return Err(TokenBody::TooLarge);
+                }
+                body.extend_from_slice(&chunk);
+            }
+        }
+    }
 }
 
 /// A URL as messages show it: scheme, host, port and path, never a query (where a key could
@@ -252,6 +370,22 @@ fn body_retry_delay(body: &[u8]) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_of_ours_that_cannot_be_built_is_a_setup_error_not_the_network() {
+        let client = client().unwrap();
+        let err = client
+            .post("http://127.0.0.1:9/x")
+            .header("x-api-key", "a\nb")
+            .build()
+            .unwrap_err();
+        let e = transport("anthropic", "http://127.0.0.1:9/x", &err);
+        assert_eq!(e.kind(), super::super::Failure::Config, "{e}");
+        assert!(!e.is_retryable());
+        let e = secret_header("openai", "the API key", "Bearer a\rb").unwrap_err();
+        assert_eq!(e.kind(), super::super::Failure::Config, "{e}");
+        assert!(e.to_string().contains("the API key") && !e.to_string().contains("a\rb"));
+    }
 
     #[test]
     fn error_text_reads_each_provider_shape() {

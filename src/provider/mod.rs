@@ -149,6 +149,11 @@ pub(crate) enum ProviderError {
     /// Connecting, sending or reading failed.
     #[error("{provider}: {message}")]
     Transport { provider: String, message: String },
+    /// A request rounds cannot make as configured: a header, URL or body of its own that the
+    /// HTTP client refuses to build (a key no header can carry). Nothing was sent, and the
+    /// same request would fail the same way: a setup error, never the network's.
+    #[error("{provider}: {message}")]
+    Unbuildable { provider: String, message: String },
     /// No response, or no content in it (keep-alives aside), for longer than the idle timeout.
     #[error("{provider}: stream stalled: no content for {}s", .after.as_secs_f64())]
     Idle { provider: String, after: Duration },
@@ -199,6 +204,7 @@ impl ProviderError {
             ProviderError::Refused { .. } => Failure::Refused,
             ProviderError::Protocol { .. } => Failure::Protocol,
             ProviderError::Replay(_) => Failure::Replay,
+            ProviderError::Unbuildable { .. } => Failure::Config,
         }
     }
 

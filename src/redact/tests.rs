@@ -269,3 +269,35 @@ fn each_provider_key_is_named_by_the_variable_it_is_read_from() {
     let ollama = find("ollama").unwrap();
     assert_eq!(ProviderChoice::new(ollama, String::new(), None).key(), None);
 }
+
+#[test]
+fn a_secret_is_redacted_in_each_of_its_encodings_under_its_own_name() {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let key = "sk-ant-api03-encoded?key&value";
+    let r = redactor(&[("ANTHROPIC_API_KEY", key)]);
+    let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+    let printed = [
+        STANDARD.encode(key),
+        STANDARD.encode(format!("a{key}")),
+        STANDARD.encode(format!("ab{key}")),
+        URL_SAFE_NO_PAD.encode(format!("abc{key}")),
+        hex.clone(),
+        hex.to_uppercase(),
+        key.replace('?', "%3F").replace('&', "%26"),
+        key.chars().rev().collect(),
+    ];
+    for text in printed {
+        let (out, names) = redacted(&r, &format!("out: {text} end"));
+        assert_eq!(names, ["ANTHROPIC_API_KEY"], "{text}");
+        assert!(
+            out.contains("[REDACTED:ANTHROPIC_API_KEY]"),
+            "{text} -> {out}"
+        );
+        // What is left of an encoded form is its edge characters at most, never the core.
+        assert!(out.len() < text.len() / 2 + 40, "{text} -> {out}");
+    }
+    // The control: another value's encodings pass.
+    let (out, names) = redacted(&r, &STANDARD.encode("sk-ant-api03-another-value!!"));
+    assert!(names.is_empty(), "{out}");
+}

@@ -364,23 +364,38 @@ pub(crate) fn untrusted_aliases(
     (kept, refused)
 }
 
+/// Why a resumed run does not adopt its transcript's model.
+#[derive(Debug)]
+pub(crate) enum TranscriptModel {
+    /// Not a model a record may name (not a built-in provider's, `replay:`): the run goes on
+    /// with its default, as with any refused untrusted value.
+    Unusable(Refusal),
+    /// Another provider's than the one the user pinned an endpoint or key file to: the run must
+    /// not go on with a model the user did not choose for that key.
+    Pinned(Refusal),
+}
+
 /// The model a resumed run adopts from its transcript (`provider/model` as recorded), when
-/// nothing else names one: only a built-in provider's; never `replay:`.
+/// nothing else names one: only a built-in provider's; never `replay:`; and, as for a project
+/// file, only the pinned provider's when the user named an endpoint or a key file.
 pub(crate) fn transcript_model(
     provider: &str,
     model: &str,
+    pin: &Pin,
     source: &Source,
-) -> Result<String, Refusal> {
+) -> Result<String, TranscriptModel> {
     let spec = format!("{provider}/{model}");
     if providers::find(provider).is_none() || model.is_empty() {
-        return Err(refusal(
+        return Err(TranscriptModel::Unusable(refusal(
             "model",
             &[spec],
             source,
             format!("{provider:?} is not a built-in provider; give -m to choose the model"),
-        ));
+        )));
     }
     untrusted_model(&spec, &BTreeMap::new(), &Pin::default(), source)
+        .map_err(TranscriptModel::Unusable)?;
+    untrusted_model(&spec, &BTreeMap::new(), pin, source).map_err(TranscriptModel::Pinned)
 }
 
 /// Whether a resumed run may take the workspace its transcript recorded: only from a run rounds

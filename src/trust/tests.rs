@@ -142,12 +142,12 @@ fn a_transcript_gives_a_built_in_model_or_nothing() {
         ("anthropic", ""),
     ] {
         assert!(
-            transcript_model(provider, model, &source).is_err(),
+            transcript_model(provider, model, &Pin::default(), &source).is_err(),
             "{provider}"
         );
     }
     assert_eq!(
-        transcript_model("openai", "gpt-4.1", &source).unwrap(),
+        transcript_model("openai", "gpt-4.1", &Pin::default(), &source).unwrap(),
         "openai/gpt-4.1"
     );
 }
@@ -240,4 +240,31 @@ fn an_overlay_applies_each_value_by_its_sources_rule() {
         assert_eq!(deny.len(), 2);
         assert!(ov.refused.is_empty());
     }
+}
+
+#[test]
+fn a_transcript_model_of_another_provider_than_the_pinned_one_is_refused_as_pinned() {
+    let source = Source::Transcript {
+        path: "t.jsonl".into(),
+    };
+    let pin = Pin::new(true, None);
+    for (provider, model) in [("openai", "gpt-4.1"), ("ollama", "llama3")] {
+        assert!(
+            matches!(
+                transcript_model(provider, model, &pin, &source),
+                Err(TranscriptModel::Pinned(_))
+            ),
+            "{provider}"
+        );
+        // Unpinned, the same record is adopted.
+        assert!(transcript_model(provider, model, &Pin::default(), &source).is_ok());
+    }
+    assert_eq!(
+        transcript_model("anthropic", "claude-x", &pin, &source).unwrap(),
+        "anthropic/claude-x"
+    );
+    assert!(matches!(
+        transcript_model("evil", "m", &pin, &source),
+        Err(TranscriptModel::Unusable(_))
+    ));
 }

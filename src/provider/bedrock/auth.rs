@@ -115,7 +115,11 @@ impl Authorize for AwsAuth {
     /// credentials fresh for at least another minute.
     async fn authorize(&self, request: &mut reqwest::Request) -> Result<(), ProviderError> {
         if let Some(token) = &self.bearer {
-            let value = http::secret_header(&format!("Bearer {token}"))?;
+            let value = http::secret_header(
+                &self.provider,
+                "AWS_BEARER_TOKEN_BEDROCK",
+                &format!("Bearer {token}"),
+            )?;
             request
                 .headers_mut()
                 .insert(reqwest::header::AUTHORIZATION, value);
@@ -179,7 +183,7 @@ impl Chain {
         let conf = ProviderConfig::default()
             .with_http_client(ReqwestHttpClient::new(self.client.clone()))
             .with_region(Some(Region::new(region.to_owned())));
-        let env = aws_config::environment::EnvironmentVariableCredentialsProvider::new();
+        let env = EnvKeys;
         let profile = aws_config::profile::ProfileFileCredentialsProvider::builder()
             .configure(&conf)
             .build();
@@ -199,6 +203,60 @@ impl Chain {
             .or_else("EcsContainer", ecs)
             .or_else("Ec2InstanceMetadata", imds)
     }
+}
+
+/// The variables of the chain's first source, the environment's keys.
+pub(crate) const ENV_KEYS: [&str; 3] = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+];
+
+/// Whether the environment's keys could be sent (and signed with) as they are, for setup to
+/// refuse before any request: the message names the variable, never its value.
+pub(crate) fn check_env_keys(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    for name in ENV_KEYS {
+        crate::provider::auth::env_credential(env, name)?;
+    }
+    Ok(())
+}
+
+/// The environment's keys, trimmed. aws-config's own source trims the session token but not
+/// the key id or the secret, so a pasted CI secret's newline made a header reqwest refuses
+/// (a "network" failure, retried) or a signature AWS refuses.
+#[derive(Debug)]
+struct EnvKeys;
+
+impl ProvideCredentials for EnvKeys {
+    fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        future::ProvideCredentials::ready(env_keys(&|name| crate::env::var(name)))
+    }
+}
+
+pub(crate) fn env_keys(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Credentials, CredentialsError> {
+    let get = |name: &str| {
+        crate::provider::auth::env_credential(env, name)
+            .map_err(CredentialsError::invalid_configuration)
+    };
+    let (Some(id), Some(secret)) = (get("AWS_ACCESS_KEY_ID")?, get("AWS_SECRET_ACCESS_KEY")?)
+    else {
+        return Err(CredentialsError::not_loaded(
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set",
+        ));
+    };
+    let token = get("AWS_SESSION_TOKEN")?;
+    Ok(Credentials::new(
+        id,
+        secret,
+        token,
+        None,
+        "EnvironmentVariable",
+    ))
 }
 
 /// The instance metadata provider, whose every failure counts as "not found" (kept for the
@@ -339,7 +397,7 @@ pub(crate) fn sign_request(
         let secret =
             header.sensitive() || matches!(header.name(), "authorization" | "x-amz-security-token");
         let value = if secret {
-            http::secret_header(header.value())?
+            http::secret_header("bedrock", "the AWS credentials", header.value())?
         } else {
             reqwest::header::HeaderValue::from_str(header.value())
                 .map_err(|e| failed(e.to_string()))?
@@ -351,10 +409,19 @@ pub(crate) fn sign_request(
 
 /// Which credentials a Bedrock run would use and where they come from, for `rounds doctor`:
 /// read from variable names and file existence only, never a secret and never the network.
+/// A key no request could carry is a line starting "none usable", which doctor fails.
 pub(crate) fn describe_credentials(env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
-    let set = |name: &str| env(name).is_some_and(|v| !v.is_empty());
+    let set = |name: &str| env(name).is_some_and(|v| !v.trim().is_empty());
     let mut lines = Vec::new();
-    let source = if set("AWS_BEARER_TOKEN_BEDROCK") {
+    let bearer = crate::provider::auth::env_credential(env, "AWS_BEARER_TOKEN_BEDROCK");
+    let unusable = match bearer {
+        Err(why) => Some(why),
+        Ok(Some(_)) => None,
+        Ok(None) => check_env_keys(env).err(),
+    };
+    let source = if let Some(why) = unusable {
+        format!("none usable: {why}")
+    } else if set("AWS_BEARER_TOKEN_BEDROCK") {
         "a Bedrock API key from AWS_BEARER_TOKEN_BEDROCK (sent as a bearer token, not signed)"
             .to_owned()
     } else if set("AWS_ACCESS_KEY_ID") && set("AWS_SECRET_ACCESS_KEY") {

@@ -12,6 +12,12 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
 
+use crate::provider::http::TokenBody;
+
+/// How long a credentials answer may go without a byte when its provider set no timeout (the
+/// model request's wait, which fetching credentials is inside, is usually shorter).
+const CREDENTIALS_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[derive(Debug, Clone)]
 pub(crate) struct ReqwestHttpClient {
     client: reqwest::Client,
@@ -80,7 +86,16 @@ async fn send(
     let status = StatusCode::try_from(response.status().as_u16())
         .map_err(|e| ConnectorError::other(e.into(), None))?;
     let headers = response.headers().clone();
-    let body = response.bytes().await.map_err(connector_error)?;
+    // Credentials answers are small: one without end (a wrong or hostile endpoint) is cut at
+    // the cap token answers share, and one that stalls ends rather than holding the run.
+    let idle = timeout.unwrap_or(CREDENTIALS_IDLE);
+    let body = crate::provider::http::token_body(response, idle)
+        .await
+        .map_err(|e| match e {
+            TokenBody::Stalled(_) => ConnectorError::timeout(e.to_string().into()),
+            TokenBody::TooLarge => ConnectorError::user(e.to_string().into()),
+            TokenBody::Read(_) => ConnectorError::io(e.to_string().into()),
+        })?;
     let mut out = HttpResponse::new(status, SdkBody::from(body));
     for (name, value) in &headers {
         if let Ok(value) = value.to_str() {
@@ -93,6 +108,10 @@ async fn send(
 
 fn connector_error(e: reqwest::Error) -> ConnectorError {
     let text = crate::net::describe(&e);
+    // A request reqwest would not build (a header or URL of the chain's) was never sent.
+    if e.is_builder() {
+        return ConnectorError::user(text.into());
+    }
     if e.is_timeout() {
         ConnectorError::timeout(text.into())
     } else {

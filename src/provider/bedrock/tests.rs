@@ -430,3 +430,29 @@ fn model_ids_are_one_percent_encoded_path_segment() {
     let url = converse_stream_url("http://h", "../../x?y#z");
     assert_eq!(url, "http://h/model/..%2F..%2Fx%3Fy%23z/converse-stream");
 }
+
+#[test]
+fn the_environments_keys_are_trimmed_and_unsendable_ones_named_not_shown() {
+    let padded = |v: &str| match v {
+        "AWS_ACCESS_KEY_ID" => Some("AKIAEXAMPLE\n".to_owned()),
+        "AWS_SECRET_ACCESS_KEY" => Some("  secret\r\n".to_owned()),
+        "AWS_SESSION_TOKEN" => Some("\ttoken ".to_owned()),
+        _ => None,
+    };
+    let keys = auth::env_keys(&padded).unwrap();
+    assert_eq!(keys.access_key_id(), "AKIAEXAMPLE");
+    assert_eq!(keys.secret_access_key(), "secret");
+    assert_eq!(keys.session_token(), Some("token"));
+    assert!(auth::check_env_keys(&padded).is_ok());
+    for name in auth::ENV_KEYS {
+        let broken = |v: &str| match v {
+            v if v == name => Some("val\nue-hidden".to_owned()),
+            v => padded(v),
+        };
+        let err = auth::check_env_keys(&broken).unwrap_err();
+        assert!(err.contains(name) && !err.contains("hidden"), "{err}");
+        assert!(auth::env_keys(&broken).is_err(), "{name}");
+        let described = describe_credentials(&broken).join("; ");
+        assert!(described.starts_with("none usable"), "{described}");
+    }
+}

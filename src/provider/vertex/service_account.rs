@@ -162,12 +162,21 @@ impl ServiceAccount {
             .send()
             .await
             .map_err(|e| {
-                AuthError::network(format!("vertex: {what}: {}", crate::net::describe(&e)))
+                let message = format!("vertex: {what}: {}", crate::net::describe(&e));
+                // A token_uri reqwest cannot make a request of is the key file's to fix.
+                match e.is_builder() {
+                    true => AuthError::config(message),
+                    false => AuthError::network(message),
+                }
             })?;
         let status = response.status();
-        let body = response.text().await.map_err(|e| {
-            AuthError::network(format!("vertex: {what}: {}", crate::net::describe(&e)))
-        })?;
+        let body = crate::provider::http::token_body(response, TOKEN_TIMEOUT)
+            .await
+            .map_err(|e| AuthError {
+                kind: e.kind(),
+                message: format!("vertex: {what}: {e}"),
+            })?;
+        let body = String::from_utf8_lossy(&body);
         if !status.is_success() {
             return Err(AuthError::of_status(status.as_u16(), &what, &body));
         }
