@@ -184,7 +184,7 @@ async fn execute(
     outcome.error = outcome.error.map(|e| agent.redactor.redacted(e));
     servers.shutdown().await;
     // Whatever a tool left behind (its supervisor killed, the tree re-parented to rounds).
-    crate::process::reap_orphans();
+    crate::process::settle_and_reap().await;
     if let Some(signals) = signals {
         signals.abort();
     }

@@ -9,6 +9,10 @@
 //! orphans are re-parented to rounds rather than to init, and [`reap_orphans`] (run after every
 //! call, and by the wiring at exit) kills and reaps every child of rounds that is not a live
 //! supervisor it started, with its descendants.
+//!
+//! A call whose future is dropped (cancelled, the run's deadline) leaves its supervisor ending
+//! its tree on its own, for up to its grace period; at the end of a run, [`settle_and_reap`]
+//! waits for those supervisors (bounded) so nothing of a tool outlives rounds.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -26,7 +30,11 @@ pub(crate) mod capture;
 pub(crate) mod pin;
 pub mod sandbox;
 mod seccomp;
+mod settle;
 pub mod supervisor;
+
+use settle::Abandon;
+pub(crate) use settle::settle_and_reap;
 
 pub use capture::{Captured, Limits};
 pub use sandbox::Sandbox;
@@ -142,6 +150,9 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
     );
     let mut child = spawn_registered(&mut command)?;
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    // The caller may drop this future (a cancelled call, the run's deadline): the supervisor
+    // is then left to end its tree alone, and `settle` has rounds wait for it before it exits.
+    let mut watch = Abandon(pid);
 
     // The supervisor's stdin carries the command's input, then stays open as the lifeline: if
     // this future is dropped or rounds dies, it closes and the supervisor ends the tree.
@@ -182,6 +193,8 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
             reason
         }
     };
+    // The supervisor is reaped (`child.wait` returned, in `stop` too): nothing to wait for.
+    watch.0 = None;
     drop(lifeline);
     // The tree is gone, so the pipes are at EOF; a writer that escaped the supervisor (it was
     // itself killed) must not hold the call open.
@@ -252,7 +265,9 @@ fn supervisor_command(
 /// Ends a supervised process tree and reaps the supervisor; bounded in time.
 pub(crate) async fn terminate(child: &mut tokio::process::Child) {
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    let mut watch = Abandon(pid);
     stop(child, pid).await;
+    watch.0 = None;
     reap_orphans_async().await;
 }
 

@@ -18,6 +18,10 @@
 //! - network, unless allowed: TCP `connect`/`bind` refused (Landlock ABI 4), and a seccomp filter
 //!   refuses every other socket (UDP, raw, packet, netlink…: only UNIX and TCP sockets can be
 //!   created) and `io_uring` (which could create sockets behind the filter's back).
+//! - `.git` below a writable directory: read-only, through a mount namespace of the child's own
+//!   (`sandbox::git`): Landlock cannot take back a part of what it grants.
+//! - other processes' limits, priorities and affinity, keyrings, SysV IPC, mounts and
+//!   namespaces: seccomp filters (`process::seccomp`), and an IPC namespace where possible.
 //! - other processes: a domain cannot ptrace, so cannot read `/proc/PID/environ` or `mem` of,
 //!   any process outside it, whatever the user ids (Landlock ABI 1); with ABI 6 it cannot signal
 //!   them either (so a tool cannot `kill -9` or `SIGSTOP` its supervisor or rounds) nor connect
@@ -27,8 +31,8 @@
 //! The supervisor stays outside the domain: it must signal, inspect (`/proc`) and reap the
 //! tree, and the tool must not be able to signal or ptrace it, which a shared domain would
 //! allow. The rules are built in the supervisor (allocation, opening the directories) and only
-//! entered in the `pre_exec` hook: a few system calls (`landlock_restrict_self`, `seccomp`)
-//! after `prctl(PR_SET_NO_NEW_PRIVS)`. The supervisor is single-threaded when it spawns, so the
+//! entered in the `pre_exec` hook: a few system calls (`unshare` and the `.git` mounts, then
+//! `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`, `seccomp`). The supervisor is single-threaded when it spawns, so the
 //! forked child cannot inherit a lock held by another thread.
 //!
 //! # How the supervisor learns it
@@ -54,6 +58,12 @@ use serde::{Deserialize, Serialize};
 
 use super::pin::{Pin, PinError};
 use super::seccomp;
+
+pub(crate) mod git;
+mod support;
+
+use support::kernel;
+pub use support::{Enforced, Summary, Support, probe};
 
 /// The environment variable that carries the sandbox to the supervisor ([`Sandbox::to_env`]).
 pub const SUPERVISOR_ENV: &str = "ROUNDS_SUPERVISOR_SANDBOX";
@@ -126,6 +136,13 @@ pub(crate) enum ConfineError {
     Landlock(#[from] landlock::RulesetError),
     #[error("seccomp: {0}")]
     Seccomp(#[from] seccomp::FilterError),
+    /// With `require`: the walk for `.git` directories stopped at its limit.
+    #[error(
+        "more than {} directories below the writable directories: cannot find every .git to \
+         keep read-only",
+        git::WALK_LIMIT
+    )]
+    TooManyDirectories,
 }
 
 /// Parses a `--sandbox` value: the mode and whether it is required (`require`).
@@ -278,6 +295,7 @@ impl Sandbox {
             processes: on,
             signals: on,
             abstract_unix_sockets: on,
+            git_read_only: Some(on),
         }
     }
 
@@ -292,6 +310,13 @@ impl Sandbox {
             processes: wanted.processes && abi >= 1,
             signals: wanted.signals && abi >= 6,
             abstract_unix_sockets: wanted.abstract_unix_sockets && abi >= 6,
+            // Nothing is writable in read-only mode; in workspace-write the mounts need a
+            // namespace, and mean something only where Landlock confines writes at all.
+            git_read_only: Some(
+                wanted.git_read_only == Some(true)
+                    && abi >= 3
+                    && (self.mode == Mode::ReadOnly || support.mount_namespace),
+            ),
         }
     }
 
@@ -316,6 +341,13 @@ impl Sandbox {
         }
         if !self.is_off() && !support.seccomp {
             missing.push("setuid and setgid modes, and chown (seccomp)".to_owned());
+        }
+        if self.mode == Mode::WorkspaceWrite && !support.mount_namespace {
+            missing.push(
+                ".git read-only below the writable directories (a mount namespace: rounds \
+                 needs CAP_SYS_ADMIN or unprivileged user namespaces)"
+                    .to_owned(),
+            );
         }
         if wanted.processes && !got.processes {
             missing.push(
@@ -444,19 +476,43 @@ impl Sandbox {
             return Ok(None);
         }
         let pinned = self.open_pins()?;
+        let shield = match self.mode {
+            // Where the run was told there is no namespace to be had, the child does not try
+            // (a user namespace half made is worse than none); required, it tries and fails.
+            Mode::WorkspaceWrite if !self.require && !git::can_unshare() => {
+                Some(git::Shield::new(&[]))
+            }
+            Mode::WorkspaceWrite => match git::find(&self.write) {
+                Ok(found) => Some(git::Shield::new(&found)),
+                Err(_) if self.require => return Err(ConfineError::TooManyDirectories),
+                // Best effort: what the walk found before its limit.
+                Err(found) => Some(git::Shield::new(&found)),
+            },
+            // Nothing is writable: Landlock keeps every `.git` as it is (the shield still
+            // gives the tool its own SysV IPC).
+            Mode::ReadOnly | Mode::Off => Some(git::Shield::new(&[])),
+        };
         let ruleset = landlock_rules(self, pinned)?;
         // Best effort leaves the filters out where the kernel has no seccomp (the run warned);
         // required, they go in and the command does not start without them.
         let mut filters = Vec::new();
+        let mut ipc_filter = None;
         if self.require || probe().seccomp {
             filters.push(seccomp::file_owner_filter()?);
+            filters.push(seccomp::namespace_filter()?);
+            filters.push(seccomp::process_filter()?);
+            filters.push(seccomp::openat2_filter()?);
+            ipc_filter = Some(seccomp::ipc_filter()?);
             if !self.network {
                 filters.push(seccomp::socket_filter()?);
             }
         }
         Ok(Some(Confinement {
+            shield,
+            require: self.require,
             ruleset: Some(ruleset),
             filters,
+            ipc_filter,
         }))
     }
 
@@ -475,8 +531,13 @@ impl Sandbox {
 
 /// The rules of one child, built and ready to enter.
 pub(crate) struct Confinement {
+    /// The `.git` paths to make read-only, if any.
+    shield: Option<git::Shield>,
+    require: bool,
     ruleset: Option<landlock::RulesetCreated>,
     filters: Vec<seccompiler::BpfProgram>,
+    /// Entered only when the child has no IPC namespace of its own.
+    ipc_filter: Option<seccompiler::BpfProgram>,
 }
 
 impl Confinement {
@@ -485,10 +546,25 @@ impl Confinement {
     /// gain privileges in a sandboxed tool. Makes system calls only: no allocation unless it
     /// fails.
     pub(crate) fn enter(&mut self) -> std::io::Result<()> {
+        // First: Landlock forbids mounting, and the seccomp filter refuses it.
+        let mut ipc_private = false;
+        if let Some(shield) = &self.shield {
+            match shield.enter(&mut ipc_private) {
+                Ok(()) => {}
+                Err(git::Failure::Unavailable(e)) if self.require => return Err(e),
+                Err(git::Failure::Unavailable(_)) => {}
+                Err(git::Failure::Broken(e)) => return Err(e),
+            }
+        }
         if let Some(ruleset) = self.ruleset.take() {
             ruleset.restrict_self().map_err(std::io::Error::other)?;
         }
         for filter in &self.filters {
+            seccompiler::apply_filter(filter).map_err(std::io::Error::other)?;
+        }
+        if let Some(filter) = &self.ipc_filter
+            && !ipc_private
+        {
             seccompiler::apply_filter(filter).map_err(std::io::Error::other)?;
         }
         Ok(())
@@ -544,99 +620,6 @@ fn landlock_rules(
             .add_rules(pinned)?;
     }
     Ok(created.no_new_privs(true))
-}
-
-/// What the running kernel can enforce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Support {
-    /// The Landlock ABI version; 0 when the kernel has no Landlock (or it is disabled).
-    pub landlock_abi: u32,
-    /// Whether seccomp filters are available for this architecture and kernel.
-    pub seccomp: bool,
-}
-
-impl Support {
-    /// A kernel without Landlock or seccomp.
-    #[cfg(test)]
-    pub(crate) fn none() -> Support {
-        Support {
-            landlock_abi: 0,
-            seccomp: false,
-        }
-    }
-}
-
-/// What the kernel's Landlock is, for messages.
-fn kernel(landlock_abi: u32) -> String {
-    match landlock_abi {
-        0 => "this kernel has no Landlock".to_owned(),
-        n => format!("this kernel has Landlock ABI {n}"),
-    }
-}
-
-/// Asks the kernel what it supports (cheap: one system call and one small file read).
-pub fn probe() -> Support {
-    Support {
-        landlock_abi: landlock_abi(),
-        seccomp: seccomp::ARCH.is_some()
-            && std::fs::read_to_string("/proc/self/status")
-                .is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:"))),
-    }
-}
-
-#[allow(unsafe_code)]
-fn landlock_abi() -> u32 {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: with a null attribute pointer, size 0 and the VERSION flag,
-    // landlock_create_ruleset(2) reads no memory and creates no file descriptor: it returns the
-    // highest supported ABI version, or -1 (ENOSYS, EOPNOTSUPP) without Landlock.
-    let version = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    u32::try_from(version).unwrap_or(0)
-}
-
-/// Which restrictions are in force for tool processes.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[schemars(deny_unknown_fields)]
-pub struct Enforced {
-    /// Writes outside the writable directories are refused, truncation included.
-    pub filesystem: bool,
-    /// TCP connect and bind are refused.
-    pub network_tcp: bool,
-    /// Sockets other than UNIX and TCP (UDP, raw, packet, netlink…) cannot be created.
-    pub network_other: bool,
-    /// Processes outside the tool cannot be ptraced (so neither their `/proc/PID/environ` and
-    /// `mem` read).
-    pub processes: bool,
-    /// Processes outside the tool cannot be signalled.
-    pub signals: bool,
-    /// Abstract UNIX sockets created outside the tool cannot be connected to.
-    pub abstract_unix_sockets: bool,
-}
-
-/// The OS sandbox of tool processes, and what the kernel enforced of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Summary {
-    /// `--sandbox`.
-    pub mode: Mode,
-    /// `--sandbox require`.
-    pub required: bool,
-    /// The kernel's Landlock ABI version, 0 without Landlock.
-    pub landlock_abi: u32,
-    /// Whether bash and hooks may use the network (`--tool-network`, or the sandbox is off).
-    pub network: bool,
-    /// The writable directories (`["/"]` when off: whatever the user may write).
-    pub write: Vec<String>,
-    pub enforced: Enforced,
 }
 
 fn hex(path: &Path) -> String {

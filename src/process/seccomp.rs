@@ -1,11 +1,17 @@
 //! The seccomp filters of a sandboxed tool: what Landlock has no rights for.
 //!
 //! Landlock decides *where* a tool may write, but not the attributes of files it may not write:
-//! `chmod` and `chown` of a file outside every writable directory go through. Two filters fill
-//! the gaps that matter most:
-//! - [`file_owner_filter`], whenever the sandbox is on: no setuid or setgid mode (a tool run as
-//!   root would leave a setuid-root program for any local user), and no `chown` at all. It
-//!   refuses with `EPERM`, the error a process without the privilege gets anyway.
+//! `chmod` and `chown` of a file outside every writable directory go through, and much that is
+//! not a file at all. The filters fill the gaps that matter most:
+//! - [`file_owner_filter`], whenever the sandbox is on: no setuid or setgid mode, by `chmod` or
+//!   by creating a file (a tool run as root would leave a setuid-root program for any local
+//!   user), and no `chown` at all. It refuses with `EPERM`, the error a process without the
+//!   privilege gets anyway; [`openat2_filter`] makes `openat2` look absent (`ENOSYS`).
+//! - [`namespace_filter`], whenever the sandbox is on: no mounting and no namespaces, so the
+//!   read-only `.git` mounts stay (`sandbox::git`).
+//! - [`process_filter`], whenever the sandbox is on: no resource limits, priorities or CPU
+//!   affinity set on another process (rounds among them), no keyrings; and [`ipc_filter`]: no
+//!   SysV IPC where the tool has no IPC namespace of its own.
 //! - [`socket_filter`], when the network is off: only UNIX and TCP sockets, no `io_uring`. It
 //!   refuses with `EACCES`, as Landlock refuses a TCP connection.
 //!
@@ -66,6 +72,23 @@ fn mode_calls() -> Vec<(i64, u8)> {
     calls
 }
 
+/// The calls that create a file with a mode: the index of their flags argument (for `open`
+/// and `openat`, whose mode counts only with `O_CREAT` or `O_TMPFILE`) and of their mode.
+fn create_calls() -> Vec<(i64, Option<u8>, u8)> {
+    #[allow(unused_mut)]
+    let mut calls = vec![(libc::SYS_openat, Some(2), 3), (libc::SYS_mknodat, None, 2)];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        (libc::SYS_open, Some(1), 2),
+        (libc::SYS_creat, None, 1),
+        (libc::SYS_mknod, None, 1),
+    ]);
+    calls
+}
+
+/// `O_TMPFILE` without the `O_DIRECTORY` bit it includes: a file made with its mode.
+const O_TMPFILE_BIT: u64 = 0o20_000_000;
+
 /// The calls that change a file's owner or group.
 fn owner_calls() -> Vec<i64> {
     #[allow(unused_mut)]
@@ -77,6 +100,11 @@ fn owner_calls() -> Vec<i64> {
 
 fn arg(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, BackendError> {
     SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
+}
+
+/// A condition on a whole 64-bit argument (a pointer).
+fn arg64(index: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, BackendError> {
+    SeccompCondition::new(index, SeccompCmpArgLen::Qword, op, value)
 }
 
 fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, BackendError> {
@@ -106,9 +134,11 @@ fn compile(calls: Vec<(i64, Vec<SeccompRule>)>, errno: i32) -> Result<BpfProgram
 /// `chmod(2)` and its kin are refused (EPERM) when the mode has `S_ISUID` or `S_ISGID`; every
 /// `chown(2)` is refused, whatever the owner.
 ///
-/// Creating a file with a setuid mode (`open(O_CREAT, 04755)`) stays possible, but only as an
-/// empty file: the supervisor drops `CAP_FSETID`, so the first write or truncation clears the
-/// bit again.
+/// Creating a file with a setuid or setgid mode (`open(O_CREAT, 06755)`, `creat`, `mknod` of a
+/// regular file) is refused the same way: root's file would keep its bits until the first
+/// write (the supervisor drops `CAP_FSETID`), and a file of root's that another user may run
+/// while it is setuid is enough. (`openat2` carries its mode in a struct a filter cannot read:
+/// [`openat2_filter`] refuses it.)
 pub(crate) fn file_owner_filter() -> Result<BpfProgram, FilterError> {
     let build = || -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
         use SeccompCmpOp::MaskedEq;
@@ -120,12 +150,137 @@ pub(crate) fn file_owner_filter() -> Result<BpfProgram, FilterError> {
                 .collect::<Result<Vec<_>, _>>()?;
             calls.push((call, refuse));
         }
+        for (call, flags, mode) in create_calls() {
+            let mut refuse = Vec::new();
+            for bit in [libc::S_ISUID, libc::S_ISGID] {
+                let special = arg(mode, MaskedEq(bit.into()), bit.into())?;
+                match flags {
+                    None => refuse.push(rule(vec![special])?),
+                    Some(flags) => {
+                        for creating in [libc::O_CREAT as u64, O_TMPFILE_BIT] {
+                            refuse.push(rule(vec![
+                                arg(flags, MaskedEq(creating), creating)?,
+                                special.clone(),
+                            ])?);
+                        }
+                    }
+                }
+            }
+            calls.push((call, refuse));
+        }
         // No rule: refused whatever the arguments.
         calls.extend(owner_calls().into_iter().map(|call| (call, Vec::new())));
         Ok(calls)
     };
     compile(build()?, libc::EPERM)
 }
+
+/// Every call that changes the mount table or enters or makes a namespace is refused (EPERM):
+/// the read-only mounts of `.git` (`sandbox::git`) must stay, and a new user namespace would
+/// give the tool back the capabilities the supervisor dropped (within it).
+pub(crate) fn namespace_filter() -> Result<BpfProgram, FilterError> {
+    use super::sandbox::git;
+    let calls = [
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        git::SYS_OPEN_TREE,
+        git::SYS_MOVE_MOUNT,
+        git::SYS_FSOPEN,
+        git::SYS_FSCONFIG,
+        git::SYS_FSMOUNT,
+        git::SYS_FSPICK,
+        git::SYS_MOUNT_SETATTR,
+    ];
+    // No rule: refused whatever the arguments.
+    compile(
+        calls.into_iter().map(|call| (call, Vec::new())).collect(),
+        libc::EPERM,
+    )
+}
+
+/// What reaches other processes of the same user (or every process, for root) through their
+/// pid, refused (EPERM) unless it names the caller itself (pid or `who` 0): resource limits
+/// (`prlimit --pid`, which ends rounds with `--fsize=1`), priority (`renice -p`, and any
+/// `PRIO_USER`), CPU affinity and scheduling (`taskset -p`, `chrt -p`), I/O priority (`ionice
+/// -p`, and any `IOPRIO_WHO_USER`). `ulimit`, `nice CMD`, `taskset -c 0 CMD` and `ionice -c3
+/// CMD` work on the caller and still work. Also the kernel's keyrings (`add_key`, `keyctl`,
+/// `request_key`): the session keyring is rounds' own.
+pub(crate) fn process_filter() -> Result<BpfProgram, FilterError> {
+    const PRIO_USER: u64 = 2;
+    const IOPRIO_WHO_USER: u64 = 3;
+    let build = || -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
+        use SeccompCmpOp::{Eq, Ne};
+        let other = || rule(vec![arg(0, Ne, 0)?]);
+        let mut calls = vec![
+            // Reading another process's limits (no new limit) is harmless.
+            (
+                libc::SYS_prlimit64,
+                vec![rule(vec![arg(0, Ne, 0)?, arg64(2, Ne, 0)?])?],
+            ),
+            (libc::SYS_sched_setaffinity, vec![other()?]),
+            (libc::SYS_sched_setscheduler, vec![other()?]),
+            (libc::SYS_sched_setparam, vec![other()?]),
+            (libc::SYS_sched_setattr, vec![other()?]),
+            (
+                libc::SYS_setpriority,
+                vec![
+                    rule(vec![arg(0, Eq, PRIO_USER)?])?,
+                    rule(vec![arg(1, Ne, 0)?])?,
+                ],
+            ),
+            (
+                libc::SYS_ioprio_set,
+                vec![
+                    rule(vec![arg(0, Eq, IOPRIO_WHO_USER)?])?,
+                    rule(vec![arg(1, Ne, 0)?])?,
+                ],
+            ),
+        ];
+        calls.extend(
+            [libc::SYS_add_key, libc::SYS_keyctl, libc::SYS_request_key]
+                .into_iter()
+                .map(|call| (call, Vec::new())),
+        );
+        Ok(calls)
+    };
+    compile(build()?, libc::EPERM)
+}
+
+/// SysV shared memory, message queues and semaphores refused (EPERM): a segment or queue of
+/// another process of the same user is reachable by its id. Only where the child could not get
+/// an IPC namespace of its own (`sandbox::git::Shield`), in which its SysV objects are private
+/// and programs that need them (PostgreSQL) still work.
+pub(crate) fn ipc_filter() -> Result<BpfProgram, FilterError> {
+    let calls = [
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
+    ];
+    compile(
+        calls.into_iter().map(|call| (call, Vec::new())).collect(),
+        libc::EPERM,
+    )
+}
+
+/// `openat2(2)` refused with ENOSYS, as a kernel before 5.6 would: its mode is in a struct the
+/// filter cannot read, and callers fall back to `openat`, which [`file_owner_filter`] checks.
+pub(crate) fn openat2_filter() -> Result<BpfProgram, FilterError> {
+    compile(vec![(SYS_OPENAT2, Vec::new())], libc::ENOSYS)
+}
+
+/// `openat2(2)`: 437 on every architecture above.
+const SYS_OPENAT2: i64 = 437;
 
 /// `socket(2)` is refused (EACCES) unless it makes a UNIX socket or a TCP socket (stream,
 /// protocol 0 or TCP: not SCTP or MPTCP, which Landlock's TCP rules may not cover);

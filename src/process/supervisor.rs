@@ -19,8 +19,9 @@
 //! the child just before `exec`, so the program and all it starts share one Landlock domain
 //! that the supervisor stays outside of (the tool can neither signal nor ptrace it). In the
 //! sandbox it also drops the capabilities that would let a root tool make devices or change
-//! the owner, mode or flags of files it may not write. A sandbox that cannot be set up is not
-//! skipped: the program does not run (exit 126).
+//! the owner, mode or flags of files it may not write; `CAP_SYS_ADMIN` it keeps for the child,
+//! which needs it for its mount namespace (`sandbox::git`) and drops it before `exec`. A
+//! sandbox that cannot be set up is not skipped: the program does not run (exit 126).
 //!
 //! Invocation: `rounds __rounds-supervise STDIN_BYTES|-|inherit -- PROGRAM ARGS…`, with the
 //! sandbox in the environment variable `sandbox::SUPERVISOR_ENV` (absent: no sandbox). The first
@@ -64,15 +65,19 @@ pub fn main(args: &[OsString]) -> i32 {
         return 128 + SIGTERM;
     }
     let mut dropped = memory_reaching();
+    let mut here = dropped;
     if !sandbox.is_off() {
         dropped |= file_attribute_overrides();
+        // The child needs it to make its mount namespace (`sandbox::git`), and drops it before
+        // exec; the supervisor never runs the tool's code.
+        here = dropped - rustix::thread::CapabilitySet::SYS_ADMIN;
     }
-    drop_capabilities(dropped);
+    drop_capabilities(here);
     let signals = match Signals::new([SIGCHLD, SIGTERM, SIGINT, SIGHUP]) {
         Ok(s) => s,
         Err(e) => return say(2, format_args!("rounds supervisor: signals: {e}")),
     };
-    let mut child = match start(&argv, input, &sandbox) {
+    let mut child = match start(&argv, input, &sandbox, dropped) {
         Ok(child) => child,
         Err(code) => return code,
     };
@@ -116,7 +121,12 @@ fn follow_parent() -> bool {
 }
 
 /// Starts the program in its sandbox; when it cannot, says why and returns the exit code.
-fn start(argv: &[OsString], input: Input, sandbox: &Sandbox) -> Result<Child, i32> {
+fn start(
+    argv: &[OsString],
+    input: Input,
+    sandbox: &Sandbox,
+    dropped: rustix::thread::CapabilitySet,
+) -> Result<Child, i32> {
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])
@@ -129,7 +139,7 @@ fn start(argv: &[OsString], input: Input, sandbox: &Sandbox) -> Result<Child, i3
         });
     let program = argv[0].to_string_lossy();
     match sandbox.prepare() {
-        Ok(confinement) => before_exec(&mut command, confinement),
+        Ok(confinement) => before_exec(&mut command, confinement, dropped),
         Err(e) => {
             return Err(say(
                 CANNOT_CONFINE,
@@ -170,10 +180,14 @@ enum Input {
     Inherit,
 }
 
-/// Has the child, between fork and exec, close the descriptors it inherited and enter the
-/// sandbox (if any).
+/// Has the child, between fork and exec, close the descriptors it inherited, enter the
+/// sandbox (if any), and drop `dropped` (again: the supervisor kept `CAP_SYS_ADMIN` for it).
 #[allow(unsafe_code)]
-fn before_exec(command: &mut Command, mut confinement: Option<sandbox::Confinement>) {
+fn before_exec(
+    command: &mut Command,
+    mut confinement: Option<sandbox::Confinement>,
+    dropped: rustix::thread::CapabilitySet,
+) {
     // SAFETY: the hook runs in the forked child before exec. The supervisor is single-threaded
     // when it spawns (its only other thread starts after `spawn` returns), so no other thread can
     // have held a lock (the allocator's included) at the fork; the hook only makes system calls
@@ -182,10 +196,11 @@ fn before_exec(command: &mut Command, mut confinement: Option<sandbox::Confineme
     unsafe {
         command.pre_exec(move || {
             close_inherited_descriptors();
-            match confinement.as_mut() {
-                Some(confinement) => confinement.enter(),
-                None => Ok(()),
+            if let Some(confinement) = confinement.as_mut() {
+                confinement.enter()?;
             }
+            drop_capabilities(dropped);
+            Ok(())
         });
     }
 }
@@ -475,7 +490,7 @@ mod tests {
         assert_eq!(run(Some(mark_one_by_one)), "closed\n");
         let mut command = Command::new("sh");
         command.args(["-c", &probe]);
-        before_exec(&mut command, None);
+        before_exec(&mut command, None, memory_reaching());
         assert_eq!(
             String::from_utf8(command.output().unwrap().stdout).unwrap(),
             "closed\n"

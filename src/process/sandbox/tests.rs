@@ -14,6 +14,7 @@ fn run_sandbox() -> Sandbox {
 const FULL: Support = Support {
     landlock_abi: 7,
     seccomp: true,
+    mount_namespace: true,
 };
 
 #[test]
@@ -154,7 +155,8 @@ fn summary_serializes_for_the_start_line() {
                 "network_other": true,
                 "processes": true,
                 "signals": true,
-                "abstract_unix_sockets": true
+                "abstract_unix_sockets": true,
+                "git_read_only": true
             }
         })
     );
@@ -202,12 +204,20 @@ fn no_landlock_degrades_with_one_warning_naming_what_is_not_enforced() {
         "warning: the tool sandbox (workspace-write) is degraded: this kernel has no Landlock, \
          so it does not enforce: filesystem writes (Landlock); TCP connect and bind (Landlock \
          ABI 4); UDP and other non-TCP sockets (seccomp); setuid and setgid modes, and chown \
-         (seccomp); reading the memory and environment of other processes of the same user (Landlock); signals to processes outside the tool, \
+         (seccomp); .git read-only below the writable directories (a mount namespace: rounds \
+         needs CAP_SYS_ADMIN or unprivileged user namespaces); reading the memory and \
+         environment of other processes of the same user (Landlock); signals to processes outside the tool, \
          such as rounds and its supervisor (Landlock ABI 6); abstract UNIX sockets (Landlock \
          ABI 6). Use --sandbox require to make this an error."
     );
     assert!(!warning.contains('\n'), "one line");
-    assert_eq!(sb.enforced(Support::none()), Enforced::default());
+    assert_eq!(
+        sb.enforced(Support::none()),
+        Enforced {
+            git_read_only: Some(false),
+            ..Enforced::default()
+        }
+    );
 }
 
 #[test]
@@ -216,6 +226,7 @@ fn an_older_landlock_names_only_the_missing_features() {
     let abi3 = Support {
         landlock_abi: 3,
         seccomp: true,
+        mount_namespace: true,
     };
     let warning = sb.check(abi3).unwrap().unwrap();
     assert!(warning.contains("Landlock ABI 3, so"), "{warning}");
@@ -230,6 +241,7 @@ fn an_older_landlock_names_only_the_missing_features() {
     let abi2 = Support {
         landlock_abi: 2,
         seccomp: false,
+        mount_namespace: true,
     };
     let missing = sb.with_network(true).missing(abi2);
     assert_eq!(
@@ -269,6 +281,7 @@ fn without_seccomp_the_file_mode_rules_are_missing_even_with_the_network() {
     let no_seccomp = Support {
         landlock_abi: 7,
         seccomp: false,
+        mount_namespace: true,
     };
     let open = run_sandbox().with_network(true);
     assert_eq!(
@@ -352,4 +365,40 @@ fn landlock_alone_refuses_device_nodes_in_a_writable_directory() {
     for made in mknod_on_a_thread(dir.path(), None) {
         made.unwrap();
     }
+}
+
+#[test]
+fn without_a_mount_namespace_git_stays_writable_and_the_run_is_told() {
+    let no_namespace = Support {
+        mount_namespace: false,
+        ..FULL
+    };
+    let sb = run_sandbox();
+    assert_eq!(
+        sb.missing(no_namespace),
+        [
+            ".git read-only below the writable directories (a mount namespace: rounds needs \
+          CAP_SYS_ADMIN or unprivileged user namespaces)"
+        ]
+    );
+    let mut required = sb.clone();
+    required.require = true;
+    assert!(
+        required.check(no_namespace).is_err(),
+        "require fails closed"
+    );
+    assert_eq!(sb.enforced(no_namespace).git_read_only, Some(false));
+    assert_eq!(sb.enforced(FULL).git_read_only, Some(true));
+    assert_eq!(
+        Sandbox::new(Mode::ReadOnly)
+            .enforced(no_namespace)
+            .git_read_only,
+        Some(true)
+    );
+    // Nothing is writable in read-only: Landlock alone keeps .git as it is.
+    assert!(
+        Sandbox::new(Mode::ReadOnly)
+            .missing(no_namespace)
+            .is_empty()
+    );
 }
