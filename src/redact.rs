@@ -41,6 +41,10 @@ pub(crate) const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD"]
 /// Name endings of variables that hold where a secret is (a path), not the secret.
 const LOCATION_SUFFIXES: &[&str] = &["_FILE", "_PATH", "_DIR"];
 
+/// Variables named for credentials whose value is where they are, not what they are:
+/// Application Default Credentials' key file path.
+const LOCATION_VARS: &[&str] = &["GOOGLE_APPLICATION_CREDENTIALS"];
+
 /// The secrets of one run and how to take them out of text. Cheap to clone (shared).
 #[derive(Clone, Default)]
 pub struct Redactor {
@@ -271,7 +275,8 @@ fn names_a_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     // A variable that says where credentials are (`AWS_WEB_IDENTITY_TOKEN_FILE`) is kept from
     // tools, but its value is a path, not a secret to take out of text.
-    let location = LOCATION_SUFFIXES.iter().any(|s| upper.ends_with(s));
+    let location =
+        LOCATION_SUFFIXES.iter().any(|s| upper.ends_with(s)) || LOCATION_VARS.contains(&&*upper);
     !location
         && (crate::process::is_key_var(name) || SECRET_WORDS.iter().any(|w| upper.contains(w)))
 }

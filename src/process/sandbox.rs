@@ -136,7 +136,7 @@ pub(crate) enum ConfineError {
     Landlock(#[from] landlock::RulesetError),
     #[error("seccomp: {0}")]
     Seccomp(#[from] seccomp::FilterError),
-    /// With `require`: the walk for `.git` directories stopped at its limit.
+    /// The walk for `.git` directories stopped at its limit: the command does not start.
     #[error(
         "more than {} directories below the writable directories: cannot find every .git to \
          keep read-only",
@@ -484,9 +484,9 @@ impl Sandbox {
             }
             Mode::WorkspaceWrite => match git::find(&self.write) {
                 Ok(found) => Some(git::Shield::new(&found)),
-                Err(_) if self.require => return Err(ConfineError::TooManyDirectories),
-                // Best effort: what the walk found before its limit.
-                Err(found) => Some(git::Shield::new(&found)),
+                // In every mode, not only required: a tool can grow a tree past the limit on
+                // purpose, and a best effort would then leave a `.git` it hid writable.
+                Err(_) => return Err(ConfineError::TooManyDirectories),
             },
             // Nothing is writable: Landlock keeps every `.git` as it is (the shield still
             // gives the tool its own SysV IPC).

@@ -109,6 +109,11 @@ fn a_run_redacts_its_provider_key_the_variables_the_rules_name_and_redact_names(
         ("ANTHROPIC_API_KEY_FILE", "/run/secrets/anthropic"),
         ("SSH_KEY_PATH", "/home/me/.ssh/id_ed25519"),
         ("GNUPG_KEY_DIR", "/home/me/.gnupg"),
+        // A provider's credential variable whose value is a path: an error names that path.
+        (
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "/home/me/.config/gcloud/adc.json",
+        ),
         // Too short to be redacted safely.
         ("TOKENIZERS_PARALLELISM", "false"),
         ("HOME", "/home/me"),

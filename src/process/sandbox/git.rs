@@ -47,10 +47,17 @@ pub(crate) struct Found {
 /// found; `Err` with what was found so far when the walk passed [`WALK_LIMIT`]. Symbolic links
 /// are not followed.
 pub(crate) fn find(write: &[PathBuf]) -> Result<Vec<Found>, Vec<Found>> {
+    find_within(write, WALK_LIMIT)
+}
+
+/// [`find`] with its limit. Breadth first, from each writable directory in turn: a tree a tool
+/// grew in one of them (the temp dir) cannot use up the walk before the top of another (the
+/// workspace, where the repository is) has been read.
+fn find_within(write: &[PathBuf], limit: usize) -> Result<Vec<Found>, Vec<Found>> {
     let mut found: Vec<Found> = Vec::new();
-    let mut budget = WALK_LIMIT;
-    let mut queue: Vec<PathBuf> = write.to_vec();
-    while let Some(dir) = queue.pop() {
+    let mut budget = limit;
+    let mut queue: std::collections::VecDeque<PathBuf> = write.iter().cloned().collect();
+    while let Some(dir) = queue.pop_front() {
         if budget == 0 {
             return Err(found);
         }
@@ -65,7 +72,7 @@ pub(crate) fn find(write: &[PathBuf]) -> Result<Vec<Found>, Vec<Found>> {
             // Most entries are files that are not `.git`: no path is built for them.
             if entry.file_name() != ".git" {
                 if kind.is_dir() {
-                    queue.push(entry.path());
+                    queue.push_back(entry.path());
                 }
                 continue;
             }
@@ -360,6 +367,46 @@ mod tests {
         let mut p: Vec<_> = found.iter().map(|f| f.path.clone()).collect();
         p.sort();
         p
+    }
+
+    /// A tool that grows a wide tree in the temp dir (the last writable directory) must not
+    /// use up the walk before the workspace's own `.git` is seen; past the limit the answer is
+    /// `Err`, which stops the command in every mode. Control: depth first, as the walk was, the
+    /// same limit ends inside the tree with the workspace unread.
+    #[test]
+    fn a_tree_grown_in_one_writable_directory_cannot_hide_anothers_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (ws, tmp) = (root.join("ws"), root.join("tmp"));
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        for i in 0..40 {
+            std::fs::create_dir_all(tmp.join(format!("d{i}/e"))).unwrap();
+        }
+        let write = [ws.clone(), tmp.clone()];
+        let found = match find_within(&write, 20) {
+            Err(found) => found,
+            Ok(_) => panic!("the limit must be reached"),
+        };
+        assert_eq!(paths(&found), vec![ws.join(".git")]);
+        assert_eq!(
+            paths(&find_within(&write, 200).unwrap()),
+            vec![ws.join(".git")]
+        );
+        // The control: the stack the walk used took the last directory first.
+        let mut stack = write.to_vec();
+        let mut read = 0;
+        while let Some(d) = stack.pop() {
+            if read == 20 {
+                break;
+            }
+            read += 1;
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.file_type().unwrap().is_dir() && e.file_name() != ".git" {
+                    stack.push(e.path());
+                }
+            }
+        }
+        assert!(stack.contains(&ws), "depth first read the workspace too");
     }
 
     #[test]
