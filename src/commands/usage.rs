@@ -142,7 +142,8 @@ fn output_asked(args: &[OsString]) -> Option<OutputMode> {
 mod tests {
     use super::*;
 
-    fn args(words: &[&str]) -> Vec<OsString> {
+    /// `rounds WORDS…` as the process gets them (habits' tests too).
+    pub(super) fn args(words: &[&str]) -> Vec<OsString> {
         std::iter::once("rounds")
             .chain(words.iter().copied())
             .map(OsString::from)

@@ -130,15 +130,9 @@ pub(super) fn exec_word(cli: &Cli, args: &[OsString]) -> Option<Habit> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::args;
     use super::*;
     use clap::Parser;
-
-    fn args(words: &[&str]) -> Vec<OsString> {
-        std::iter::once("rounds")
-            .chain(words.iter().copied())
-            .map(OsString::from)
-            .collect()
-    }
 
     /// What the habit check says of words clap refuses (`None`: clap's own words stand).
     fn refused(words: &[&str]) -> Option<String> {
