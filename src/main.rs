@@ -12,5 +12,8 @@ fn main() -> ExitCode {
         let code = rounds::process::supervisor::main(&args[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // Before anything else runs: a key file's path or a store's URL in rounds' command line
+    // is readable by every process of the machine, its tools included.
+    rounds::process::argv::hide_values(&args);
     ExitCode::from(rounds::main(args))
 }

@@ -26,6 +26,7 @@ use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
+pub mod argv;
 pub(crate) mod capture;
 pub(crate) mod pin;
 pub mod sandbox;

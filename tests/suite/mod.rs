@@ -14,6 +14,7 @@ mod call_ids;
 mod check;
 mod ci_inputs;
 mod cli;
+mod command_line;
 mod context;
 mod credential_routes;
 mod credentials;
