@@ -321,7 +321,8 @@ impl Config {
         // Whole outputs of cut results live beside the transcript, or in a new directory of
         // the temp dir; made now, before any tool runs, and written only through this handle.
         let outputs_dir = records::outputs_dir(transcript.as_ref())?;
-        let (sandbox, sandbox_record) = sandbox(&cli.tools, workspace.root(), &inputs.cwd)?;
+        let (sandbox, sandbox_record) =
+            sandbox(&cli.tools, workspace.root(), &inputs.cwd, may_spawn(&cli))?;
         let redactor = Redactor::for_run(provider.key(), &inputs.env_all, &cli.redact);
         let outputs = Outputs::new(outputs_dir, cli.max_spill_bytes);
         let tool_settings = tool_settings(&cli, tool_env, outputs, sandbox, redactor);
@@ -506,6 +507,7 @@ pub(crate) fn sandbox(
     flags: &ToolFlags,
     workspace: &Path,
     cwd: &Path,
+    spawns: bool,
 ) -> Result<(Sandbox, sandbox::Summary), ConfigError> {
     let mode =
         sandbox::parse_flag(&flags.sandbox).map_err(|e| ConfigError::Sandbox(e.to_string()))?;
@@ -532,8 +534,26 @@ pub(crate) fn sandbox(
     {
         tracing::warn!("{}", warning.trim_start_matches("warning: "));
     }
+    if spawns {
+        (sandbox.check_git(support)).map_err(|e| ConfigError::Sandbox(e.to_string()))?;
+    }
     let record = sandbox.summary(support);
     Ok((sandbox, record))
+}
+
+/// Whether the run may start processes under the sandbox (bash, command tools, MCP servers,
+/// hooks, the check): only such a run can write a `.git` through it. An allow rule that names
+/// `bash` anywhere counts, erring on the side of asking.
+fn may_spawn(cli: &Cli) -> bool {
+    let t = &cli.tools;
+    t.full_auto
+        || t.allow.iter().any(|rule| rule.contains("bash"))
+        || !t.tools_file.is_empty()
+        || !t.mcp.is_empty()
+        || t.mcp_config.is_some()
+        || !cli.pre_tool_hook.is_empty()
+        || !cli.post_tool_hook.is_empty()
+        || cli.check.is_some()
 }
 
 /// Where the tools come from, and the environment tool processes get, from the tool flags

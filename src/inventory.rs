@@ -55,7 +55,7 @@ pub(crate) async fn list(flags: &ToolFlags) -> Result<Inventory, InventoryError>
     let workspace = config::workspace(flags, &cwd)?;
     let (sources, env) = config::tool_setup(flags, &cwd, &env_all)?;
     // MCP servers start in the sandbox a run would give them.
-    let (sandbox, summary) = config::sandbox(flags, workspace.root(), &cwd)?;
+    let (sandbox, summary) = config::sandbox(flags, workspace.root(), &cwd, false)?;
     let processes = ProcessContext {
         cwd: workspace.root(),
         env: &env,

@@ -114,6 +114,15 @@ pub enum SandboxError {
         /// What cannot be enforced, each as a short phrase ([`Sandbox::missing`]).
         missing: Vec<String>,
     },
+    /// In every mode but `off`: a repository's `.git` below the workspace (or a
+    /// `--sandbox-write` directory) would be writable, and no mount namespace can be had to
+    /// keep it read-only.
+    #[error(
+        "the tool sandbox cannot keep {} read-only here: that needs a mount namespace, and          rounds has no CAP_SYS_ADMIN and this system allows no unprivileged user namespaces          (Ubuntu: kernel.apparmor_restrict_unprivileged_userns=1). A tool that writes there (a          hook, core.fsmonitor) has your next git command run its code outside the sandbox. Let          tools write it knowingly with --sandbox-write {}, use --sandbox read-only, or run          where user namespaces are allowed (or as root in a throwaway container)",
+        .0.display(),
+        .0.display()
+    )]
+    GitUnprotected(PathBuf),
 }
 
 /// The supervisor cannot read the sandbox it was given in [`SUPERVISOR_ENV`].
@@ -390,6 +399,28 @@ impl Sandbox {
             kernel(support.landlock_abi),
             missing.join("; ")
         )))
+    }
+
+    /// A `.git` a tool could write, below the workspace or a `--sandbox-write` directory,
+    /// where Landlock confines writes but no mount namespace can keep it read-only: the run is
+    /// refused (issue 31: a warning would leave the hole open in exactly the CI step that
+    /// commits the fix). The temp dir is not searched for this: repositories there are not the
+    /// run's, and the warning names the gap.
+    /// Asked only of a run that may start tool processes (a run that only reads files through
+    /// built-in tools has nothing to refuse).
+    pub fn check_git(&self, support: Support) -> Result<(), SandboxError> {
+        if self.mode != Mode::WorkspaceWrite || support.mount_namespace || support.landlock_abi == 0
+        {
+            return Ok(());
+        }
+        let temp = std::env::temp_dir();
+        let temp = std::fs::canonicalize(&temp).unwrap_or(temp);
+        let roots: Vec<PathBuf> = self.write.iter().filter(|w| **w != temp).cloned().collect();
+        let found = git::find(&roots).unwrap_or_else(|partial| partial);
+        match found.into_iter().next() {
+            Some(git) => Err(SandboxError::GitUnprotected(git.path)),
+            None => Ok(()),
+        }
     }
 
     /// The `"sandbox"` field of the transcript's `start` line.

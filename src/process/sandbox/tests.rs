@@ -402,3 +402,38 @@ fn without_a_mount_namespace_git_stays_writable_and_the_run_is_told() {
             .is_empty()
     );
 }
+
+/// Where no mount namespace can be had, a `.git` below the workspace is not left writable with
+/// a warning: the run is refused, naming the `.git` and the ways out. Controls: the same
+/// workspace with a namespace, with the user's `--sandbox-write .git`, in read-only mode, and
+/// without a `.git` only warn or pass.
+#[test]
+fn without_a_mount_namespace_a_workspace_git_refuses_the_run_unless_the_user_opts_in() {
+    let no_namespace = Support {
+        mount_namespace: false,
+        ..FULL
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    let mut sb = Sandbox::new(Mode::WorkspaceWrite);
+    sb.write = vec![ws.clone()];
+    match sb.check_git(no_namespace) {
+        Err(SandboxError::GitUnprotected(git)) => assert_eq!(git, ws.join(".git")),
+        other => panic!("refused, not {other:?}"),
+    }
+    let message = sb.check_git(no_namespace).unwrap_err().to_string();
+    assert!(
+        message.contains(&format!("--sandbox-write {}", ws.join(".git").display())),
+        "{message}"
+    );
+    assert_eq!(sb.check_git(FULL), Ok(()));
+    let mut opted_in = sb.clone();
+    opted_in.write.push(ws.join(".git"));
+    assert_eq!(opted_in.check_git(no_namespace), Ok(()));
+    let mut read_only = sb.clone();
+    read_only.mode = Mode::ReadOnly;
+    assert_eq!(read_only.check_git(no_namespace), Ok(()));
+    std::fs::remove_dir_all(ws.join(".git")).unwrap();
+    assert_eq!(sb.check_git(no_namespace), Ok(()));
+}
