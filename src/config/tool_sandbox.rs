@@ -39,7 +39,11 @@ pub(crate) fn sandbox(
         .check(support)
         .map_err(|e| ConfigError::Sandbox(e.to_string()))?
     {
-        tracing::warn!("{}", warning.trim_start_matches("warning: "));
+        // A run that starts no process has no use for the sandbox: what it lacks is only
+        // noise there (every run of a non-root user on Ubuntu 24.04 would say it).
+        if spawns {
+            tracing::warn!("{}", warning.trim_start_matches("warning: "));
+        }
     }
     if spawns {
         (sandbox.check_git(support)).map_err(|e| ConfigError::Sandbox(e.to_string()))?;

@@ -178,7 +178,10 @@ fn require_is_exit_2_where_the_kernel_falls_short_and_a_degraded_sandbox_says_so
     let sb = Sandbox::new();
     let server = MockServer::start(vec![sse::answer("ok")]);
     let out = run(sb.anthropic(&server).args(["--sandbox", "require", "go"]));
-    let default = run(sb.anthropic(&server).arg("go"));
+    let default = run(sb.anthropic(&server).args(["--full-auto", "go"]));
+    // A run that starts no process is not told about a sandbox it does not use.
+    let reads = run(sb.anthropic(&server).arg("go"));
+    assert!(!reads.stderr.contains("degraded"), "{}", reads.stderr);
     if full {
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(!default.stderr.contains("degraded"), "{}", default.stderr);
