@@ -188,15 +188,33 @@ impl Shield {
             *ipc_private = unshare(libc::CLONE_NEWIPC).is_ok();
             return Ok(());
         }
+        self.enter_namespaces().map_err(Failure::Unavailable)?;
+        *ipc_private = true;
+        for (path, dev, ino) in &self.paths {
+            match read_only(path, *dev, *ino) {
+                Ok(()) => {}
+                // Removed since the walk: nothing of the repository is left there to protect.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                // A kernel before the new mount API (5.12; Landlock needs 5.13).
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    return Err(Failure::Unavailable(e));
+                }
+                Err(e) => return Err(Failure::Broken(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// A mount and an IPC namespace of the calling thread's own (through a user namespace
+    /// where it has no `CAP_SYS_ADMIN`), with every mount made private. System calls only.
+    #[allow(unsafe_code)]
+    fn enter_namespaces(&self) -> std::io::Result<()> {
         let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
         if unshare(namespaces).is_err() {
-            let user = || -> std::io::Result<()> {
-                unshare(libc::CLONE_NEWUSER | namespaces)?;
-                write_file(c"/proc/self/uid_map", &self.uid_map)?;
-                write_file(c"/proc/self/setgroups", b"deny")?;
-                write_file(c"/proc/self/gid_map", &self.gid_map)
-            };
-            user().map_err(Failure::Unavailable)?;
+            unshare(libc::CLONE_NEWUSER | namespaces)?;
+            write_file(c"/proc/self/uid_map", &self.uid_map)?;
+            write_file(c"/proc/self/setgroups", b"deny")?;
+            write_file(c"/proc/self/gid_map", &self.gid_map)?;
         }
         // Before any mount: with shared propagation the read-only mounts would appear in
         // rounds' own namespace, and the user's.
@@ -212,21 +230,6 @@ impl Shield {
                 )
             },
         )
-        .map_err(Failure::Unavailable)?;
-        *ipc_private = true;
-        for (path, dev, ino) in &self.paths {
-            match read_only(path, *dev, *ino) {
-                Ok(()) => {}
-                // Removed since the walk: nothing of the repository is left there to protect.
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-                // A kernel before the new mount API (5.12; Landlock needs 5.13).
-                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
-                    return Err(Failure::Unavailable(e));
-                }
-                Err(e) => return Err(Failure::Broken(e)),
-            }
-        }
-        Ok(())
     }
 }
 
@@ -340,23 +343,52 @@ fn read_only(path: &std::ffi::CStr, dev: u64, ino: u64) -> std::io::Result<()> {
 /// Whether a child here can make a mount namespace: with `CAP_SYS_ADMIN`, or through a user
 /// namespace where the kernel lets an unprivileged user make one (Debian's
 /// `kernel.unprivileged_userns_clone`, Ubuntu's `kernel.apparmor_restrict_unprivileged_userns`,
-/// `user.max_user_namespaces`).
+/// `user.max_user_namespaces`). The settings only say no; a yes is tried for real in a child
+/// that does what a tool's child does and exits: a container's seccomp profile (Docker's
+/// refuses `unshare` without `CAP_SYS_ADMIN`) or an LSM can refuse what they allow, and a
+/// probe that guessed yes would have every command run with `.git` writable, unannounced.
 pub(crate) fn can_unshare() -> bool {
     let admin = rustix::thread::capabilities(None).is_ok_and(|c| {
         c.effective
             .contains(rustix::thread::CapabilitySet::SYS_ADMIN)
     });
-    if admin {
-        return true;
-    }
     let sysctl = |name: &str| {
         std::fs::read_to_string(format!("/proc/sys/{name}"))
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
     };
-    sysctl("user/max_user_namespaces").is_none_or(|n| n > 0)
-        && sysctl("kernel/unprivileged_userns_clone").is_none_or(|n| n != 0)
-        && sysctl("kernel/apparmor_restrict_unprivileged_userns").is_none_or(|n| n == 0)
+    let allowed = admin
+        || (sysctl("user/max_user_namespaces").is_none_or(|n| n > 0)
+            && sysctl("kernel/unprivileged_userns_clone").is_none_or(|n| n != 0)
+            && sysctl("kernel/apparmor_restrict_unprivileged_userns").is_none_or(|n| n == 0));
+    allowed && tried()
+}
+
+/// Makes the namespaces of [`Shield::enter_namespaces`] in a forked child: whether it could.
+#[allow(unsafe_code)]
+fn tried() -> bool {
+    let shield = Shield::new(&[]);
+    // SAFETY: the child makes system calls only (unshare, open, write, close, mount, _exit),
+    // on memory allocated before the fork, so a lock another thread held at the fork does not
+    // matter; the parent reaps it.
+    match unsafe { libc::fork() } {
+        -1 => false,
+        0 => {
+            let code = if shield.enter_namespaces().is_ok() {
+                0
+            } else {
+                1
+            };
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(code) }
+        }
+        child => {
+            let mut status = 0;
+            // SAFETY: waits for the child just forked, into a local integer.
+            let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+            waited == child && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+    }
 }
 
 #[cfg(test)]
@@ -367,6 +399,27 @@ mod tests {
         let mut p: Vec<_> = found.iter().map(|f| f.path.clone()).collect();
         p.sort();
         p
+    }
+
+    /// The probe tries for real: where the namespaces cannot be made (here: a seccomp filter
+    /// that refuses `unshare`, as a container's profile does), it says no, whatever the
+    /// settings and capabilities say. Control: the same probe without the filter, where this
+    /// machine can make them (the test says why it skips that half otherwise).
+    #[test]
+    fn the_namespace_probe_says_no_where_unshare_is_refused() {
+        let filter = crate::process::seccomp::namespace_filter().unwrap();
+        let refused = std::thread::spawn(move || {
+            seccompiler::apply_filter(&filter).unwrap();
+            can_unshare()
+        })
+        .join()
+        .unwrap();
+        assert!(!refused, "unshare is refused on that thread");
+        if tried() {
+            assert!(std::thread::spawn(can_unshare).join().unwrap() || !tried());
+        } else {
+            eprintln!("skipped the control: this machine makes no mount namespace");
+        }
     }
 
     /// A tool that grows a wide tree in the temp dir (the last writable directory) must not
