@@ -73,14 +73,19 @@ pub struct ToolFlags {
 
     /// The OS sandbox of every tool process (bash, command tools, hooks, MCP servers), on
     /// Linux with Landlock and seccomp: workspace-write lets them write only in the workspace
-    /// and the temp dir, with no network and no access to other processes;
+    /// and the temp dir, never a repository's .git, with no network and no access to other
+    /// processes;
     /// read-only allows no writes; off removes it; require is workspace-write that must be
     /// fully enforced (exit 2 when the kernel cannot).
     #[arg(help_heading = "Sandbox", long, value_name = "MODE", default_value = "workspace-write",
           value_parser = clap::builder::PossibleValuesParser::new(crate::process::sandbox::FLAG_VALUES))]
     pub sandbox: String,
 
-    /// Let tool processes also write below DIR (repeatable), e.g. a cache directory.
+    /// Let tool processes also write below DIR (repeatable), e.g. a throwaway cache directory.
+    ///
+    /// Never a directory of programs or configuration something outside the sandbox runs later
+    /// (~/.cargo, ~/.npm, ~/.local/bin): a tool could plant code there. PATH/.git lets tools
+    /// write that repository's .git (git commit), and so plant a hook your next git runs.
     #[arg(help_heading = "Sandbox", long = "sandbox-write", value_name = "DIR")]
     pub sandbox_write: Vec<PathBuf>,
 
