@@ -334,12 +334,7 @@ impl Config {
         let turn = prompt.len() + project_docs.len();
         limits::prompt_size(turn, limits.context_window, recorded.is_some())?;
         let cache = limits::cache(&cli, resume.as_ref(), &run_id);
-        let output_last_message = (cli.output_last_message.as_ref())
-            .map(|path| records::last_message(&inputs.cwd.join(path)))
-            .transpose()?;
-        let output_schema = (cli.output_schema.as_ref())
-            .map(|path| output_schema(&inputs.cwd.join(path)))
-            .transpose()?;
+        let (output_last_message, output_schema) = answer_files(&cli, &inputs.cwd)?;
         Ok(Config {
             cache,
             model_info,
@@ -557,6 +552,20 @@ fn append_system(mut system: String, extra: &[String], cwd: &Path) -> Result<Str
 }
 
 /// `--output-schema FILE`: a JSON Schema that compiles.
+/// `--output-last-message` (its file made ready now) and `--output-schema` (read and checked).
+fn answer_files(
+    cli: &Cli,
+    cwd: &Path,
+) -> Result<(Option<Target>, Option<OutputSchema>), ConfigError> {
+    let last_message = (cli.output_last_message.as_ref())
+        .map(|path| records::last_message(&cwd.join(path)))
+        .transpose()?;
+    let schema = (cli.output_schema.as_ref())
+        .map(|path| output_schema(&cwd.join(path)))
+        .transpose()?;
+    Ok((last_message, schema))
+}
+
 fn output_schema(path: &Path) -> Result<OutputSchema, ConfigError> {
     let text = read_file("output schema", path)?;
     let bad = |message: String| ConfigError::OutputSchema {

@@ -180,10 +180,7 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         () = spec.cancel.cancelled() => None,
     };
     let exit = match ended {
-        Some(status) => Exit::Code(status.code().unwrap_or_else(|| {
-            use std::os::unix::process::ExitStatusExt;
-            128 + status.signal().unwrap_or(0)
-        })),
+        Some(status) => exit_of(status),
         None => {
             let reason = if spec.cancel.is_cancelled() {
                 Exit::Cancelled
@@ -216,6 +213,17 @@ pub async fn run(spec: Spec<'_>) -> std::io::Result<Finished> {
         stderr: err.map_err(gone)?,
         duration: started.elapsed(),
     })
+}
+
+/// The supervisor's exit as the command's: its code, or 128 + the signal that ended it, as a
+/// shell says it.
+fn exit_of(status: std::process::ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    Exit::Code(
+        status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+    )
 }
 
 /// Starts `argv` under the supervisor as a long-lived server talking over stdio (an MCP

@@ -53,21 +53,27 @@ where
 pub(crate) fn env_credential(
     env: &dyn Fn(&str) -> Option<String>,
     name: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, UnsendableCredential> {
     let Some(value) = env(name).filter(|v| !v.trim().is_empty()) else {
         return Ok(None);
     };
     crate::net::credential(&value)
         .map(|v| Some(v.to_owned()))
-        .map_err(|why| unsendable(name, &why))
+        .map_err(|why| UnsendableCredential {
+            name: name.to_owned(),
+            why,
+        })
 }
 
-/// The message for a credential in `name` that cannot be sent.
-pub(crate) fn unsendable(name: &str, why: &crate::net::Unsendable) -> String {
-    format!(
-        "{name}: the credential {why}, which cannot be sent in an HTTP header (surrounding \
-         whitespace is dropped; what is left must be visible ASCII)"
-    )
+/// A credential in the variable `name` that no HTTP header can carry (never its value).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{name}: the credential {why}, which cannot be sent in an HTTP header (surrounding \
+     whitespace is dropped; what is left must be visible ASCII)"
+)]
+pub(crate) struct UnsendableCredential {
+    name: String,
+    why: crate::net::Unsendable,
 }
 
 #[cfg(test)]

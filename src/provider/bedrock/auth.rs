@@ -214,7 +214,9 @@ pub(crate) const ENV_KEYS: [&str; 3] = [
 
 /// Whether the environment's keys could be sent (and signed with) as they are, for setup to
 /// refuse before any request: the message names the variable, never its value.
-pub(crate) fn check_env_keys(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+pub(crate) fn check_env_keys(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), crate::provider::auth::UnsendableCredential> {
     for name in ENV_KEYS {
         crate::provider::auth::env_credential(env, name)?;
     }

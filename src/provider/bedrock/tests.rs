@@ -449,7 +449,7 @@ fn the_environments_keys_are_trimmed_and_unsendable_ones_named_not_shown() {
             v if v == name => Some("val\nue-hidden".to_owned()),
             v => padded(v),
         };
-        let err = auth::check_env_keys(&broken).unwrap_err();
+        let err = auth::check_env_keys(&broken).unwrap_err().to_string();
         assert!(err.contains(name) && !err.contains("hidden"), "{err}");
         assert!(auth::env_keys(&broken).is_err(), "{name}");
         let described = describe_credentials(&broken).join("; ");
