@@ -150,8 +150,9 @@ fn script() -> String {
     lines.join("\n")
 }
 
-/// Each row's exit statuses (hostile, control), from the bash result.
-fn statuses(result: &str) -> BTreeMap<String, (i32, i32)> {
+/// Each row's exit statuses (hostile, control), from the bash result (`row NAME H C` lines;
+/// `sandbox_reach` prints its rows the same way).
+pub(super) fn statuses(result: &str) -> BTreeMap<String, (i32, i32)> {
     result
         .lines()
         .filter_map(|l| {

@@ -5,9 +5,9 @@
 //! and on itself (still works); the control runs the same call with `--sandbox off`, where
 //! each reaches rounds.
 
-use std::collections::BTreeMap;
 use std::process::Command;
 
+use super::sandbox_git::statuses;
 use super::sandbox_run::{bash_result, bash_then_answer};
 use crate::common::{Sandbox, run};
 
@@ -43,17 +43,6 @@ fn script(shm_key: i32) -> String {
         "ipcs -m 2>/dev/null | grep -qi 0x{shm_key:08x} && echo shm-seen || echo shm-unseen"
     ));
     lines.join("\n")
-}
-
-fn statuses(result: &str) -> BTreeMap<String, (i32, i32)> {
-    result
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.strip_prefix("row ")?.split(' ');
-            let name = w.next()?.to_owned();
-            Some((name, (w.next()?.parse().ok()?, w.next()?.parse().ok()?)))
-        })
-        .collect()
 }
 
 /// A SysV shared memory segment of the test's own, removed when dropped.
