@@ -33,7 +33,7 @@ use project_doc::ProjectDocs;
 use prompt::{MAX_STDIN_BYTES, resolve_prompt};
 pub(crate) use prompt::{StdinKind, read_real_stdin, stdin_kind};
 
-pub(crate) use provider::{Named, did_you_mean, key_origin, model_names, name_model, provider_of};
+pub(crate) use provider::{Named, did_you_mean, key_origin, model_names, name_model};
 use provider::{model_options, resolve_provider};
 pub(crate) use records::outputs_name;
 pub(crate) use resume::Resume;
@@ -41,7 +41,6 @@ use resume::{keep_resumed, resume};
 use tool_sandbox::may_spawn;
 pub(crate) use tool_sandbox::sandbox;
 
-pub(crate) const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
 /// The context window of a model the price table does not know.
 const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
@@ -509,7 +508,11 @@ pub(crate) fn tool_setup(
     if let Some(url) = flags.search_url.as_ref().filter(|u| !u.contains("{query}")) {
         return Err(ConfigError::SearchUrl(url.clone()));
     }
-    if let Some(secret) = flags.tool_env.iter().find(|n| process::is_key_var(n)) {
+    if let Some(secret) = flags
+        .tool_env
+        .iter()
+        .find(|n| crate::providers::is_key_var(n))
+    {
         return Err(ConfigError::SecretToolEnv(secret.clone()));
     }
     let tools = ToolSources {

@@ -86,7 +86,7 @@ pub fn run(cli: Cli, layers: settings::Layers) -> Ended {
             commands::export(&args)
         }
         Some(cli::Command::Config) => commands::config(&layers),
-        Some(cli::Command::Batch(args)) => return batch::main(args.args).into(),
+        Some(cli::Command::Batch(args)) => return commands::batch(args.args).into(),
         Some(cli::Command::Runs(args)) => commands::runs(&args),
         Some(cli::Command::Show(args)) => commands::show(&args),
         Some(cli::Command::Models(args)) => commands::models(&args, &layers),

@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::conversation::{ErrorKind, StopReason, Usage};
 
+mod check;
+pub use check::CheckRun;
+
 /// The signals that interrupt a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
@@ -288,7 +291,7 @@ pub struct Outcome {
     pub tool_calls: u32,
     pub tool_errors: BTreeMap<ErrorKind, u32>,
     /// `--check`: its latest run (its `attempt` says how many there were).
-    pub check: Option<crate::transcript::CheckRun>,
+    pub check: Option<CheckRun>,
 }
 
 impl Outcome {

@@ -12,8 +12,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::agent::Observer;
 use crate::conversation::{Block, ToolResult, ToolUse};
+use crate::outcome::CheckRun;
 use crate::terminal;
-use crate::transcript::{CheckRun, End, RetryNote, Round};
+use crate::transcript::{End, RetryNote, Round};
 
 /// The progress display on screen, if any: log lines are printed above it, never through it.
 static SHOWN: Mutex<Option<MultiProgress>> = Mutex::new(None);

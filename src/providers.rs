@@ -1,6 +1,6 @@
 //! Every built-in provider, one entry each: its name, the wire API it speaks, where its key and
 //! URL come from, and which bare model names are its. Resolution (`config::provider`), building
-//! it (`provider::build`), the variables kept from tools and redacted (`process::is_key_var`),
+//! it (`provider::build`), the variables kept from tools and redacted (`providers::is_key_var`),
 //! the names in errors, and the help's list (checked against this table by a test) all come
 //! from here. A new provider that speaks an existing wire API is one entry; a new wire API is
 //! one entry and its module under `provider/`. (Data only, in the base layer, so the process
@@ -299,12 +299,34 @@ const RUNNER_SECRETS: &[&str] = &[
     "ACTIONS_ID_TOKEN_REQUEST_URL",
 ];
 
+/// The model a run uses when none is given.
+pub(crate) const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
+
+/// The provider a model spec (already un-aliased) names, without reading anything: `"replay"`
+/// for `replay:FILE`, `None` when it names none.
+pub(crate) fn provider_of(spec: &str) -> Option<&str> {
+    if spec.starts_with("replay:") {
+        return Some("replay");
+    }
+    match spec.split_once('/') {
+        Some((p, m)) if !m.is_empty() => Some(p),
+        Some(_) => None,
+        None => for_bare(spec).map(|e| e.name),
+    }
+}
+
 /// Every variable that holds a provider's key or credentials, or says where they are.
 pub(crate) fn key_vars() -> impl Iterator<Item = &'static str> {
     PROVIDERS
         .iter()
         .flat_map(|e| std::iter::once(e.key_var).chain(e.also_secret.iter().copied()))
         .chain(RUNNER_SECRETS.iter().copied())
+}
+
+/// Whether `name` is a variable that holds a provider's key ([`key_vars`]): never passed to a
+/// tool, whatever the flags say, and redacted before any other variable.
+pub(crate) fn is_key_var(name: &str) -> bool {
+    key_vars().any(|v| v == name)
 }
 
 /// Whose signatures (thinking, thought signatures) a response of `provider`'s `model` carries:
@@ -375,7 +397,7 @@ mod tests {
     #[test]
     fn every_key_variable_is_scrubbed_from_tools() {
         for var in key_vars() {
-            assert!(crate::process::is_key_var(var), "{var}");
+            assert!(crate::providers::is_key_var(var), "{var}");
         }
         // The clouds' credentials, by name: a table entry losing one fails here.
         for var in [
@@ -393,9 +415,9 @@ mod tests {
             "OPENROUTER_API_KEY",
             "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
         ] {
-            assert!(crate::process::is_key_var(var), "{var}");
+            assert!(crate::providers::is_key_var(var), "{var}");
         }
-        assert!(!crate::process::is_key_var("PATH"));
-        assert!(!crate::process::is_key_var("AWS_REGION"));
+        assert!(!crate::providers::is_key_var("PATH"));
+        assert!(!crate::providers::is_key_var("AWS_REGION"));
     }
 }

@@ -4,17 +4,8 @@
 
 use std::path::PathBuf;
 
-use async_trait::async_trait;
-
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use crate::transcript::{Line, WriteError, Writer};
-
-/// A durable record of runs other than the transcript file.
-#[async_trait]
-pub trait Store: Send {
-    /// Records one line (start, round or end) of the current run, before the next begins.
-    async fn write(&mut self, line: &Line) -> Result<(), StoreError>;
-}
 
 /// Where a run that shares its process gets its store instead of connecting on its own: a
 /// worker's jobs write through the worker's pool, under their lease.

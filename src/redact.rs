@@ -167,7 +167,7 @@ impl Redactor {
             .collect();
         // The provider variables first, then the rest by name: which name a shared value is
         // reported under must not depend on the order of the environment.
-        by_rule.sort_by_key(|(k, _)| (!crate::process::is_key_var(k), k.clone()));
+        by_rule.sort_by_key(|(k, _)| (!crate::providers::is_key_var(k), k.clone()));
         secrets.extend(by_rule);
         Redactor::new(secrets)
     }
@@ -278,7 +278,7 @@ fn names_a_secret(name: &str) -> bool {
     let location =
         LOCATION_SUFFIXES.iter().any(|s| upper.ends_with(s)) || LOCATION_VARS.contains(&&*upper);
     !location
-        && (crate::process::is_key_var(name) || SECRET_WORDS.iter().any(|w| upper.contains(w)))
+        && (crate::providers::is_key_var(name) || SECRET_WORDS.iter().any(|w| upper.contains(w)))
 }
 
 /// Redaction of a stream: a secret may be split across pieces, so the last `longest - 1`
@@ -339,5 +339,14 @@ impl std::fmt::Debug for Stream {
 mod encode;
 mod text;
 pub(crate) use text::TextStream;
+/// A text with the secrets of rounds' environment taken out: how a failure is said without a
+/// run (a batch, a store, a subcommand), which has no run's redactor, and whose text may quote a
+/// value (a path or a URL built from a variable, a server's error). A run's own ending is
+/// redacted by the run, with its provider key too.
+pub(crate) fn environment(text: String) -> String {
+    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    Redactor::for_run(None, &env, &[]).redacted(text)
+}
+
 #[cfg(test)]
 mod tests;

@@ -13,12 +13,13 @@ use crate::agent::{Cancel, Fanout, Observer};
 use crate::cli::OutputMode;
 use crate::conversation::{Class, ToolResult, ToolUse};
 use crate::inventory::Inventory;
+use crate::outcome::CheckRun;
 use crate::outcome::{Outcome, Signal, Status};
 use crate::process::sandbox::Summary;
 use crate::progress::Progress;
 use crate::terminal;
 use crate::tools::presets::Preset;
-use crate::transcript::{CheckRun, End, Event, RetryNote, Round, Start, VERSION};
+use crate::transcript::{End, Event, RetryNote, Round, Start, VERSION};
 
 /// Who hears about a run as it happens: events on stdout in stream-json mode, the answer's
 /// text as it streams in text mode when stdout is a terminal (a pipe gets the final answer

@@ -11,7 +11,6 @@ use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value, json};
 
-use crate::conversation::ErrorKind;
 use crate::outcome::Status;
 use crate::transcript::{Event, VERSION};
 
@@ -168,28 +167,6 @@ impl JsonSchema for Status {
             "enum": names,
         })
     }
-}
-
-/// The `end` line's `exit_code`: one of the run statuses' codes.
-pub(crate) fn exit_code(_: &mut SchemaGenerator) -> Schema {
-    let mut codes: Vec<u8> = Status::OF_A_RUN.iter().map(|s| s.exit_code()).collect();
-    codes.sort_unstable();
-    codes.dedup();
-    json_schema!({
-        "type": "integer",
-        "enum": codes,
-    })
-}
-
-/// The `end` line's `tool_errors`: a count of at least 1 per error kind that occurred (the map
-/// type's own schema cannot see the kinds' names: they are documented variants).
-pub(crate) fn tool_errors(generator: &mut SchemaGenerator) -> Schema {
-    let kinds = generator.subschema_for::<ErrorKind>();
-    json_schema!({
-        "type": "object",
-        "propertyNames": kinds,
-        "additionalProperties": {"type": "integer", "minimum": 1},
-    })
 }
 
 #[cfg(test)]

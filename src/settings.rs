@@ -23,7 +23,8 @@ use toml::de::{DeTable, DeValue};
 use crate::cli::Cli;
 use crate::trust::{Refusal, Source};
 
-pub(crate) use crate::trust::settle::settle;
+mod settle;
+pub(crate) use settle::settle;
 
 /// One setting from a file, `-c` or a queue row: the flag's long name, its values (one per
 /// repetition; none for a switch turned on) and where it came from.

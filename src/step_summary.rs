@@ -116,7 +116,7 @@ pub(crate) fn markdown(outcome: &Outcome, model: Option<&str>, prompt: Option<&s
 }
 
 /// The check's last run: its command, how it ended, which attempt.
-fn check_text(check: &crate::transcript::CheckRun) -> String {
+fn check_text(check: &crate::outcome::CheckRun) -> String {
     let how = match check.exit_code {
         Some(0) => "passed".to_owned(),
         Some(code) => format!("failed (exit code {code})"),

@@ -5,8 +5,9 @@
 
 use super::{Agent, Cancel, Stop};
 use crate::conversation::{Message, StopReason};
+use crate::outcome::CheckRun;
 use crate::outcome::{Outcome, Status};
-use crate::transcript::{CheckRun, Round};
+use crate::transcript::Round;
 
 /// The check of one run and what it has seen so far.
 pub(super) struct Checks {

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use crate::conversation::{ToolResult, ToolUse};
-use crate::transcript::{CheckRun, End, RetryNote, Round, Start};
+use crate::outcome::CheckRun;
+use crate::transcript::{End, RetryNote, Round, Start};
 
 pub(crate) trait Observer: Send + Sync {
     fn started(&self, start: &Start) {

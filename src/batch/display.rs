@@ -144,7 +144,7 @@ pub(crate) fn bad_lines(source: &str, bad: &[BadLine]) {
 /// What went wrong while the batch goes on (a queue that failed, a job this worker cannot
 /// run, a report that could not be written), said as any command's failure is.
 pub(crate) fn error(e: super::BatchError) {
-    crate::commands::say(&e.into());
+    crate::render::print_failure(e.status(), &crate::redact::environment(e.to_string()));
 }
 
 pub(crate) fn warning(message: &str) {

@@ -39,32 +39,37 @@ use args::{BatchCommand, BatchFlags, Parsed};
 use jobs::{BadLine, Jobs, Template};
 use results::ResultLine;
 
-use crate::commands::Failure;
+/// Runs `rounds batch` once its words (after "batch") are `parsed` and the runtime is up
+/// (`commands::batch` does both and reports what this returns). `Ok` is the status the batch
+/// ends with once it said what it did: completed, incomplete (some job did not complete, or a
+/// line of the jobs file was no job; each job's own status is in `results.jsonl`), unavailable
+/// (the only jobs that did not complete met a provider that stayed unavailable) or interrupted.
+pub(crate) fn main(
+    rt: &tokio::runtime::Runtime,
+    words: Vec<OsString>,
+    parsed: Parsed,
+) -> Result<Status, BatchError> {
+    let started = Instant::now();
+    let flags = parsed.flags.clone();
+    match flags.command {
+        Some(BatchCommand::Status(a)) => rt.block_on(inspect::status(&a)),
+        Some(BatchCommand::Results(a)) => rt.block_on(inspect::results(&a)),
+        None if flags.worker => rt.block_on(queue::work(words, started)),
+        None => run(rt, parsed, &flags, started),
+    }
+}
 
-/// Runs `rounds batch` with its words (after "batch"). `Ok` is the status the batch ends with
-/// once it said what it did: completed, incomplete (some job did not complete, or a line of the
-/// jobs file was no job; each job's own status is in `results.jsonl`), unavailable (the only
-/// jobs that did not complete met a provider that stayed unavailable) or interrupted.
-pub(crate) fn main(words: Vec<OsString>) -> Result<Status, Failure> {
-    // Help, and bad flags, as clap says them.
-    let parsed = args::parse(words.clone()).map_err(Failure::Flags)?;
+/// Reads the parsed command line's run flags and starts logging; refuses what a batch cannot
+/// take. Before the runtime starts.
+pub(crate) fn prepare(parsed: &Parsed) -> Result<(), BatchError> {
     let cli = parsed.cli().map_err(BatchError::Flags)?;
     // A job's warnings would repeat for every job (a sandbox the kernel cannot enforce fully):
     // a batch logs only errors unless asked with -v; each job's record says what happened.
     crate::init_logging(cli.verbose, cli.quiet || cli.verbose == 0);
-    if let Some(refused) = args::refused(&parsed.matches) {
-        return Err(refused.into());
+    match args::refused(&parsed.matches) {
+        Some(refused) => Err(refused),
+        None => Ok(()),
     }
-    let rt = crate::runtime().map_err(Failure::Runtime)?;
-    let started = Instant::now();
-    let flags = parsed.flags.clone();
-    let ended = match flags.command {
-        Some(BatchCommand::Status(a)) => rt.block_on(inspect::status(&a)),
-        Some(BatchCommand::Results(a)) => rt.block_on(inspect::results(&a)),
-        None if flags.worker => rt.block_on(queue::work(words, started)),
-        None => run(&rt, parsed, &flags, started),
-    };
-    Ok(ended?)
 }
 
 /// A batch from a jobs file: queued with `--enqueue`, else run here (this shard's jobs).

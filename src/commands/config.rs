@@ -57,7 +57,7 @@ fn key_note(
     env: &dyn Fn(&str) -> Option<String>,
     aliases: &std::collections::BTreeMap<String, String>,
 ) -> String {
-    let entry = match config::provider_of(&named.spec) {
+    let entry = match crate::providers::provider_of(&named.spec) {
         Some("replay") => return "key: none needed (a replay makes no request)".to_owned(),
         Some(name) => crate::providers::find(name),
         None => None,
@@ -107,7 +107,12 @@ fn row(
     }
     // A run without a model takes the default one: shown, so that no line hides it.
     let default_model = || {
-        (long == "model").then(|| (vec![config::DEFAULT_MODEL.to_owned()], "default".to_owned()))
+        (long == "model").then(|| {
+            (
+                vec![crate::providers::DEFAULT_MODEL.to_owned()],
+                "default".to_owned(),
+            )
+        })
     };
     let (values, source) = applied(arg, layers, env).or_else(default_model)?;
     let quoted: Vec<String> = values.iter().map(|v| toml_value(v)).collect();

@@ -246,7 +246,7 @@ fn model_check(
         (None, false) => String::new(),
     };
     let fail = |detail: String| Check::new("model", subject.clone(), State::Fail, detail);
-    let entry = match config::provider_of(&model.spec) {
+    let entry = match crate::providers::provider_of(&model.spec) {
         Some("replay") => {
             let file = model.spec.trim_start_matches("replay:");
             return match cwd.join(file).is_file() {

@@ -20,8 +20,17 @@ pub(crate) use config::config;
 pub(crate) use doctor::doctor;
 pub(crate) use man::man;
 pub(crate) use models::models;
-pub(crate) use report::{Ended, Failure, RunEnd, report, say};
+pub(crate) use report::{Ended, Failure, RunEnd, report};
 pub(crate) use usage::read;
+
+/// `rounds batch` with its words (after "batch"): help and bad flags as clap says them, then
+/// the batch (`batch::main`), whose `BatchError` this reports like any command's failure.
+pub(crate) fn batch(words: Vec<std::ffi::OsString>) -> Result<crate::outcome::Status, Failure> {
+    let parsed = crate::batch::args::parse(words.clone()).map_err(Failure::Flags)?;
+    crate::batch::prepare(&parsed)?;
+    let rt = crate::runtime().map_err(Failure::Runtime)?;
+    Ok(crate::batch::main(&rt, words, parsed)?)
+}
 
 /// `rounds tools`: the tools a run with these flags would have.
 pub(crate) fn tools(args: ToolsArgs) -> Result<(), Failure> {

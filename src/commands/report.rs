@@ -125,7 +125,7 @@ impl Failure {
             }
             _ => self.to_string(),
         };
-        Outcome::new(self.status(), Some(redacted(message)))
+        Outcome::new(self.status(), Some(crate::redact::environment(message)))
     }
 }
 
@@ -216,20 +216,17 @@ pub(crate) fn say(failure: &Failure) {
         }
         Failure::NotRemoved(errors) => {
             for (path, error) in errors {
-                render::print_failure(failure.status(), &redacted(removal(path, error)));
+                render::print_failure(
+                    failure.status(),
+                    &crate::redact::environment(removal(path, error)),
+                );
             }
         }
-        _ => render::print_failure(failure.status(), &redacted(failure.to_string())),
+        _ => render::print_failure(
+            failure.status(),
+            &crate::redact::environment(failure.to_string()),
+        ),
     }
-}
-
-/// A failure's text with the secrets of rounds' environment taken out. A run's own ending is
-/// redacted by the run, with its provider key too; a command that failed before or without a
-/// run (a batch, a store, a subcommand) has no run's redactor, and its text may quote a value
-/// (a path or a URL built from a variable, a server's error).
-fn redacted(text: String) -> String {
-    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
-    crate::redact::Redactor::for_run(None, &env, &[]).redacted(text)
 }
 
 #[cfg(test)]

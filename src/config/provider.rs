@@ -91,19 +91,6 @@ fn check_url(url: &str) -> Result<(), ConfigError> {
     }
 }
 
-/// The provider a model spec (already un-aliased) names, without reading anything: `"replay"`
-/// for `replay:FILE`, `None` when it names none.
-pub(crate) fn provider_of(spec: &str) -> Option<&str> {
-    if spec.starts_with("replay:") {
-        return Some("replay");
-    }
-    match spec.split_once('/') {
-        Some((p, m)) if !m.is_empty() => Some(p),
-        Some(_) => None,
-        None => providers::for_bare(spec).map(|e| e.name),
-    }
-}
-
 /// The wire API and the model options the flags ask for; `ProviderChoice::configure` checks
 /// them against the provider and the model.
 pub(super) fn model_options(cli: &Cli) -> (Api, Options) {
@@ -179,7 +166,7 @@ pub(crate) struct Named {
 pub(crate) fn name_model(given: Option<&str>, aliases: &BTreeMap<String, String>) -> Named {
     let (given, is_default) = match given {
         Some(g) => (g.to_owned(), false),
-        None => (super::DEFAULT_MODEL.to_owned(), true),
+        None => (providers::DEFAULT_MODEL.to_owned(), true),
     };
     let (alias, spec) = match aliases.get(&given) {
         Some(spec) => (Some("settings"), spec.clone()),

@@ -65,12 +65,6 @@ pub(crate) const BASE_ENV: &[&str] = &[
     "CI",
 ];
 
-/// Whether `name` is a variable that holds a provider's key (`providers::key_vars`): never
-/// passed to a tool, whatever the flags say.
-pub(crate) fn is_key_var(name: &str) -> bool {
-    crate::providers::key_vars().any(|v| v == name)
-}
-
 /// Builds the environment of tool processes from rounds' environment: `BASE_ENV`, every `LC_*`,
 /// and the names the user passed through (never a provider key).
 pub(crate) fn tool_env(
@@ -83,7 +77,7 @@ pub(crate) fn tool_env(
     };
     let mut env: Vec<(OsString, OsString)> = all_names
         .iter()
-        .filter(|n| wanted(n) && !is_key_var(n))
+        .filter(|n| wanted(n) && !crate::providers::is_key_var(n))
         .filter_map(|n| get(n).map(|v| (OsString::from(n), v)))
         .collect();
     env.sort();

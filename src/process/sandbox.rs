@@ -54,44 +54,18 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::pin::{Pin, PinError};
 use super::seccomp;
 
 pub(crate) mod git;
 mod support;
 
+pub use crate::transcript::sandbox::{Enforced, Mode, Summary};
 use support::kernel;
-pub use support::{Enforced, Summary, Support, probe};
+pub use support::{Support, probe};
 
 /// The environment variable that carries the sandbox to the supervisor ([`Sandbox::to_env`]).
 pub const SUPERVISOR_ENV: &str = "ROUNDS_SUPERVISOR_SANDBOX";
-
-/// The `--sandbox` modes.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// No sandbox: tool processes can do whatever rounds' user can.
-    Off,
-    /// No writes at all (but `/dev/null` and friends).
-    ReadOnly,
-    /// Writes only below the writable directories.
-    #[default]
-    WorkspaceWrite,
-}
-
-impl Mode {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Mode::Off => "off",
-            Mode::ReadOnly => "read-only",
-            Mode::WorkspaceWrite => "workspace-write",
-        }
-    }
-}
 
 /// The values `--sandbox` accepts, for help texts and completions.
 pub(crate) const FLAG_VALUES: &[&str] = &["workspace-write", "read-only", "off", "require"];

@@ -251,7 +251,7 @@ fn each_provider_key_is_named_by_the_variable_it_is_read_from() {
             let choice = ProviderChoice::new(entry, String::new(), Some("the-key".into()));
             let (var, key) = choice.key().unwrap();
             assert_eq!(key, "the-key");
-            assert!(crate::process::is_key_var(&var), "{var}");
+            assert!(crate::providers::is_key_var(&var), "{var}");
             entry.key_var
         })
         .collect();

@@ -144,7 +144,7 @@ pub(crate) fn result_head(r: &ToolResult) -> String {
 }
 
 /// `check make test · ✗ exit code 1 · attempt 2 · 0.4s · cut, whole output in FILE`.
-pub(crate) fn check_head(c: &crate::transcript::CheckRun) -> String {
+pub(crate) fn check_head(c: &crate::outcome::CheckRun) -> String {
     let how = match c.exit_code {
         Some(0) => "✓ passed".to_owned(),
         Some(code) => format!("✗ exit code {code}"),

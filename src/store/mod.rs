@@ -25,6 +25,14 @@ pub use postgres::{PgStore, connect, reachable};
 pub(crate) use tls::{TlsError, UrlError};
 
 use crate::outcome::Status;
+use crate::transcript::Line;
+
+/// A durable record of runs other than the transcript file.
+#[async_trait::async_trait]
+pub trait Store: Send {
+    /// Records one line (start, round or end) of the current run, before the next begins.
+    async fn write(&mut self, line: &Line) -> Result<(), StoreError>;
+}
 
 /// Why the store could not be used. Messages name the database as `postgres://user@host:port/db`
 /// and never carry the password, which may be in the URL the user gave.

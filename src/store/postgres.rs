@@ -13,13 +13,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
 
+use super::Store;
 use super::nul::{escape, escape_value, unescape};
 use super::pool::StorePool;
 use super::queue::Fence;
 use super::tls::{self, Protection};
 use super::{ConnectError, MigrateError, StoreError, UrlError};
 use crate::conversation::Block;
-use crate::records::Store;
 use crate::transcript::{End, Line, Round, Start};
 
 /// Schema versions in order. Each is applied once, in the transaction that records it in

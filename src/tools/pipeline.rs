@@ -21,9 +21,9 @@ use super::{
     Class, Entry, Gate, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolSpec, Workspace,
 };
 use crate::conversation::{CallDefect, ErrorKind, ToolResult, ToolUse};
+use crate::outcome::CheckRun;
 use crate::process::capture::cap_text;
 use crate::redact::Redactor;
-use crate::transcript::CheckRun;
 
 /// How long past its timeout a tool may take to clean up before the pipeline stops waiting.
 const CLEANUP_MARGIN: Duration = Duration::from_secs(3);

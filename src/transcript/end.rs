@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::{ErrorKind, Usage};
@@ -17,7 +17,7 @@ use crate::outcome::{FailureRecord, Outcome, Status};
 pub struct End {
     pub status: Status,
     /// The process's exit status, the status's own: written out so a reader needs no table.
-    #[schemars(schema_with = "crate::schema::exit_code")]
+    #[schemars(schema_with = "exit_code_schema")]
     pub exit_code: u8,
     /// How many rounds finished.
     pub rounds: u32,
@@ -42,7 +42,7 @@ pub struct End {
     pub tool_calls: u32,
     /// How many tool calls failed, by kind (kinds that never failed are left out).
     #[serde(default)]
-    #[schemars(schema_with = "crate::schema::tool_errors")]
+    #[schemars(schema_with = "tool_errors_schema")]
     pub tool_errors: BTreeMap<ErrorKind, u32>,
 }
 
@@ -110,4 +110,26 @@ impl TryFrom<EndRecord> for End {
             tool_errors: r.tool_errors,
         })
     }
+}
+
+/// The `end` line's `exit_code`: one of the run statuses' codes.
+fn exit_code_schema(_: &mut SchemaGenerator) -> Schema {
+    let mut codes: Vec<u8> = Status::OF_A_RUN.iter().map(|s| s.exit_code()).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    json_schema!({
+        "type": "integer",
+        "enum": codes,
+    })
+}
+
+/// The `end` line's `tool_errors`: a count of at least 1 per error kind that occurred (the map
+/// type's own schema cannot see the kinds' names: they are documented variants).
+fn tool_errors_schema(generator: &mut SchemaGenerator) -> Schema {
+    let kinds = generator.subschema_for::<ErrorKind>();
+    json_schema!({
+        "type": "object",
+        "propertyNames": kinds,
+        "additionalProperties": {"type": "integer", "minimum": 1},
+    })
 }

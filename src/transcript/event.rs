@@ -5,8 +5,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{CheckRun, End, RetryNote, Round, Start};
+use super::{End, RetryNote, Round, Start};
 use crate::conversation::{ToolResult, ToolUse};
+use crate::outcome::CheckRun;
 
 /// One line of `--output stream-json` (serialized after `"v": 1` like a transcript line).
 /// `start`, `round` and `end` are the transcript's own lines; the others exist only in the

@@ -23,8 +23,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::config::{DEFAULT_MODEL, provider_of};
 use crate::providers;
+use crate::providers::{DEFAULT_MODEL, provider_of};
 
 /// Where a setting value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -417,7 +417,6 @@ pub(crate) fn tightens(key: &str, value: &str, current: Option<&str>) -> Option<
 }
 
 mod overlay;
-pub(crate) mod settle;
 
 pub(crate) use overlay::Overlay;
 

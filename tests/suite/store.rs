@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use rounds::conversation::{Block, CallDefect, ErrorKind, StopReason, ToolResult, ToolUse, Usage};
 use rounds::outcome::{Failure, FailureRecord, Status};
-use rounds::records::Store;
+use rounds::store::Store;
 use rounds::transcript::{self, End, Limits, Line, RetryNote, Round, Start};
 use serde_json::{Value, json};
 use tokio_postgres::NoTls;
@@ -450,7 +450,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             elided: vec![],
             guards: vec![],
             cost_usd: None,
-            check: Some(rounds::transcript::CheckRun {
+            check: Some(rounds::outcome::CheckRun {
                 command: "make test".into(),
                 attempt: 2,
                 passed: false,

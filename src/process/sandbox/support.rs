@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use super::git;
 use super::seccomp;
-use super::{Mode, Sandbox, SandboxError};
+use super::{Enforced, Mode, Sandbox, SandboxError};
 
 /// What the running kernel can enforce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,49 +70,6 @@ fn landlock_abi() -> u32 {
         )
     };
     u32::try_from(version).unwrap_or(0)
-}
-
-/// Which restrictions are in force for tool processes.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[schemars(deny_unknown_fields)]
-pub struct Enforced {
-    /// Writes outside the writable directories are refused, truncation included.
-    pub filesystem: bool,
-    /// TCP connect and bind are refused.
-    pub network_tcp: bool,
-    /// Sockets other than UNIX and TCP (UDP, raw, packet, netlink…) cannot be created.
-    pub network_other: bool,
-    /// Processes outside the tool cannot be ptraced (so neither their `/proc/PID/environ` and
-    /// `mem` read).
-    pub processes: bool,
-    /// Processes outside the tool cannot be signalled.
-    pub signals: bool,
-    /// Abstract UNIX sockets created outside the tool cannot be connected to.
-    pub abstract_unix_sockets: bool,
-    /// Every `.git` below the writable directories is read-only to tools (a mount namespace;
-    /// in `read-only` mode, Landlock). Always written; absent only in transcripts of rounds
-    /// before it, which still match the schema.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git_read_only: Option<bool>,
-}
-
-/// The OS sandbox of tool processes, and what the kernel enforced of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Summary {
-    /// `--sandbox`.
-    pub mode: Mode,
-    /// `--sandbox require`.
-    pub required: bool,
-    /// The kernel's Landlock ABI version, 0 without Landlock.
-    pub landlock_abi: u32,
-    /// Whether bash and hooks may use the network (`--tool-network`, or the sandbox is off).
-    pub network: bool,
-    /// The writable directories (`["/"]` when off: whatever the user may write).
-    pub write: Vec<String>,
-    pub enforced: Enforced,
 }
 
 /// What a sandbox asks of the kernel, and what the run does about what it cannot have.

@@ -8,9 +8,8 @@ use std::path::PathBuf;
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 
-use super::{Refusal, Rule, Source};
-use crate::settings::{Applied, Layers, Read, Setting};
-use crate::trust;
+use super::{Applied, Layers, Read, Setting};
+use crate::trust::{self, Refusal, Rule, Source};
 
 /// Decides, with `trust`, what of `read` applies beneath what the user `given` on the command
 /// line and in the environment (of `command`'s arguments), and returns the flags to place before
