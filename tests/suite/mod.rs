@@ -27,6 +27,7 @@ mod guards;
 mod help;
 mod hooks;
 mod integrate;
+mod layers;
 mod leftovers;
 mod manifest;
 mod mcp;
