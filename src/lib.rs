@@ -14,37 +14,28 @@ pub mod batch;
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod conversation;
-pub mod env;
-pub mod files;
 pub mod inventory;
-pub mod markdown;
-pub mod net;
-pub mod outcome;
-pub mod pricing;
-pub mod process;
 pub mod progress;
-pub mod provider;
-pub mod providers;
 pub mod records;
-pub mod redact;
 pub mod render;
 pub mod runs;
-pub mod schema;
 pub mod settings;
 pub mod show;
 pub mod step_summary;
-pub mod store;
-pub mod suggest;
-pub mod terminal;
-pub mod tools;
-pub mod transcript;
 pub mod trust;
 
 use cli::Cli;
 use commands::{Ended, Failure, RunEnd};
 use config::{Config, Inputs};
 use outcome::Status;
+use rounds_base::{
+    conversation, env, files, markdown, net, outcome, pricing, providers, redact, suggest,
+    terminal, transcript,
+};
+pub use rounds_process as process;
+use rounds_providers as provider;
+use rounds_store as store;
+use rounds_tools as tools;
 
 /// The program: parses `args` (settings files beneath them), runs, and says how it ended
 /// (`commands::report`); returns the exit code.

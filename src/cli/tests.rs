@@ -104,3 +104,28 @@ fn help_is_well_formed() {
     use clap::CommandFactory;
     Cli::command().debug_assert();
 }
+
+#[test]
+fn the_help_names_every_provider_and_its_key() {
+    use clap::CommandFactory;
+    let command = super::Cli::command();
+    let model = command
+        .get_arguments()
+        .find(|a| a.get_id() == "model")
+        .and_then(|a| a.get_long_help().or(a.get_help()).map(ToString::to_string))
+        .unwrap_or_default();
+    let mut after = String::new();
+    if let Some(text) = command.get_after_long_help() {
+        after = text.to_string();
+    }
+    for entry in crate::providers::PROVIDERS {
+        assert!(model.contains(entry.name), "-m's help lacks {}", entry.name);
+        if entry.key_required {
+            assert!(
+                after.contains(entry.key_var),
+                "--help lacks {}",
+                entry.key_var
+            );
+        }
+    }
+}

@@ -9,7 +9,7 @@ use comrak::{Arena, Options, parse_document};
 use rounds::batch::jobs::{self, BadLine};
 use rounds::batch::report::{self, Summary};
 use rounds::batch::results::ResultLine;
-use rounds::terminal;
+use rounds_base::terminal;
 
 use crate::common::mock::{MockServer, Reply};
 use crate::common::sse::{self, B};

@@ -222,7 +222,7 @@ fn each_settings_file_is_checked_and_a_broken_one_is_reported_not_fatal() {
 
 #[test]
 fn the_sandbox_check_reports_what_this_kernel_gives() {
-    let support = rounds::process::sandbox::probe();
+    let support = rounds_process::sandbox::probe();
     let sb = Sandbox::new();
     let server = MockServer::start(vec![]);
     for (mode, shown) in [

@@ -170,7 +170,9 @@ fn the_readme_opens_with_an_install_section_that_matches_the_build_settings() {
     ] {
         assert!(install.contains(needed), "{needed}");
     }
-    let msrv = manifest["package"]["rust-version"].as_str().unwrap();
+    let msrv = manifest["workspace"]["package"]["rust-version"]
+        .as_str()
+        .unwrap();
     assert!(
         install.contains(&format!("**Rust**: {msrv} or newer")),
         "{msrv}"

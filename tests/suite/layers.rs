@@ -54,6 +54,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The workspace's other crates (their folder under `crates/`) and the name the `rounds` crate
+/// gives each (`use rounds_tools as tools;`): where each sits in `LAYERS`.
+const CRATES: &[(&str, &str)] = &[
+    ("process", "process"),
+    ("providers", "provider"),
+    ("tools", "tools"),
+    ("store", "store"),
+    ("base", "conversation"),
+];
+
 /// Top-level module → the top-level modules of the same crate it names.
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>;
 
@@ -291,7 +301,7 @@ fn the_rounds_crate_imports_only_down_its_layers() {
 
 #[test]
 fn every_layer_names_modules_that_exist() {
-    let mut modules = BTreeSet::new();
+    let mut modules: BTreeSet<String> = CRATES.iter().map(|(_, name)| (*name).to_owned()).collect();
     for src in crate_sources() {
         modules.extend(graph(&src).into_keys());
     }
@@ -352,4 +362,39 @@ fn the_reading_catches_what_it_forbids() {
     );
     assert!(wrong.contains("gadget is in no layer"), "{wrong}");
     assert!(!wrong.contains("agent (loop) imports"), "{wrong}");
+}
+
+/// Between crates the arrows are cargo's: each crate's `rounds-*` dependencies must sit on its
+/// own layer or below, so that the compiler refuses what `LAYERS` forbids.
+#[test]
+fn each_crate_depends_only_on_crates_below_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layer = |dir: &str| {
+        let (_, name) = CRATES
+            .iter()
+            .find(|(d, _)| *d == dir)
+            .expect("a crate of CRATES");
+        layer_of(name).expect("a layer")
+    };
+    let mut read = 0;
+    for (dir, _) in CRATES {
+        let text =
+            std::fs::read_to_string(root.join("crates").join(dir).join("Cargo.toml")).unwrap();
+        let manifest: toml::Table = text.parse().unwrap();
+        let deps = manifest
+            .get("dependencies")
+            .and_then(|d| d.as_table())
+            .cloned()
+            .unwrap_or_default();
+        for dep in deps.keys().filter_map(|d| d.strip_prefix("rounds-")) {
+            assert!(
+                layer(dep) >= layer(dir),
+                "{dir} ({}) depends on {dep} ({}), a layer above it",
+                LAYERS[layer(dir)].0,
+                LAYERS[layer(dep)].0
+            );
+            read += 1;
+        }
+    }
+    assert!(read >= 4, "the crates' own dependencies were not read");
 }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
-use rounds::process::sandbox::{self, Mode, Sandbox};
-use rounds::process::{self, Exit, Finished, Limits};
+use rounds_process::sandbox::{self, Mode, Sandbox};
+use rounds_process::{self as process, Exit, Finished, Limits};
 use tokio_util::sync::CancellationToken;
 
 pub(super) const ROUNDS: &str = env!("CARGO_BIN_EXE_rounds");
@@ -303,7 +303,7 @@ fn command_tools_get_the_network_only_from_their_own_entry() {
     if !kernel_has(4, "TCP confinement") {
         return;
     }
-    use rounds::tools::{ToolContext, Workspace};
+    use rounds_tools::{ToolContext, Workspace};
     let ws = tempfile::tempdir().unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -319,7 +319,7 @@ fn command_tools_get_the_network_only_from_their_own_entry() {
         ),
     )
     .unwrap();
-    let tools = rounds::tools::manifest::load(&[manifest]).unwrap();
+    let tools = rounds_tools::manifest::load(&[manifest]).unwrap();
     process::set_supervisor_program(PathBuf::from(ROUNDS));
     let workspace = Arc::new(Workspace::new(ws.path()).unwrap());
     let mut ctx = ToolContext::new(workspace, CancellationToken::new());
@@ -351,7 +351,7 @@ fn mcp_servers_run_inside_the_sandbox() {
     if !kernel_has(1, "a Landlock domain") {
         return;
     }
-    use rounds::process::ProcessContext;
+    use rounds_process::ProcessContext;
     let server = Path::new(ROUNDS)
         .parent()
         .unwrap()
@@ -377,12 +377,12 @@ fn mcp_servers_run_inside_the_sandbox() {
         };
         let flag = format!("t={}", server.display());
         let (servers, tools) =
-            rounds::tools::mcp::start_all(&[flag], None, Duration::from_secs(20), &processes)
+            rounds_tools::mcp::start_all(&[flag], None, Duration::from_secs(20), &processes)
                 .await
                 .unwrap();
         let pid_tool = tools.iter().find(|t| t.spec().name == "t__pid").unwrap();
-        let ctx = rounds::tools::ToolContext::new(
-            Arc::new(rounds::tools::Workspace::new(&ws_path).unwrap()),
+        let ctx = rounds_tools::ToolContext::new(
+            Arc::new(rounds_tools::Workspace::new(&ws_path).unwrap()),
             CancellationToken::new(),
         );
         let pid = pid_tool.run(serde_json::json!({}), &ctx).await.unwrap();

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
-use rounds::process::sandbox::{Mode, SUPERVISOR_ENV};
-use rounds::process::{Exit, Sandbox};
+use rounds_process::sandbox::{Mode, SUPERVISOR_ENV};
+use rounds_process::{Exit, Sandbox};
 
 use super::sandbox::{ROUNDS, bash, kernel_has, support, writing_to};
 use super::sandbox_run::{bash_result, bash_then_answer, outside};

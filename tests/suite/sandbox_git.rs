@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rounds::process::sandbox;
+use rounds_process::sandbox;
 
 use super::sandbox_run::{bash_result, bash_then_answer};
 use crate::common::{Sandbox, run};
@@ -290,7 +290,7 @@ fn the_user_can_opt_in_to_a_writable_git_with_sandbox_write() {
 /// the sandbox in its variable), where the machine allows that and user namespaces.
 #[test]
 fn as_an_ordinary_user_git_is_read_only_through_a_user_namespace() {
-    use rounds::process::sandbox::{Mode, SUPERVISOR_ENV, Sandbox as Confined};
+    use rounds_process::sandbox::{Mode, SUPERVISOR_ENV, Sandbox as Confined};
     let root = rustix::process::geteuid().is_root();
     let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
     if !root || !setpriv || !git_available() {

@@ -103,7 +103,7 @@ fn key(tag: i32) -> i32 {
 
 #[test]
 fn a_tool_cannot_set_limits_priorities_or_affinity_of_rounds_nor_make_setuid_files() {
-    if !tools_available() || !rounds::process::sandbox::probe().seccomp {
+    if !tools_available() || !rounds_process::sandbox::probe().seccomp {
         eprintln!("skipped: needs seccomp and the util-linux tools");
         return;
     }
@@ -118,7 +118,7 @@ fn a_tool_cannot_set_limits_priorities_or_affinity_of_rounds_nor_make_setuid_fil
         assert_eq!(*own, 0, "{name} on the tool itself failed\n{result}");
     }
     assert!(!sb.ws().join("suid").exists());
-    let private_ipc = rounds::process::sandbox::probe().mount_namespace;
+    let private_ipc = rounds_process::sandbox::probe().mount_namespace;
     if private_ipc {
         assert!(result.contains("shm-unseen"), "{result}");
     } else {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use rounds::process::sandbox;
+use rounds_process::sandbox;
 use serde_json::Value;
 
 use crate::common::mock::{MockServer, Reply};
@@ -167,7 +167,7 @@ fn bash_reaches_the_network_only_with_tool_network() {
 
 #[test]
 fn require_is_exit_2_where_the_kernel_falls_short_and_a_degraded_sandbox_says_so() {
-    let full = rounds::process::Sandbox::for_run(
+    let full = rounds_process::Sandbox::for_run(
         (sandbox::Mode::WorkspaceWrite, false),
         Path::new("/"),
         &[],

@@ -1,5 +1,5 @@
 //! `schema/rounds.schema.json` is generated from the types that write the lines
-//! (`rounds::schema::document`): a change to them must be a visible diff of the file. Regenerate
+//! (`rounds_base::schema::document`): a change to them must be a visible diff of the file. Regenerate
 //! it with `ROUNDS_UPDATE_SNAPSHOTS=1 cargo test --test integration suite::schema`, and read the
 //! diff. Every test that runs the binary checks the lines it sees against the file
 //! (`common::check_schema`): that is what shows it accepts what rounds writes; here, what it
@@ -12,7 +12,7 @@ use crate::common::schema_errors;
 #[test]
 fn the_committed_schema_is_the_generated_one() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/rounds.schema.json");
-    let generated = rounds::schema::document();
+    let generated = rounds_base::schema::document();
     if std::env::var_os("ROUNDS_UPDATE_SNAPSHOTS").is_some() {
         let mut text = serde_json::to_string_pretty(&generated).unwrap();
         text.push('\n');

@@ -8,10 +8,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
-use rounds::conversation::{Block, CallDefect, ErrorKind, StopReason, ToolResult, ToolUse, Usage};
-use rounds::outcome::{Failure, FailureRecord, Status};
-use rounds::store::Store;
-use rounds::transcript::{self, End, Limits, Line, RetryNote, Round, Start};
+use rounds_base::conversation::{
+    Block, CallDefect, ErrorKind, StopReason, ToolResult, ToolUse, Usage,
+};
+use rounds_base::outcome::{Failure, FailureRecord, Status};
+use rounds_base::transcript::{self, End, Limits, Line, RetryNote, Round, Start};
+use rounds_store::Store;
 use serde_json::{Value, json};
 use tokio_postgres::NoTls;
 
@@ -131,7 +133,7 @@ fn runs_starting_together_on_a_new_database_migrate_once() {
     let Some(base) = server() else { return };
     let schema = Schema::new(base);
     let results = block_on(futures_util::future::join_all(
-        (0..4).map(|_| rounds::store::connect(&schema.url)),
+        (0..4).map(|_| rounds_store::connect(&schema.url)),
     ));
     for r in &results {
         assert!(r.is_ok(), "{:?}", r.as_ref().err());
@@ -450,7 +452,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             elided: vec![],
             guards: vec![],
             cost_usd: None,
-            check: Some(rounds::outcome::CheckRun {
+            check: Some(rounds_base::outcome::CheckRun {
                 command: "make test".into(),
                 attempt: 2,
                 passed: false,
@@ -491,12 +493,12 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
     let sb = Sandbox::new();
     let mut writer = transcript::Writer::create(&sb.transcript_path()).unwrap();
     let exported = block_on(async {
-        let mut store = rounds::store::connect(&schema.url).await.unwrap();
+        let mut store = rounds_store::connect(&schema.url).await.unwrap();
         for line in &lines {
             writer.write(line).unwrap();
             store.write(line).await.unwrap();
         }
-        rounds::store::export(&schema.url, &start.run_id)
+        rounds_store::export(&schema.url, &start.run_id)
             .await
             .unwrap()
     });
@@ -541,7 +543,7 @@ fn exporting_an_unknown_run_is_a_usage_error() {
             "{}",
             out.stderr
         );
-        drop(block_on(rounds::store::connect(&schema.url)).unwrap());
+        drop(block_on(rounds_store::connect(&schema.url)).unwrap());
     }
 }
 
@@ -602,7 +604,7 @@ fn tls_follows_the_sslmode_as_libpq_does() {
     };
     let schema = Schema::new(pg);
     let with = |params: &str| format!("{}&{params}", schema.url);
-    let connect = |url: String| block_on(rounds::store::connect(&url)).map(drop);
+    let connect = |url: String| block_on(rounds_store::connect(&url)).map(drop);
     // require: encrypted (the server must agree), the certificate not checked.
     connect(with("sslmode=require")).unwrap();
     // verify-full: the certificate must chain to trusted roots; the test CA is not a system one.
@@ -656,7 +658,7 @@ fn a_client_certificate_logs_in_where_the_server_demands_one() {
     url.set_username(&client.user).unwrap();
     url.set_password(None).unwrap();
     let verified = format!("{url}&sslmode=verify-full&sslrootcert={}", ca.display());
-    let err = block_on(rounds::store::connect(&verified))
+    let err = block_on(rounds_store::connect(&verified))
         .map(drop)
         .unwrap_err()
         .to_string();
@@ -731,7 +733,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         check: None,
     };
     let exported = block_on(async {
-        let mut store = rounds::store::connect(&url).await.unwrap();
+        let mut store = rounds_store::connect(&url).await.unwrap();
         store.write(&Line::Start(start.clone())).await.unwrap();
         let (admin, connection) = tokio_postgres::connect(&schema.url, NoTls).await.unwrap();
         tokio::spawn(connection);
@@ -746,7 +748,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         assert_eq!(killed.len(), 1);
         // The round line finds the connection gone, whether or not it noticed yet.
         store.write(&Line::Round(round.clone())).await.unwrap();
-        rounds::store::export(&url, &start.run_id).await.unwrap()
+        rounds_store::export(&url, &start.run_id).await.unwrap()
     });
     let lines = crate::common::parse_lines(&exported);
     assert_eq!(crate::common::types(&lines), ["start", "round"]);
@@ -774,7 +776,7 @@ fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
          '{{\"input_tokens\":1,\"output_tokens\":1}}', 5, NULL, 0, '{{}}');\n\
          INSERT INTO turn_blocks (run_id, round, sequence, block_type, content) \
          VALUES ('old', 0, 0, 'text_content', '{{\"type\":\"text\",\"text\":\"p\"}}');",
-        include_str!("../../src/store/migrations/0001_runs.sql")
+        include_str!("../../crates/store/src/migrations/0001_runs.sql")
     );
     block_on(async {
         let (client, connection) = tokio_postgres::connect(&schema.url, NoTls).await.unwrap();
@@ -782,12 +784,12 @@ fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
         client.batch_execute(&v1).await.unwrap();
     });
     // Export only reads: it works on the old schema as it is.
-    let jsonl = block_on(rounds::store::export(&schema.url, "old")).unwrap();
+    let jsonl = block_on(rounds_store::export(&schema.url, "old")).unwrap();
     let lines = crate::common::parse_lines(&jsonl);
     assert_eq!(types(&lines), ["start", "end"]);
     assert!(lines[0].get("sandbox").is_none(), "{}", lines[0]);
     // A run's connection migrates it, and the old run reads back the same.
-    block_on(rounds::store::connect(&schema.url)).unwrap();
+    block_on(rounds_store::connect(&schema.url)).unwrap();
     let versions: Vec<i32> = sql(
         &schema.url,
         "SELECT version FROM rounds_schema_migrations ORDER BY version",
@@ -797,7 +799,7 @@ fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
     .collect();
     assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     assert_eq!(
-        block_on(rounds::store::export(&schema.url, "old")).unwrap(),
+        block_on(rounds_store::export(&schema.url, "old")).unwrap(),
         jsonl
     );
 }

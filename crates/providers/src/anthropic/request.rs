@@ -1,0 +1,291 @@
+//! The Messages request from the neutral conversation: system prompt and tools (with their
+//! cache breakpoints), messages with thinking echoed only to Anthropic, extended thinking.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::super::{CacheTtl, Options, Request};
+use crate::conversation::{Block, Message};
+
+/// Anthropic requires `max_tokens`; this is used when the user did not set one.
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+#[derive(Debug, Serialize)]
+pub(crate) struct WireRequest<'a> {
+    /// Anthropic's own API names the model here; Vertex names it in the URL instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    /// Vertex's version of the API, in the body where Anthropic's own API has a header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anthropic_version: Option<&'static str>,
+    /// Vertex's betas, in the body where Anthropic's own API has the `anthropic-beta` header.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    anthropic_beta: Vec<&'static str>,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "System::is_empty")]
+    system: System<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    messages: Vec<WireMessage>,
+}
+
+/// The system prompt: a string, or one text block when it carries a cache breakpoint.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Text(&'a str),
+    Blocks([Value; 1]),
+}
+
+impl System<'_> {
+    fn is_empty(&self) -> bool {
+        matches!(self, System::Text(""))
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+struct ToolChoice {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// `--parallel-tool-calls off` (only with `auto`; `none` has no such field).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    disable_parallel_tool_use: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct WireMessage {
+    role: &'static str,
+    content: WireContent,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum WireContent {
+    Text(String),
+    Blocks(Vec<Value>),
+}
+
+/// Where a Messages body goes, which decides the fields around the conversation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Host<'a> {
+    /// Anthropic's API: the model in the body, version and betas in headers.
+    Anthropic { model: &'a str },
+    /// Claude on Vertex AI (`:streamRawPredict`): the model in the URL, the version and betas
+    /// in the body, as the anthropic SDK's Vertex client sends them.
+    Vertex,
+}
+
+/// The Messages version Vertex AI serves.
+pub(crate) const VERTEX_VERSION: &str = "vertex-2023-10-16";
+
+/// The request body for `request` to Anthropic's own API (see [`build_body`]).
+pub(crate) fn build_request<'a>(
+    model: &'a str,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
+    build_body(Host::Anthropic { model }, super::NAME, request, options)
+}
+
+/// The request body for `request`, as Anthropic expects it. `own` is the provider name whose
+/// thinking signatures are valid here (turns recorded by another provider lose their thinking).
+/// With thinking on, `tool_choice` is
+/// still only ever `auto` or `none`, the two that Anthropic allows with thinking.
+///
+/// With caching, four breakpoints at most (the API's limit): the last tool definition and the
+/// system prompt (the prefix every round shares), the newest message's last block (this
+/// request's whole prompt, read back by the next round), and the last block of the previous
+/// request's newest message (what the previous round wrote, in case this round added more than
+/// the 20 blocks the API looks back from a breakpoint).
+pub(crate) fn build_body<'a>(
+    host: Host<'a>,
+    own: &str,
+    request: &Request<'a>,
+    options: &Options,
+) -> WireRequest<'a> {
+    let breakpoint = request.cache.map(|c| cache_control(c.ttl));
+    let mut tools: Vec<WireTool> = request
+        .tools
+        .iter()
+        .map(|t| WireTool {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.input_schema,
+            cache_control: None,
+        })
+        .collect();
+    if let Some(last) = tools.last_mut() {
+        last.cache_control = breakpoint.clone();
+    }
+    let system = match &breakpoint {
+        Some(cc) if !request.system.is_empty() => System::Blocks([serde_json::json!({
+            "type": "text", "text": request.system, "cache_control": cc,
+        })]),
+        _ => System::Text(request.system),
+    };
+    let mut messages = wire_messages(request.messages, own);
+    if let Some(cc) = &breakpoint {
+        let n = messages.len();
+        for i in [n.checked_sub(1), n.checked_sub(3)].into_iter().flatten() {
+            mark(&mut messages[i], cc);
+        }
+    }
+    let kind = match request.tool_choice {
+        crate::ToolChoice::Auto => "auto",
+        crate::ToolChoice::None => "none",
+    };
+    let tool_choice = (!tools.is_empty()).then_some(ToolChoice {
+        kind,
+        disable_parallel_tool_use: kind == "auto"
+            && options.parallel_tool_calls == crate::Parallel::Off,
+    });
+    let (model, anthropic_version, anthropic_beta) = match host {
+        Host::Anthropic { model } => (Some(model), None, vec![]),
+        Host::Vertex => {
+            let hour = request.cache.is_some_and(|c| c.ttl == CacheTtl::OneHour);
+            let betas = if hour {
+                vec![super::EXTENDED_TTL_BETA]
+            } else {
+                vec![]
+            };
+            (None, Some(VERTEX_VERSION), betas)
+        }
+    };
+    WireRequest {
+        model,
+        anthropic_version,
+        anthropic_beta,
+        max_tokens: options.anthropic_max_tokens(request.max_tokens),
+        stream: true,
+        system,
+        tools,
+        tool_choice,
+        thinking: options
+            .anthropic_thinking()
+            .map(|budget| serde_json::json!({"type": "enabled", "budget_tokens": budget})),
+        temperature: options.temperature,
+        messages,
+    }
+}
+
+/// `{"type":"ephemeral"}`, with the documented `ttl` field for the hour-long cache.
+fn cache_control(ttl: CacheTtl) -> Value {
+    match ttl {
+        CacheTtl::FiveMinutes => serde_json::json!({"type": "ephemeral"}),
+        CacheTtl::OneHour => serde_json::json!({"type": "ephemeral", "ttl": "1h"}),
+    }
+}
+
+/// Puts a cache breakpoint on a message's last block. Thinking blocks cannot carry one; a
+/// message ending in one (never a user message) is left as it is.
+fn mark(message: &mut WireMessage, cc: &Value) {
+    let content = std::mem::replace(&mut message.content, WireContent::Blocks(vec![]));
+    let mut blocks = into_blocks(content);
+    if let Some(Value::Object(last)) = blocks.last_mut() {
+        let kind = last.get("type").and_then(Value::as_str).unwrap_or("");
+        if !matches!(kind, "thinking" | "redacted_thinking") {
+            last.insert("cache_control".into(), cc.clone());
+        }
+    }
+    message.content = WireContent::Blocks(blocks);
+}
+
+fn wire_messages(messages: &[Message], own: &str) -> Vec<WireMessage> {
+    let mut out: Vec<WireMessage> = Vec::new();
+    for message in messages {
+        let (role, content) = match message {
+            Message::User(text) => ("user", WireContent::Text(text.clone())),
+            Message::Assistant { blocks, provider } => {
+                let blocks = assistant_blocks(blocks, provider == own);
+                if blocks.is_empty() {
+                    continue;
+                }
+                ("assistant", WireContent::Blocks(blocks))
+            }
+            Message::ToolResults(results) => {
+                let blocks = results
+                    .iter()
+                    .map(|r| {
+                        let mut b = serde_json::json!({
+                            "type": "tool_result",
+                            "tool_use_id": r.tool_use_id,
+                            "content": r.content,
+                        });
+                        if r.is_error {
+                            b["is_error"] = Value::Bool(true);
+                        }
+                        b
+                    })
+                    .collect();
+                ("user", WireContent::Blocks(blocks))
+            }
+        };
+        // The API wants alternating roles: merge a turn into the previous one of the same role
+        // (tool results first, then the new prompt text, as Anthropic requires).
+        match out.last_mut() {
+            Some(prev) if prev.role == role => {
+                let mut merged = into_blocks(std::mem::replace(
+                    &mut prev.content,
+                    WireContent::Blocks(vec![]),
+                ));
+                merged.extend(into_blocks(content));
+                prev.content = WireContent::Blocks(merged);
+            }
+            _ => out.push(WireMessage { role, content }),
+        }
+    }
+    out
+}
+
+fn into_blocks(content: WireContent) -> Vec<Value> {
+    match content {
+        WireContent::Text(text) => vec![serde_json::json!({"type": "text", "text": text})],
+        WireContent::Blocks(blocks) => blocks,
+    }
+}
+
+/// An assistant turn's blocks in their original order. Thinking is only valid where it was
+/// signed, so it is dropped when the turn came from another provider; empty text is rejected by
+/// the API and dropped.
+fn assistant_blocks(blocks: &[Block], ours: bool) -> Vec<Value> {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            Block::Text { text, .. } if text.is_empty() => None,
+            Block::Text { text, .. } => Some(serde_json::json!({"type": "text", "text": text})),
+            Block::Thinking {
+                text,
+                signature: Some(signature),
+            } if ours => Some(
+                serde_json::json!({"type": "thinking", "thinking": text, "signature": signature}),
+            ),
+            Block::Thinking { .. } => None,
+            Block::RedactedThinking { data } if ours => {
+                Some(serde_json::json!({"type": "redacted_thinking", "data": data}))
+            }
+            Block::RedactedThinking { .. } | Block::Reasoning { .. } => None,
+            Block::ToolUse(call) => Some(serde_json::json!({
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": call.input,
+            })),
+        })
+        .collect()
+}

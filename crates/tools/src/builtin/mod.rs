@@ -1,0 +1,77 @@
+//! The nine tools rounds ships with. Each file is one tool (its typed arguments, the schema
+//! derived from them, its subject and its work); what the two web tools share is in
+//! `tools::web`.
+//!
+//! To add a built-in: write `NAME.rs` here and register it in [`registry`].
+
+use std::sync::Arc;
+
+use super::Registry;
+
+pub(crate) mod bash;
+pub(crate) mod edit_file;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod list_dir;
+pub(crate) mod read_file;
+pub(crate) mod web_fetch;
+pub(crate) mod web_search;
+pub(crate) mod write_file;
+
+/// Settings of the built-in tools that come from flags.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `web_search` endpoint template with `{query}`; `None` means the DuckDuckGo HTML page.
+    pub search_url: Option<String>,
+    /// Lets `web_fetch` reach loopback, private and link-local addresses.
+    pub web_allow_private: bool,
+}
+
+/// A registry holding the built-in tools, in the order they are offered.
+pub(crate) fn registry(options: &Options) -> Registry {
+    let mut registry = Registry::default();
+    registry.register(Arc::new(read_file::ReadFile::new()));
+    registry.register(Arc::new(list_dir::ListDir::new()));
+    registry.register(Arc::new(glob::Glob::new()));
+    registry.register(Arc::new(grep::Grep::new()));
+    registry.register(Arc::new(write_file::WriteFile::new()));
+    registry.register(Arc::new(edit_file::EditFile::new()));
+    registry.register(Arc::new(bash::Bash::new()));
+    registry.register(Arc::new(
+        web_fetch::WebFetch::new().allow_private(options.web_allow_private),
+    ));
+    registry.register(Arc::new(web_search::WebSearch::new(
+        options.search_url.clone(),
+    )));
+    registry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_in_schema_compiles_and_names_are_unique() {
+        let registry = registry(&Options::default());
+        let names: Vec<&str> = registry.names().collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "list_dir",
+                "glob",
+                "grep",
+                "write_file",
+                "edit_file",
+                "bash",
+                "web_fetch",
+                "web_search"
+            ]
+        );
+        for name in names {
+            let entry = registry.get(name).unwrap();
+            let v = entry.validator().unwrap();
+            assert!(!v.is_valid(&serde_json::json!("not an object")), "{name}");
+        }
+    }
+}
