@@ -216,6 +216,7 @@ impl ProviderChoice {
                 Ok(())
             }
             // Claude on Vertex takes Anthropic's body, with Anthropic's limits.
+            #[cfg(feature = "vertex")]
             Wire::Vertex if super::vertex::Family::of(model) == super::vertex::Family::Claude => {
                 check_anthropic(options, max_tokens)
             }
@@ -351,16 +352,37 @@ pub fn build_with(
             .insert(*name, reqwest::header::HeaderValue::from_static(value));
     }
     if entry.auth == Auth::Azure {
+        #[cfg(feature = "azure")]
         super::azure::prepare(&mut endpoint, *wire, base_url, cloud)?;
+        #[cfg(not(feature = "azure"))]
+        return Err(not_built(entry.name));
     }
     Ok(match wire {
         Wire::Anthropic => Arc::new(Anthropic::new(endpoint)),
         Wire::Chat => Arc::new(OpenAi::new(endpoint)),
         Wire::Responses => Arc::new(OpenAiResponses::new(endpoint)),
         Wire::Gemini => Arc::new(Gemini::new(endpoint)),
+        #[cfg(feature = "bedrock")]
         Wire::Bedrock => super::bedrock::build(endpoint, cloud)?,
+        #[cfg(feature = "vertex")]
         Wire::Vertex => return super::vertex::build(endpoint, cloud),
+        #[allow(unreachable_patterns)]
+        _ => return Err(not_built(entry.name)),
     })
+}
+
+/// A cloud this build left out (its cargo feature was off): the user's to fix with another
+/// build, said before any request.
+pub(crate) fn not_built(provider: &str) -> BuildError {
+    let feature = match provider {
+        "bedrock" => "bedrock",
+        "vertex" => "vertex",
+        _ => "azure",
+    };
+    BuildError::Config(format!(
+        "{provider}: this rounds was built without it (cargo feature `{feature}`, on by default); \
+         install a build with default features"
+    ))
 }
 
 #[cfg(test)]

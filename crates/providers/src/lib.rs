@@ -7,6 +7,12 @@
 //! (`framing`: SSE, or Bedrock's binary event stream), bounded by the idle timeout and the cap on
 //! a response's content (`progress`).
 #![forbid(unsafe_code)]
+// What the clouds share with the other providers (Anthropic's body for Claude on Vertex,
+// credentials that refresh, a batch's shared exchanges) is unused in a build without them.
+#![cfg_attr(
+    not(all(feature = "bedrock", feature = "vertex", feature = "azure")),
+    allow(dead_code, unused_imports, unused_variables)
+)]
 #![deny(clippy::print_stdout)]
 
 use rounds_base::{conversation, env, net, outcome, providers, terminal, transcript};
@@ -24,7 +30,9 @@ use crate::net::clip;
 
 pub(crate) mod anthropic;
 pub(crate) mod auth;
+#[cfg(feature = "azure")]
 pub(crate) mod azure;
+#[cfg(feature = "bedrock")]
 pub(crate) mod bedrock;
 mod choice;
 mod endpoint;
@@ -42,6 +50,7 @@ pub(crate) mod sse;
 #[cfg(test)]
 pub(crate) mod testing;
 pub(crate) mod text_calls;
+#[cfg(feature = "vertex")]
 pub(crate) mod vertex;
 
 pub use choice::{Api, BuildError, Cloud, OptionError, ProviderChoice, build, build_with};
@@ -246,10 +255,15 @@ pub fn describe_credentials(
         Auth::Azure if key_file.is_some() => {
             Some(vec!["api-key header from --api-key-file".into()])
         }
+        #[cfg(feature = "azure")]
         Auth::Azure => Some(azure::describe_credentials(env)),
         Auth::Aws if key_file.is_some() => Some(vec!["Bedrock API key from --api-key-file".into()]),
+        #[cfg(feature = "bedrock")]
         Auth::Aws => Some(bedrock::describe_credentials(env)),
+        #[cfg(feature = "vertex")]
         Auth::Google => Some(vertex::describe_credentials(env)),
+        #[allow(unreachable_patterns)]
+        _ => Some(vec![choice::not_built(entry.name).to_string()]),
     }
 }
 
