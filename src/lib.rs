@@ -1,38 +1,49 @@
 //! `rounds`: a headless runner for multi-round LLM tool-calling loops.
 //!
-//! The binary is a thin shell over [`run`]: parse flags, resolve them into a [`config::Config`],
-//! drive the [`agent`] loop against a [`provider`] with [`tools`], record a [`transcript`], and
-//! report an [`outcome::Outcome`] (or a subcommand's [`commands::Failure`]) through
-//! [`commands::report`]: its status is the exit code.
+//! The `rounds` command is a thin shell over [`main`]: parse flags, resolve them into a run's
+//! configuration, drive the loop against a provider with tools, record a transcript, and report
+//! the run's [`Outcome`], whose [`Status`] is the exit code.
+//!
+//! A Rust program runs the same loop in-process with [`Run`]: see the `embed` example, and
+//! [`Run::start`]'s events and outcome.
 // In --output json and stream-json modes stdout must hold only JSON lines: nothing but the
 // render module may print to it.
 #![deny(clippy::print_stdout)]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
-pub mod agent;
-pub mod app;
+mod agent;
+mod app;
+// The integration tests read a batch's job lines, reports and results, and run ids, as the
+// batch writes them (tests/suite/batch_*.rs): reachable, not part of the API.
+#[doc(hidden)]
 pub mod batch;
-pub mod cli;
-pub mod commands;
-pub mod config;
-pub mod inventory;
-pub mod progress;
-pub mod records;
-pub mod render;
+mod cli;
+mod commands;
+mod config;
+mod embed;
+mod inventory;
+mod progress;
+mod records;
+mod render;
+#[doc(hidden)]
 pub mod runs;
-pub mod settings;
-pub mod show;
-pub mod step_summary;
-pub mod trust;
+mod settings;
+mod show;
+mod step_summary;
+mod trust;
 
 use cli::Cli;
 use commands::{Ended, Failure, RunEnd};
 use config::{Config, Inputs};
-use outcome::Status;
+pub use embed::{
+    Error, Event, Events, Outcome, Run, SUPERVISE_ARG, Started, Status, supervise_if_asked,
+};
 use rounds_base::{
     conversation, env, files, markdown, net, outcome, pricing, providers, redact, suggest,
     terminal, transcript,
 };
-pub use rounds_process as process;
+use rounds_process as process;
 use rounds_providers as provider;
 use rounds_store as store;
 use rounds_tools as tools;

@@ -7,13 +7,13 @@ fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args
         .get(1)
-        .is_some_and(|a| a == rounds::process::SUPERVISE_ARG)
+        .is_some_and(|a| a == rounds_process::SUPERVISE_ARG)
     {
-        let code = rounds::process::supervisor::main(&args[2..]);
+        let code = rounds_process::supervisor::main(&args[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // Before anything else runs: a key file's path or a store's URL in rounds' command line
     // is readable by every process of the machine, its tools included.
-    rounds::process::argv::hide_values(&args);
+    rounds_process::argv::hide_values(&args);
     ExitCode::from(rounds::main(args))
 }

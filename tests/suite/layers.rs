@@ -27,7 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "step_summary",
         ],
     ),
-    ("wiring", &["app"]),
+    ("wiring", &["app", "embed"]),
     ("setup", &["config", "settings", "trust", "inventory"]),
     ("flags", &["cli"]),
     ("loop", &["agent"]),

@@ -21,6 +21,7 @@ mod credentials;
 mod day_one;
 mod diagnostics;
 mod doctor;
+mod embed;
 mod exit_codes;
 mod failures;
 mod guards;
