@@ -188,8 +188,9 @@ fn fifty_rounds() -> (f64, f64, f64, f64, f64) {
     )
 }
 
-/// (d): the share of its uncached input a 20-round run is billed, with the given extra flags.
-fn cache_bill(system_bytes: usize) -> f64 {
+/// (d): the share of its uncached input a 20-round run is billed, with the given extra flags;
+/// and the run's peak RSS in MiB.
+fn cache_bill(system_bytes: usize) -> (f64, f64) {
     let dir = sandbox();
     let mut args = vec!["--max-rounds".to_owned(), "30".to_owned()];
     if system_bytes > 0 {
@@ -199,10 +200,42 @@ fn cache_bill(system_bytes: usize) -> f64 {
         args.extend(["--system-file".to_owned(), path.display().to_string()]);
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    cache_sim::twenty_rounds(&dir.path().join("ws"), 1024, |server| {
-        let (code, _) = run_measured(asking(dir.path(), server, &args, cache_sim::PROMPT));
+    let mut peak = 0;
+    let share = cache_sim::twenty_rounds(&dir.path().join("ws"), 1024, |server| {
+        let (code, peak_kib) = run_measured(asking(dir.path(), server, &args, cache_sim::PROMPT));
         assert_eq!(code, 0);
-    })
+        peak = peak_kib;
+    });
+    (share, peak as f64 / 1024.0)
+}
+
+/// (c): peak RSS in MiB of the README's quick start, the demo replayed, median of `REPEATS`.
+fn quick_start() -> f64 {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let peaks = (0..REPEATS)
+        .map(|_| {
+            let dir = sandbox();
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_rounds"));
+            cmd.env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("HOME", dir.path())
+                .env("ROUNDS_HOME", dir.path().join("state"))
+                .current_dir(root)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .args([
+                    "-m",
+                    "replay:fixtures/demo/demo.jsonl",
+                    "-w",
+                    "fixtures/demo/workspace",
+                ]);
+            let (code, peak_kib) = run_measured(cmd);
+            assert_eq!(code, 0);
+            peak_kib as f64 / 1024.0
+        })
+        .collect();
+    median(peaks)
 }
 
 fn main() {
@@ -213,7 +246,8 @@ fn main() {
     let par = parallel("8");
     let seq = parallel("1");
     let (overhead, p90, rss, rss_max, wall) = fifty_rounds();
-    let (cached_lean, cached_rules) = (cache_bill(0), cache_bill(16 * 1024));
+    let ((cached_lean, twenty_rss), (cached_rules, _)) = (cache_bill(0), cache_bill(16 * 1024));
+    let replay_rss = quick_start();
     println!("| measure | result | target |");
     println!("|---|---|---|");
     println!("| (a) 8 safe calls × 200 ms, wall ÷ 200 ms (--max-parallel 8) | {par:.2} | ≈ 1.0 |");
@@ -224,6 +258,10 @@ fn main() {
     println!("| (b) whole 50-round run, wall | {wall:.0} ms | — |");
     println!(
         "| (c) peak RSS of the 50-round run, median (max) of {REPEATS} | {rss:.1} MiB ({rss_max:.1} MiB) | ≤ 16 MiB |"
+    );
+    println!("| (c) peak RSS of 20 mock rounds (d's run) | {twenty_rss:.1} MiB | ≤ 16 MiB |");
+    println!(
+        "| (c) peak RSS of the quick start (the demo replayed), median of {REPEATS} | {replay_rss:.1} MiB | ≤ 16 MiB |"
     );
     println!(
         "| (d) input billed ÷ uncached input, 20 rounds × 1 KiB read, 16 KiB system prompt | {cached_rules:.3} | ≤ 0.2 |"
