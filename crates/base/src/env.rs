@@ -7,16 +7,9 @@
 //! through [`var`], and clap's `env = "…"` flags through [`unset_empty`], which clap has no
 //! setting for (it passes an empty value on to the flag's parser).
 
-use std::ffi::OsString;
-
 /// The variable's value, or `None` when it is unset, empty, or not Unicode.
 pub fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-/// The variable's value as the OS holds it, or `None` when it is unset or empty.
-pub fn var_os(name: &str) -> Option<OsString> {
-    std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
 /// `command` with every `env = "…"` flag whose variable is empty (now) read as unset, in every

@@ -75,7 +75,7 @@ pub enum Status {
 impl Status {
     /// The statuses a run's record (its `end` line) can hold: every status but a batch's
     /// `Incomplete`. A new variant belongs here (`schema`'s test says so).
-    pub const OF_A_RUN: [Status; 14] = [
+    pub(crate) const OF_A_RUN: [Status; 14] = [
         Status::Completed,
         Status::Error,
         Status::Unavailable,

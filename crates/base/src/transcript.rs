@@ -246,9 +246,9 @@ pub struct RetryNote {
 #[derive(Debug, thiserror::Error)]
 #[error("transcript {}: {source}", path.display())]
 pub struct WriteError {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     #[source]
-    pub source: io::Error,
+    pub(crate) source: io::Error,
 }
 
 /// The transcript's only writer.

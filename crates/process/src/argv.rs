@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
 /// The flags whose values are hidden.
-pub const HIDDEN: &[&str] = &["--api-key-file", "--store"];
+pub(crate) const HIDDEN: &[&str] = &["--api-key-file", "--store"];
 
 /// The byte ranges of `args` (the whole command line, program first) that hold a value of one
 /// of `flags`: the argument after `--flag`, or what follows `=` in `--flag=VALUE`. Nothing

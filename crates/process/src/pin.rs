@@ -20,9 +20,9 @@ use rustix::io::Errno;
 /// A writable directory and the identity it must still have (see [`crate::Sandbox::pin`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pin {
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// `st_dev` of the directory rounds created.
-    pub dev: u64,
+    pub(crate) dev: u64,
     /// `st_ino` of the directory rounds created.
     pub ino: u64,
 }
