@@ -230,20 +230,19 @@ pub(crate) fn cases(own: &str) -> Vec<Case> {
 }
 
 /// Fails unless every `(case, body)` serialized in `got` is the one in `want`, byte for byte.
-/// On failure, prints `got` as the table to paste (after checking the difference is intended).
+/// The failure shows the first difference and `got` as the table to paste (once the difference
+/// is known to be intended).
 pub(crate) fn assert_bodies(got: &[(String, String)], want: &[(&str, &str)]) {
-    let same = got.len() == want.len()
-        && got
-            .iter()
-            .zip(want)
-            .all(|((gn, gb), (wn, wb))| gn == wn && gb == wb);
-    if !same {
-        for (name, body) in got {
-            println!("    (\n        \"{name}\",\n        r#\"{body}\"#,\n    ),");
-        }
-        for ((gn, gb), (wn, wb)) in got.iter().zip(want) {
-            pretty_assertions::assert_eq!((gn.as_str(), gb.as_str()), (*wn, *wb));
-        }
-        assert_eq!(got.len(), want.len(), "number of cases");
+    let got: Vec<(&str, &str)> = got.iter().map(|(n, b)| (n.as_str(), b.as_str())).collect();
+    if got == want {
+        return;
     }
+    let table: String = got
+        .iter()
+        .map(|(name, body)| format!("    (\n        \"{name}\",\n        r#\"{body}\"#,\n    ),\n"))
+        .collect();
+    for (g, w) in got.iter().zip(want) {
+        pretty_assertions::assert_eq!(g, w, "the table as built now:\n{table}");
+    }
+    assert_eq!(got.len(), want.len(), "the table as built now:\n{table}");
 }
