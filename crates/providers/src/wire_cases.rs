@@ -246,3 +246,34 @@ pub(crate) fn assert_bodies(got: &[(String, String)], want: &[(&str, &str)]) {
     }
     assert_eq!(got.len(), want.len(), "the table as built now:\n{table}");
 }
+
+mod tests {
+    use super::*;
+
+    fn got(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, b)| ((*n).to_owned(), (*b).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_same_bodies_pass() {
+        assert_bodies(&got(&[("a", r#"{"x":1}"#)]), &[("a", r#"{"x":1}"#)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "the table as built now")]
+    fn a_reordered_field_fails() {
+        assert_bodies(
+            &got(&[("a", r#"{"y":2,"x":1}"#)]),
+            &[("a", r#"{"x":1,"y":2}"#)],
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "the table as built now")]
+    fn a_missing_case_fails() {
+        assert_bodies(&got(&[("a", "{}")]), &[("a", "{}"), ("b", "{}")]);
+    }
+}
