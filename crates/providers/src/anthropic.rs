@@ -468,4 +468,6 @@ fn stop_reason(s: &str) -> StopReason {
 }
 
 #[cfg(test)]
+mod request_tests;
+#[cfg(test)]
 mod tests;

@@ -199,4 +199,6 @@ pub(crate) fn converse_stream_url(base: &str, model: &str) -> String {
 }
 
 #[cfg(test)]
+mod request_tests;
+#[cfg(test)]
 mod tests;

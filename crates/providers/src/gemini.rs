@@ -426,4 +426,6 @@ fn finish_reason(s: &str) -> StopReason {
 }
 
 #[cfg(test)]
+mod request_tests;
+#[cfg(test)]
 mod tests;

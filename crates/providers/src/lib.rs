@@ -52,6 +52,8 @@ pub(crate) mod testing;
 pub(crate) mod text_calls;
 #[cfg(feature = "vertex")]
 pub(crate) mod vertex;
+#[cfg(test)]
+pub(crate) mod wire_cases;
 
 pub use choice::{Api, BuildError, Cloud, OptionError, ProviderChoice, build, build_with};
 pub(crate) use failure::Failure;

@@ -8,14 +8,13 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::endpoint::Endpoint;
 use super::sse::SseEvent;
 use super::{
-    EventStream, Mapper, Options, Progress, Provider, ProviderError, Request, StreamEvent, http,
-    parse_json,
+    EventStream, Mapper, Progress, Provider, ProviderError, Request, StreamEvent, http, parse_json,
 };
 use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolUse, Usage};
 
@@ -23,6 +22,9 @@ use crate::conversation::{Block, CallDefect, CallIds, Message, StopReason, ToolU
 pub(crate) const GENERATED_ID_PREFIX: &str = "call_rounds_";
 
 pub(crate) use crate::providers::Flavor;
+
+mod request;
+use request::build_request;
 
 pub(crate) struct OpenAi {
     endpoint: Endpoint,
@@ -59,180 +61,6 @@ impl Provider for OpenAi {
             mapper.text_calls = request.tools.iter().map(|t| t.name.clone()).collect();
         }
         e.send(e.bearer()?, &wire, mapper).await
-    }
-}
-
-// ---- request ----
-
-#[derive(Debug, Serialize)]
-pub(crate) struct WireRequest<'a> {
-    model: &'a str,
-    stream: bool,
-    stream_options: StreamOptions,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parallel_tool_calls: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_completion_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
-    /// Requests with the same key share a cache on api.openai.com (the run's id).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_cache_key: Option<&'a str>,
-    /// `--output-schema`: text answers must follow it (tool calls are unaffected).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    response_format: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning_effort: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f64>,
-    messages: Vec<Value>,
-}
-
-#[derive(Debug, Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct WireTool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: WireFunction<'a>,
-}
-
-#[derive(Debug, Serialize)]
-struct WireFunction<'a> {
-    name: &'a str,
-    description: &'a str,
-    parameters: &'a Value,
-}
-
-/// The request body for `request`.
-pub(crate) fn build_request<'a>(
-    model: &'a str,
-    flavor: Flavor,
-    request: &Request<'a>,
-    options: &Options,
-) -> WireRequest<'a> {
-    let tools: Vec<WireTool> = request
-        .tools
-        .iter()
-        .map(|t| WireTool {
-            kind: "function",
-            function: WireFunction {
-                name: &t.name,
-                description: &t.description,
-                parameters: &t.input_schema,
-            },
-        })
-        .collect();
-    // llama.cpp only makes parallel calls when asked, and a small local model asked for them
-    // can fill a response with calls; hosted OpenAI gets them as it always did (`Parallel`).
-    // "auto" is the default choice and some servers (Ollama) do not accept the field, so only
-    // "none" is sent.
-    let parallel_tool_calls = if tools.is_empty() {
-        None
-    } else {
-        options.parallel_tool_calls.openai_field(flavor)
-    };
-    let tool_choice =
-        (!tools.is_empty() && request.tool_choice == super::ToolChoice::None).then_some("none");
-    let (max_completion_tokens, max_tokens) = match flavor {
-        Flavor::OpenAi => (request.max_tokens, None),
-        Flavor::Compatible => (None, request.max_tokens),
-    };
-    let system_role = match flavor {
-        Flavor::OpenAi => "developer",
-        Flavor::Compatible => "system",
-    };
-    let mut messages = Vec::new();
-    if !request.system.is_empty() {
-        messages.push(serde_json::json!({"role": system_role, "content": request.system}));
-    }
-    for message in request.messages {
-        push_messages(message, &mut messages);
-    }
-    WireRequest {
-        model,
-        stream: true,
-        stream_options: StreamOptions {
-            include_usage: true,
-        },
-        tools,
-        tool_choice,
-        parallel_tool_calls,
-        max_completion_tokens,
-        max_tokens,
-        // Compatible servers cache by prefix on their own and may refuse unknown fields.
-        prompt_cache_key: match flavor {
-            Flavor::OpenAi => request.cache.map(|c| c.key.as_str()),
-            Flavor::Compatible => None,
-        },
-        response_format: match flavor {
-            Flavor::OpenAi => request.output_schema.map(|schema| {
-                serde_json::json!({"type": "json_schema", "json_schema": {
-                    "name": "final_answer", "schema": schema, "strict": false}})
-            }),
-            Flavor::Compatible => None,
-        },
-        reasoning_effort: options.reasoning_effort.map(super::Effort::as_str),
-        temperature: options.temperature,
-        messages,
-    }
-}
-
-fn push_messages(message: &Message, out: &mut Vec<Value>) {
-    match message {
-        Message::User(text) => out.push(serde_json::json!({"role": "user", "content": text})),
-        Message::Assistant { blocks, .. } => {
-            let text: String = blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::Text { text, .. } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
-            let calls: Vec<Value> = blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse(call) => Some(serde_json::json!({
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments_text()},
-                    })),
-                    _ => None,
-                })
-                .collect();
-            let mut m = serde_json::json!({"role": "assistant"});
-            m["content"] = if text.is_empty() && !calls.is_empty() {
-                Value::Null
-            } else {
-                text.into()
-            };
-            if !calls.is_empty() {
-                m["tool_calls"] = Value::Array(calls);
-            }
-            out.push(m);
-        }
-        Message::ToolResults(results) => {
-            for r in results {
-                // Chat Completions has no error flag on tool messages; the text says it instead.
-                let content = if r.is_error {
-                    format!("Error: {}", r.content)
-                } else {
-                    r.content.clone()
-                };
-                out.push(serde_json::json!({
-                    "role": "tool",
-                    "tool_call_id": r.tool_use_id,
-                    "content": content,
-                }));
-            }
-        }
     }
 }
 
@@ -610,5 +438,7 @@ fn finish_reason(s: &str) -> StopReason {
     }
 }
 
+#[cfg(test)]
+mod request_tests;
 #[cfg(test)]
 mod tests;

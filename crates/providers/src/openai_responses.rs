@@ -621,4 +621,6 @@ const TERMINAL: &[&str] = &[
 ];
 
 #[cfg(test)]
+mod request_tests;
+#[cfg(test)]
 mod tests;

@@ -30,18 +30,22 @@ pub(crate) struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<ToolChoice>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    thinking: Option<Value>,
+    thinking: Option<Thinking>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
-    messages: Vec<WireMessage>,
+    messages: Vec<WireMessage<'a>>,
 }
+
+// The objects below that were once built as JSON maps declare their fields in alphabetical
+// order, `type` included: maps serialize sorted, and the bytes (which prompt caching keys on)
+// stay what they were.
 
 /// The system prompt: a string, or one text block when it carries a cache breakpoint.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 enum System<'a> {
     Text(&'a str),
-    Blocks([Value; 1]),
+    Blocks([ContentBlock<'a>; 1]),
 }
 
 impl System<'_> {
@@ -56,7 +60,16 @@ struct WireTool<'a> {
     description: &'a str,
     input_schema: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cache_control: Option<Value>,
+    cache_control: Option<CacheControl>,
+}
+
+/// A cache breakpoint: `{"type":"ephemeral"}`, with the documented `ttl` for the hour-long cache.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<&'static str>,
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -68,17 +81,79 @@ struct ToolChoice {
     disable_parallel_tool_use: bool,
 }
 
+/// Extended thinking, on with this many tokens.
 #[derive(Debug, Serialize)]
-struct WireMessage {
+struct Thinking {
+    budget_tokens: u32,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct WireMessage<'a> {
     role: &'static str,
-    content: WireContent,
+    content: WireContent<'a>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-enum WireContent {
-    Text(String),
-    Blocks(Vec<Value>),
+enum WireContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<ContentBlock<'a>>),
+}
+
+/// A content block: its breakpoint (a key that sorts first), its fields, then its `type`.
+#[derive(Debug, Serialize)]
+struct ContentBlock<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+    #[serde(flatten)]
+    body: BlockBody<'a>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum BlockBody<'a> {
+    Text {
+        text: &'a str,
+    },
+    Thinking {
+        signature: &'a str,
+        thinking: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        input: &'a Value,
+        name: &'a str,
+    },
+    ToolResult {
+        content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+        tool_use_id: &'a str,
+    },
+}
+
+impl<'a> From<BlockBody<'a>> for ContentBlock<'a> {
+    fn from(body: BlockBody<'a>) -> ContentBlock<'a> {
+        let kind = match body {
+            BlockBody::Text { .. } => "text",
+            BlockBody::Thinking { .. } => "thinking",
+            BlockBody::RedactedThinking { .. } => "redacted_thinking",
+            BlockBody::ToolUse { .. } => "tool_use",
+            BlockBody::ToolResult { .. } => "tool_result",
+        };
+        ContentBlock {
+            cache_control: None,
+            body,
+            kind,
+        }
+    }
 }
 
 /// Where a Messages body goes, which decides the fields around the conversation.
@@ -131,12 +206,16 @@ pub(crate) fn build_body<'a>(
         })
         .collect();
     if let Some(last) = tools.last_mut() {
-        last.cache_control = breakpoint.clone();
+        last.cache_control = breakpoint;
     }
     let system = match &breakpoint {
-        Some(cc) if !request.system.is_empty() => System::Blocks([serde_json::json!({
-            "type": "text", "text": request.system, "cache_control": cc,
-        })]),
+        Some(cc) if !request.system.is_empty() => System::Blocks([ContentBlock {
+            cache_control: Some(*cc),
+            ..BlockBody::Text {
+                text: request.system,
+            }
+            .into()
+        }]),
         _ => System::Text(request.system),
     };
     let mut messages = wire_messages(request.messages, own);
@@ -176,41 +255,46 @@ pub(crate) fn build_body<'a>(
         system,
         tools,
         tool_choice,
-        thinking: options
-            .anthropic_thinking()
-            .map(|budget| serde_json::json!({"type": "enabled", "budget_tokens": budget})),
+        thinking: options.anthropic_thinking().map(|budget| Thinking {
+            budget_tokens: budget,
+            kind: "enabled",
+        }),
         temperature: options.temperature,
         messages,
     }
 }
 
-/// `{"type":"ephemeral"}`, with the documented `ttl` field for the hour-long cache.
-fn cache_control(ttl: CacheTtl) -> Value {
-    match ttl {
-        CacheTtl::FiveMinutes => serde_json::json!({"type": "ephemeral"}),
-        CacheTtl::OneHour => serde_json::json!({"type": "ephemeral", "ttl": "1h"}),
+fn cache_control(ttl: CacheTtl) -> CacheControl {
+    CacheControl {
+        ttl: match ttl {
+            CacheTtl::FiveMinutes => None,
+            CacheTtl::OneHour => Some("1h"),
+        },
+        kind: "ephemeral",
     }
 }
 
 /// Puts a cache breakpoint on a message's last block. Thinking blocks cannot carry one; a
 /// message ending in one (never a user message) is left as it is.
-fn mark(message: &mut WireMessage, cc: &Value) {
+fn mark(message: &mut WireMessage, cc: &CacheControl) {
     let content = std::mem::replace(&mut message.content, WireContent::Blocks(vec![]));
     let mut blocks = into_blocks(content);
-    if let Some(Value::Object(last)) = blocks.last_mut() {
-        let kind = last.get("type").and_then(Value::as_str).unwrap_or("");
-        if !matches!(kind, "thinking" | "redacted_thinking") {
-            last.insert("cache_control".into(), cc.clone());
-        }
+    if let Some(last) = blocks.last_mut()
+        && !matches!(
+            last.body,
+            BlockBody::Thinking { .. } | BlockBody::RedactedThinking { .. }
+        )
+    {
+        last.cache_control = Some(*cc);
     }
     message.content = WireContent::Blocks(blocks);
 }
 
-fn wire_messages(messages: &[Message], own: &str) -> Vec<WireMessage> {
+fn wire_messages<'a>(messages: &'a [Message], own: &str) -> Vec<WireMessage<'a>> {
     let mut out: Vec<WireMessage> = Vec::new();
     for message in messages {
         let (role, content) = match message {
-            Message::User(text) => ("user", WireContent::Text(text.clone())),
+            Message::User(text) => ("user", WireContent::Text(text)),
             Message::Assistant { blocks, provider } => {
                 let blocks = assistant_blocks(blocks, provider == own);
                 if blocks.is_empty() {
@@ -222,15 +306,12 @@ fn wire_messages(messages: &[Message], own: &str) -> Vec<WireMessage> {
                 let blocks = results
                     .iter()
                     .map(|r| {
-                        let mut b = serde_json::json!({
-                            "type": "tool_result",
-                            "tool_use_id": r.tool_use_id,
-                            "content": r.content,
-                        });
-                        if r.is_error {
-                            b["is_error"] = Value::Bool(true);
+                        BlockBody::ToolResult {
+                            content: &r.content,
+                            is_error: r.is_error,
+                            tool_use_id: &r.tool_use_id,
                         }
-                        b
+                        .into()
                     })
                     .collect();
                 ("user", WireContent::Blocks(blocks))
@@ -253,9 +334,9 @@ fn wire_messages(messages: &[Message], own: &str) -> Vec<WireMessage> {
     out
 }
 
-fn into_blocks(content: WireContent) -> Vec<Value> {
+fn into_blocks(content: WireContent) -> Vec<ContentBlock> {
     match content {
-        WireContent::Text(text) => vec![serde_json::json!({"type": "text", "text": text})],
+        WireContent::Text(text) => vec![BlockBody::Text { text }.into()],
         WireContent::Blocks(blocks) => blocks,
     }
 }
@@ -263,29 +344,28 @@ fn into_blocks(content: WireContent) -> Vec<Value> {
 /// An assistant turn's blocks in their original order. Thinking is only valid where it was
 /// signed, so it is dropped when the turn came from another provider; empty text is rejected by
 /// the API and dropped.
-fn assistant_blocks(blocks: &[Block], ours: bool) -> Vec<Value> {
+fn assistant_blocks(blocks: &[Block], ours: bool) -> Vec<ContentBlock<'_>> {
     blocks
         .iter()
         .filter_map(|block| match block {
             Block::Text { text, .. } if text.is_empty() => None,
-            Block::Text { text, .. } => Some(serde_json::json!({"type": "text", "text": text})),
+            Block::Text { text, .. } => Some(BlockBody::Text { text }),
             Block::Thinking {
                 text,
                 signature: Some(signature),
-            } if ours => Some(
-                serde_json::json!({"type": "thinking", "thinking": text, "signature": signature}),
-            ),
+            } if ours => Some(BlockBody::Thinking {
+                signature,
+                thinking: text,
+            }),
             Block::Thinking { .. } => None,
-            Block::RedactedThinking { data } if ours => {
-                Some(serde_json::json!({"type": "redacted_thinking", "data": data}))
-            }
+            Block::RedactedThinking { data } if ours => Some(BlockBody::RedactedThinking { data }),
             Block::RedactedThinking { .. } | Block::Reasoning { .. } => None,
-            Block::ToolUse(call) => Some(serde_json::json!({
-                "type": "tool_use",
-                "id": call.id,
-                "name": call.name,
-                "input": call.input,
-            })),
+            Block::ToolUse(call) => Some(BlockBody::ToolUse {
+                id: &call.id,
+                input: &call.input,
+                name: &call.name,
+            }),
         })
+        .map(ContentBlock::from)
         .collect()
 }

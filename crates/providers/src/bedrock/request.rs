@@ -25,7 +25,21 @@ pub(crate) struct ConverseRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_config: Option<ToolConfig<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    additional_model_request_fields: Option<Value>,
+    additional_model_request_fields: Option<AdditionalFields>,
+}
+
+/// The model's own fields: Anthropic's extended thinking. Fields in alphabetical order, the
+/// order these bytes had when they were built as a JSON map.
+#[derive(Debug, Serialize)]
+struct AdditionalFields {
+    thinking: Thinking,
+}
+
+#[derive(Debug, Serialize)]
+struct Thinking {
+    budget_tokens: u32,
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -226,9 +240,12 @@ pub(crate) fn build_request<'a>(
             temperature: options.temperature,
         },
         tool_config: (!tools.is_empty()).then_some(ToolConfig { tools }),
-        additional_model_request_fields: thinking.map(
-            |budget| serde_json::json!({"thinking": {"type": "enabled", "budget_tokens": budget}}),
-        ),
+        additional_model_request_fields: thinking.map(|budget| AdditionalFields {
+            thinking: Thinking {
+                budget_tokens: budget,
+                kind: "enabled",
+            },
+        }),
     }
 }
 

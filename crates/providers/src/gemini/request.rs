@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{FunctionCall, FunctionResponse, GENERATED_ID_PREFIX, NAME, Part};
 use crate::conversation::{Block, Message, ToolResult};
@@ -19,9 +19,40 @@ pub(crate) struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTools<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_config: Option<Value>,
+    tool_config: Option<ToolConfig>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    generation_config: Option<Value>,
+    generation_config: Option<GenerationConfig>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfig {
+    function_calling_config: FunctionCallingConfig,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionCallingConfig {
+    mode: &'static str,
+}
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<ThinkingConfig>,
+}
+
+/// `thinkingConfig`: one field, a token budget or (Gemini 3) a level.
+#[derive(Debug, Serialize)]
+enum ThinkingConfig {
+    #[serde(rename = "thinkingBudget")]
+    Budget(u32),
+    #[serde(rename = "thinkingLevel")]
+    Level(String),
 }
 
 #[derive(Debug, Serialize)]
@@ -88,26 +119,28 @@ fn thinks_in_levels(model: &str) -> bool {
 /// `generationConfig`: the output cap, the temperature and `thinkingConfig`. `--thinking-budget`
 /// is sent as `thinkingBudget`; `--reasoning-effort` as `thinkingLevel` (LOW, MEDIUM, HIGH) for
 /// Gemini 3, else as the effort's token budget.
-fn generation_config(model: &str, max_tokens: Option<u32>, options: &Options) -> Option<Value> {
-    let mut config = serde_json::Map::new();
-    if let Some(n) = max_tokens {
-        config.insert("maxOutputTokens".into(), n.into());
-    }
-    if let Some(t) = options.temperature {
-        config.insert("temperature".into(), t.into());
-    }
-    let thinking = match (options.thinking_budget, options.reasoning_effort) {
-        (Some(budget), _) => Some(json!({"thinkingBudget": budget})),
+fn generation_config(
+    model: &str,
+    max_tokens: Option<u32>,
+    options: &Options,
+) -> Option<GenerationConfig> {
+    let thinking_config = match (options.thinking_budget, options.reasoning_effort) {
+        (Some(budget), _) => Some(ThinkingConfig::Budget(budget)),
         (None, Some(effort)) if thinks_in_levels(model) => {
-            Some(json!({"thinkingLevel": effort.as_str().to_ascii_uppercase()}))
+            Some(ThinkingConfig::Level(effort.as_str().to_ascii_uppercase()))
         }
-        (None, Some(effort)) => Some(json!({"thinkingBudget": effort.budget_tokens()})),
+        (None, Some(effort)) => Some(ThinkingConfig::Budget(effort.budget_tokens())),
         (None, None) => None,
     };
-    if let Some(thinking) = thinking {
-        config.insert("thinkingConfig".into(), thinking);
-    }
-    (!config.is_empty()).then_some(Value::Object(config))
+    let config = GenerationConfig {
+        max_output_tokens: max_tokens,
+        temperature: options.temperature,
+        thinking_config,
+    };
+    let empty = config.max_output_tokens.is_none()
+        && config.temperature.is_none()
+        && config.thinking_config.is_none();
+    (!empty).then_some(config)
 }
 
 /// The request body for `request` to `model`, as Gemini's own API expects it.
@@ -157,7 +190,9 @@ pub(crate) fn build_body<'a>(
                 ToolChoice::Auto => "AUTO",
                 ToolChoice::None => "NONE",
             };
-            json!({"functionCallingConfig": {"mode": mode}})
+            ToolConfig {
+                function_calling_config: FunctionCallingConfig { mode },
+            }
         }),
         generation_config: generation_config(model, request.max_tokens, options),
     }

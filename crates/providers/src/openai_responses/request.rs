@@ -40,7 +40,23 @@ pub(crate) struct WireRequest<'a> {
     prompt_cache_key: Option<&'a str>,
     /// `--output-schema`: text answers must follow it (function calls are unaffected).
     #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<Value>,
+    text: Option<TextConfig<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct TextConfig<'a> {
+    format: Format<'a>,
+}
+
+/// A JSON Schema format. Fields in alphabetical order, `type` included: the order these bytes
+/// had when they were built as a JSON map.
+#[derive(Debug, Serialize)]
+struct Format<'a> {
+    name: &'static str,
+    schema: &'a Value,
+    strict: bool,
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -143,9 +159,13 @@ pub(crate) fn build_request<'a>(
         max_output_tokens: request.max_tokens,
         temperature: options.temperature,
         prompt_cache_key: request.cache.map(|c| c.key.as_str()),
-        text: request.output_schema.map(|schema| {
-            serde_json::json!({"format": {"type": "json_schema", "name": "final_answer",
-                "schema": schema, "strict": false}})
+        text: request.output_schema.map(|schema| TextConfig {
+            format: Format {
+                name: "final_answer",
+                schema,
+                strict: false,
+                kind: "json_schema",
+            },
         }),
     }
 }
