@@ -97,6 +97,9 @@ pub struct Outputs {
     redact: Redactor,
     /// By call id: the names redacted from the outputs handed out for it, for its result.
     seen: Mutex<HashMap<String, Seen>>,
+    /// By call id: the lines of its output that differ from run to run (see
+    /// `ToolResult::volatile`).
+    volatile: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// `--max-spill-bytes`' default: enough for any output a person would read, and a bound on
@@ -111,6 +114,7 @@ impl Outputs {
             taken: Mutex::new(HashSet::new()),
             redact: Redactor::default(),
             seen: Mutex::new(HashMap::new()),
+            volatile: Mutex::new(HashMap::new()),
         }
     }
 
@@ -122,6 +126,7 @@ impl Outputs {
             taken: Mutex::new(HashSet::new()),
             redact: Redactor::default(),
             seen: Mutex::new(HashMap::new()),
+            volatile: Mutex::new(HashMap::new()),
         }
     }
 
@@ -178,6 +183,18 @@ impl Outputs {
             max: self.max_spill,
             redact,
         })
+    }
+
+    /// Notes that `line` of call `call_id`'s output differs between runs with the same outcome.
+    pub(crate) fn mark_volatile(&self, call_id: &str, line: String) {
+        let mut volatile = self.volatile.lock().unwrap_or_else(|e| e.into_inner());
+        volatile.entry(call_id.to_owned()).or_default().push(line);
+    }
+
+    /// The lines marked volatile for call `call_id`; forgets the call.
+    pub(crate) fn volatile(&self, call_id: &str) -> Vec<String> {
+        let mut volatile = self.volatile.lock().unwrap_or_else(|e| e.into_inner());
+        volatile.remove(call_id).unwrap_or_default()
     }
 
     /// The names redacted from the outputs of call `call_id` so far, sorted; forgets the call.

@@ -318,6 +318,8 @@ impl Toolbox {
             }
             r = tokio::time::timeout(hard_stop, entry.tool.run(input, &ctx)) => r,
         };
+        // Taken whatever the outcome, so a failed call's marks are not kept for the run.
+        let volatile = self.outputs.volatile(&call.id);
         match outcome {
             Ok(Ok(content)) => ToolResult {
                 tool_use_id: call.id.clone(),
@@ -330,6 +332,7 @@ impl Toolbox {
                 truncated: false,
                 full_output: None,
                 redacted: Vec::new(),
+                volatile,
             },
             Ok(Err(ToolError::Failed(message))) => {
                 ToolResult::error(call, ErrorKind::Failed, message)
@@ -385,6 +388,7 @@ impl Toolbox {
             truncated: false,
             full_output: None,
             redacted: Vec::new(),
+            volatile: Vec::new(),
         };
         self.redact(&mut result);
         let result = self.cap(result);

@@ -111,10 +111,12 @@ impl Tool for Bash {
             .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
         let secs = done.duration.as_secs_f64();
         match done.exit {
-            Exit::Code(code) => Ok(format!(
-                "exit code: {code}\nduration: {secs:.2}s\n{}",
-                streams(&done.stdout, &done.stderr)
-            )),
+            Exit::Code(code) => {
+                let (text, duration) = exited(code, secs, &streams(&done.stdout, &done.stderr));
+                // The time differs from run to run; the loop guard must not see a change in it.
+                ctx.outputs.mark_volatile(&ctx.call_id, duration);
+                Ok(text)
+            }
             Exit::TimedOut => Err(ToolError::TimedOut(format!(
                 "timed out after {:.1}s; the command and every process it started were killed\n{}",
                 limit.as_secs_f64(),
@@ -125,6 +127,16 @@ impl Tool for Bash {
             ))),
         }
     }
+}
+
+/// What the model reads of a command that exited, and its line that differs between runs of
+/// the same command with the same outcome (the time it took).
+fn exited(code: i32, secs: f64, streams: &str) -> (String, String) {
+    let duration = format!("duration: {secs:.2}s");
+    (
+        format!("exit code: {code}\n{duration}\n{streams}"),
+        duration,
+    )
 }
 
 /// Both streams as the model reads them: each, or that it was empty.
@@ -139,4 +151,34 @@ pub(crate) fn streams(stdout: &Captured, stderr: &Captured) -> String {
         }
     };
     format!("{}{}", show("stdout", stdout), show("stderr", stderr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The command itself cannot run here (the supervisor re-executes the test binary); the
+    // integration suites run it. This pins the text and the line the guard leaves out.
+    #[test]
+    fn the_volatile_line_is_the_duration_line_the_model_reads() {
+        for (code, secs, streams, want) in [
+            (
+                0,
+                0.004,
+                "stdout: (empty)\nstderr: (empty)\n",
+                "exit code: 0\nduration: 0.00s\nstdout: (empty)\nstderr: (empty)\n",
+            ),
+            (
+                3,
+                12.345,
+                "stdout:\nduration: 1.00s\nstderr: (empty)\n",
+                "exit code: 3\nduration: 12.35s\nstdout:\nduration: 1.00s\nstderr: (empty)\n",
+            ),
+            (-1, 0.0, "", "exit code: -1\nduration: 0.00s\n"),
+        ] {
+            let (text, volatile) = exited(code, secs, streams);
+            assert_eq!(text, want);
+            assert_eq!(text.lines().nth(1), Some(volatile.as_str()));
+        }
+    }
 }
