@@ -222,8 +222,10 @@ impl ToolError {
     }
 }
 
-/// One tool. Implementations validate nothing themselves beyond deserializing their typed
-/// arguments: the pipeline has already checked the input against `spec().input_schema`.
+/// One tool. Implementations validate nothing themselves: the pipeline has already checked the
+/// input against `spec().input_schema`. Built-in tools implement `builtin::typed::BuiltinTool`
+/// (a typed input, decoded once) and reach this trait through `builtin::typed::Typed`; command
+/// and MCP tools implement it directly, their input a JSON value like their schema.
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
@@ -242,31 +244,6 @@ pub trait Tool: Send + Sync {
 
     /// Runs the call and returns the text the model sees.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError>;
-}
-
-/// The subject of a file tool: its `path` input (or `default` when it has none), as the
-/// workspace-relative path allowlist patterns match.
-pub(crate) fn path_subject(
-    input: &Value,
-    workspace: &Workspace,
-    default: Option<&str>,
-) -> Option<policy::Subject> {
-    let path = match input.get("path") {
-        Some(path) => path.as_str()?,
-        None => default?,
-    };
-    workspace.subject(path)
-}
-
-/// Runs a tool's blocking file work on the blocking pool: on the single runtime thread it would
-/// stall the provider stream and every other call.
-pub(crate) async fn blocking<T: Send + 'static>(
-    tool: &str,
-    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ToolError::failed(format!("{tool} failed: {e}")))?
 }
 
 /// The input schema of a tool, derived from its arguments struct so the two cannot drift: doc
@@ -328,11 +305,6 @@ pub(crate) fn path_error(
         }
         _ => e.into(),
     }
-}
-
-/// Deserializes a tool's typed arguments from already-validated input.
-pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
-    serde_json::from_value(input).map_err(|e| ToolError::failed(format!("invalid arguments: {e}")))
 }
 
 /// A registered tool with its compiled schema.

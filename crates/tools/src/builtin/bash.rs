@@ -8,11 +8,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::policy::{CommandLine, Subject};
+use super::typed::{BuiltinTool, SubjectOf};
 use crate::process::{self, Captured, Exit, Limits};
-use crate::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::{Class, ToolContext, ToolError};
 
 /// Bytes of each stream kept from the start and from the end; the rest is only in the spill
 /// file. Both streams together stay under the default result cap.
@@ -44,13 +43,11 @@ pub(crate) fn command_spec<'a>(
     }
 }
 
-pub(crate) struct Bash {
-    spec: ToolSpec,
-}
+pub(crate) struct Bash;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     command: String,
     /// Seconds before the command is killed (the run's limit caps it).
     #[serde(default)]
@@ -62,44 +59,21 @@ struct Args {
     description: Option<String>,
 }
 
-impl Default for Bash {
-    fn default() -> Self {
-        Bash::new()
-    }
-}
-
-impl Bash {
-    pub(crate) fn new() -> Bash {
-        Bash {
-            spec: ToolSpec {
-                name: "bash".into(),
-                description: "Run a command with `bash -c` in the workspace root, stdin closed. \
-                    Returns the exit code, stdout and stderr; long output keeps its start and end \
-                    and names a file holding all of it."
-                    .into(),
-                input_schema: crate::schema_for::<Args>(),
-                class: Class::Mutating,
-            },
-        }
-    }
-}
-
 #[async_trait]
-impl Tool for Bash {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+impl BuiltinTool for Bash {
+    type Input = Args;
+    const NAME: &'static str = "bash";
+    const CLASS: Class = Class::Mutating;
+    const SUBJECT: SubjectOf = SubjectOf::Command;
+
+    fn description(&self) -> String {
+        "Run a command with `bash -c` in the workspace root, stdin closed. Returns the exit \
+         code, stdout and stderr; long output keeps its start and end and names a file holding \
+         all of it."
+            .into()
     }
 
-    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        let command = input.get("command")?.as_str()?;
-        // bash runs in the workspace root, so that is what redirection paths are relative to.
-        Some(Subject::Command(CommandLine::new(command, |path| {
-            workspace.shell_target(path)
-        })))
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
         let limit = args
             .timeout
             .filter(|t| *t > 0.0)
