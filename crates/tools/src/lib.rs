@@ -97,9 +97,6 @@ pub struct Outputs {
     redact: Redactor,
     /// By call id: the names redacted from the outputs handed out for it, for its result.
     seen: Mutex<HashMap<String, Seen>>,
-    /// By call id: the lines of its output that differ from run to run (see
-    /// `ToolResult::volatile`).
-    volatile: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// `--max-spill-bytes`' default: enough for any output a person would read, and a bound on
@@ -114,7 +111,6 @@ impl Outputs {
             taken: Mutex::new(HashSet::new()),
             redact: Redactor::default(),
             seen: Mutex::new(HashMap::new()),
-            volatile: Mutex::new(HashMap::new()),
         }
     }
 
@@ -126,7 +122,6 @@ impl Outputs {
             taken: Mutex::new(HashSet::new()),
             redact: Redactor::default(),
             seen: Mutex::new(HashMap::new()),
-            volatile: Mutex::new(HashMap::new()),
         }
     }
 
@@ -185,18 +180,6 @@ impl Outputs {
         })
     }
 
-    /// Notes that `line` of call `call_id`'s output differs between runs with the same outcome.
-    pub(crate) fn mark_volatile(&self, call_id: &str, line: String) {
-        let mut volatile = self.volatile.lock().unwrap_or_else(|e| e.into_inner());
-        volatile.entry(call_id.to_owned()).or_default().push(line);
-    }
-
-    /// The lines marked volatile for call `call_id`; forgets the call.
-    pub(crate) fn volatile(&self, call_id: &str) -> Vec<String> {
-        let mut volatile = self.volatile.lock().unwrap_or_else(|e| e.into_inner());
-        volatile.remove(call_id).unwrap_or_default()
-    }
-
     /// The names redacted from the outputs of call `call_id` so far, sorted; forgets the call.
     pub(crate) fn redacted(&self, call_id: &str) -> Vec<String> {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -244,6 +227,30 @@ pub trait Tool: Send + Sync {
 
     /// Runs the call and returns the text the model sees.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError>;
+
+    /// Runs the call for the pipeline: the text, and what the tool knows about it as data
+    /// (see [`ToolOutput`]). A tool that knows nothing more returns what `run` does.
+    async fn run_output(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.run(input, ctx).await.map(ToolOutput::from)
+    }
+}
+
+/// What a call returned: the text the model reads, and the lines of it that differ between two
+/// runs of the same call with the same outcome (`bash`'s `duration:` line), so the loop guard
+/// can leave them out without reading the text (they become `ToolResult::volatile`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub(crate) text: String,
+    pub(crate) volatile: Vec<String>,
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> ToolOutput {
+        ToolOutput {
+            text,
+            volatile: Vec::new(),
+        }
+    }
 }
 
 /// The input schema of a tool, derived from its arguments struct so the two cannot drift: doc

@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 use super::hooks::{HookRun, Hooks, Verdict};
 use super::policy::{Decision, Policy, Subject};
 use super::{
-    Class, Entry, Gate, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolSpec, Workspace,
+    Class, Entry, Gate, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Workspace,
 };
 use crate::conversation::{CallDefect, ErrorKind, ToolResult, ToolUse};
 use crate::outcome::CheckRun;
@@ -316,12 +317,13 @@ impl Toolbox {
                 ctx.cancel.cancel();
                 return cancelled(call);
             }
-            r = tokio::time::timeout(hard_stop, entry.tool.run(input, &ctx)) => r,
+            r = tokio::time::timeout(hard_stop, entry.tool.run_output(input, &ctx)) => r,
         };
-        // Taken whatever the outcome, so a failed call's marks are not kept for the run.
-        let volatile = self.outputs.volatile(&call.id);
         match outcome {
-            Ok(Ok(content)) => ToolResult {
+            Ok(Ok(ToolOutput {
+                text: content,
+                volatile,
+            })) => ToolResult {
                 tool_use_id: call.id.clone(),
                 name: call.name.clone(),
                 is_error: false,

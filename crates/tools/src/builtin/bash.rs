@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::typed::{BuiltinTool, SubjectOf};
 use crate::process::{self, Captured, Exit, Limits};
-use crate::{Class, ToolContext, ToolError};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Bytes of each stream kept from the start and from the end; the rest is only in the spill
 /// file. Both streams together stay under the default result cap.
@@ -73,7 +73,7 @@ impl BuiltinTool for Bash {
             .into()
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let limit = args
             .timeout
             .filter(|t| *t > 0.0)
@@ -85,12 +85,9 @@ impl BuiltinTool for Bash {
             .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
         let secs = done.duration.as_secs_f64();
         match done.exit {
-            Exit::Code(code) => {
-                let (text, duration) = exited(code, secs, &streams(&done.stdout, &done.stderr));
-                // The time differs from run to run; the loop guard must not see a change in it.
-                ctx.outputs.mark_volatile(&ctx.call_id, duration);
-                Ok(text)
-            }
+            // The time differs from run to run: said as data, so the loop guard need not read
+            // the text to leave it out.
+            Exit::Code(code) => Ok(exited(code, secs, &streams(&done.stdout, &done.stderr))),
             Exit::TimedOut => Err(ToolError::TimedOut(format!(
                 "timed out after {:.1}s; the command and every process it started were killed\n{}",
                 limit.as_secs_f64(),
@@ -103,14 +100,14 @@ impl BuiltinTool for Bash {
     }
 }
 
-/// What the model reads of a command that exited, and its line that differs between runs of
+/// What the model reads of a command that exited, with its line that differs between runs of
 /// the same command with the same outcome (the time it took).
-fn exited(code: i32, secs: f64, streams: &str) -> (String, String) {
+fn exited(code: i32, secs: f64, streams: &str) -> ToolOutput {
     let duration = format!("duration: {secs:.2}s");
-    (
-        format!("exit code: {code}\n{duration}\n{streams}"),
-        duration,
-    )
+    ToolOutput {
+        text: format!("exit code: {code}\n{duration}\n{streams}"),
+        volatile: vec![duration],
+    }
 }
 
 /// Both streams as the model reads them: each, or that it was empty.
@@ -150,9 +147,9 @@ mod tests {
             ),
             (-1, 0.0, "", "exit code: -1\nduration: 0.00s\n"),
         ] {
-            let (text, volatile) = exited(code, secs, streams);
+            let ToolOutput { text, volatile } = exited(code, secs, streams);
             assert_eq!(text, want);
-            assert_eq!(text.lines().nth(1), Some(volatile.as_str()));
+            assert_eq!(volatile, [text.lines().nth(1).unwrap()]);
         }
     }
 }

@@ -19,7 +19,7 @@ use similar::udiff::UnifiedHunkHeader;
 use similar::{ChangeTag, TextDiff};
 
 use super::typed::{BuiltinTool, Files, SubjectOf};
-use crate::{Class, ToolContext, ToolError};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 mod near;
 
@@ -66,8 +66,10 @@ impl BuiltinTool for EditFile {
             .to_owned()
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-        Files::run(Self::NAME, ctx, move |files| edit(files, &args)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| edit(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 

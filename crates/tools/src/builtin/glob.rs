@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::typed::{BuiltinTool, Files, SubjectOf};
-use crate::{Class, ToolContext, ToolError};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Paths shown per call.
 const MAX_RESULTS: usize = 200;
@@ -39,8 +39,10 @@ impl BuiltinTool for Glob {
         )
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-        Files::run(Self::NAME, ctx, move |files| find(files, &args)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| find(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 

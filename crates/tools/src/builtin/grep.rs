@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::typed::{BuiltinTool, Files, SubjectOf};
 use crate::workspace::PathError;
-use crate::{Class, ToolContext, ToolError, Workspace};
+use crate::{Class, ToolContext, ToolError, ToolOutput, Workspace};
 
 /// Matching lines shown per call.
 const MAX_MATCHES: usize = 200;
@@ -60,8 +60,10 @@ impl BuiltinTool for Grep {
         )
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-        Files::run(Self::NAME, ctx, move |files| search(files, &args)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| search(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::typed::{BuiltinTool, Files, SubjectOf};
-use crate::{Class, Gate, ToolContext, ToolError, Workspace};
+use crate::{Class, Gate, ToolContext, ToolError, ToolOutput, Workspace};
 
 /// Entries shown per call.
 const MAX_ENTRIES: usize = 500;
@@ -46,8 +46,10 @@ impl BuiltinTool for ListDir {
         )
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-        Files::run(Self::NAME, ctx, move |files| list(files, &args)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| list(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::typed::{BuiltinTool, Files, SubjectOf};
-use crate::{Class, ToolContext, ToolError};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Bytes of file content shown per call.
 const MAX_BYTES: usize = 256 * 1024;
@@ -54,8 +54,10 @@ impl BuiltinTool for ReadFile {
         )
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-        Files::run(Self::NAME, ctx, move |files| read(files, &args)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| read(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 

@@ -17,7 +17,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::policy::{CommandLine, Subject};
-use crate::{Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, path_error};
+use crate::{
+    Class, Gate, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Workspace, path_error,
+};
 
 /// One built-in tool, in terms of its typed input.
 #[async_trait]
@@ -32,8 +34,8 @@ pub(crate) trait BuiltinTool: Send + Sync + 'static {
     /// What the model reads about the tool.
     fn description(&self) -> String;
 
-    /// Runs the call and returns the text the model sees.
-    async fn run(&self, input: Self::Input, ctx: &ToolContext) -> Result<String, ToolError>;
+    /// Runs the call and returns the text the model sees (with what varies in it, if anything).
+    async fn run(&self, input: Self::Input, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
 /// Which field of a built-in's input is its subject, and what kind of subject it is.
@@ -105,6 +107,10 @@ impl<T: BuiltinTool> Tool for Typed<T> {
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        self.run_output(input, ctx).await.map(|output| output.text)
+    }
+
+    async fn run_output(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input = decode::<T::Input>(input)?;
         self.tool.run(input, ctx).await
     }
@@ -189,8 +195,11 @@ mod tests {
             "Echoes.".to_owned()
         }
 
-        async fn run(&self, input: Args, _ctx: &ToolContext) -> Result<String, ToolError> {
-            Ok(format!("count {}", input.count))
+        async fn run(&self, input: Args, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput {
+                text: format!("count {}", input.count),
+                volatile: vec![format!("count {}", input.count)],
+            })
         }
     }
 
@@ -211,6 +220,9 @@ mod tests {
         let tool = Typed::new(Echo);
         let ran = tool.run(json!({"count": 3}), &context(&ws)).await;
         assert_eq!(ran.unwrap(), "count 3");
+        // What the tool says of its text reaches the pipeline.
+        let ran = tool.run_output(json!({"count": 3}), &context(&ws)).await;
+        assert_eq!(ran.unwrap().volatile, ["count 3"]);
         // Valid for the schema ("integer"), not for usize.
         let ran = tool.run(json!({"count": 3.0}), &context(&ws)).await;
         let Err(ToolError::Failed(why)) = ran else {

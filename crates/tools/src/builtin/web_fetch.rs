@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::typed::{BuiltinTool, SubjectOf};
 use crate::policy::Subject;
 use crate::web::{self, Body, Limits, Page};
-use crate::{Class, ToolContext, ToolError};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Characters of text shown per call, after conversion.
 const MAX_CHARS: usize = 100_000;
@@ -92,7 +92,7 @@ impl BuiltinTool for WebFetch {
         )
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let mut limits = self.limits;
         if let Some(max) = args.max_bytes {
             limits.max_bytes = max.clamp(1, MAX_BYTES_LIMIT);
@@ -112,6 +112,7 @@ impl BuiltinTool for WebFetch {
         tokio::task::spawn_blocking(move || render(&page, deadline, &cancel))
             .await
             .map_err(|e| ToolError::failed(format!("web_fetch failed: {e}")))?
+            .map(ToolOutput::from)
     }
 }
 

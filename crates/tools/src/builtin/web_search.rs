@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::typed::{BuiltinTool, SubjectOf};
 use crate::web::{self, Body, Limits, descendants, one_line, parse_html, text_of};
-use crate::{Class, ToolContext, ToolError};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// The backend when `--search-url` is not given.
 pub(crate) const DEFAULT_SEARCH_URL: &str = "https://html.duckduckgo.com/html/?q={query}";
@@ -117,7 +117,7 @@ impl BuiltinTool for WebSearch {
         )
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let max = args
             .max_results
             .unwrap_or(DEFAULT_RESULTS)
@@ -164,7 +164,7 @@ impl BuiltinTool for WebSearch {
                 page.status_line()
             )));
         }
-        Ok(render(&args.query, &hits, max))
+        Ok(render(&args.query, &hits, max).into())
     }
 }
 

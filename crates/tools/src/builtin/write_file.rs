@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::typed::{BuiltinTool, Files, SubjectOf};
-use crate::{Class, ToolContext, ToolError};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 pub(crate) struct WriteFile;
 
@@ -35,7 +35,7 @@ impl BuiltinTool for WriteFile {
             .to_owned()
     }
 
-    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let report = Files::run(Self::NAME, ctx, move |files| {
             Ok(files
                 .workspace
@@ -46,10 +46,7 @@ impl BuiltinTool for WriteFile {
             None => "created".to_owned(),
             Some(old) => format!("overwrote {old} bytes"),
         };
-        Ok(format!(
-            "wrote {} bytes to {} ({what})",
-            report.bytes, report.path
-        ))
+        Ok(format!("wrote {} bytes to {} ({what})", report.bytes, report.path).into())
     }
 }
 
