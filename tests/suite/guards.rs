@@ -445,4 +445,17 @@ fn a_bash_call_that_only_takes_longer_each_time_is_still_a_loop() {
             .is_some_and(|l| l.starts_with("duration: "))),
         "{results:?}"
     );
+
+    // Resumed, the transcript's results compare alike too (it keeps their text, not which line
+    // varies): the same call once more is stuck at once.
+    let again = insistent(
+        "bash",
+        r#"{"command":"n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; sleep 0.$((n*15))"}"#,
+    );
+    let out = run(sb
+        .anthropic(&again)
+        .args(["-a", "bash", "--no-transcript", "--resume"])
+        .arg(sb.transcript_path()));
+    assert_eq!(out.code, 9, "{}", out.stderr);
+    assert_eq!(again.requests().len(), 1);
 }

@@ -225,6 +225,14 @@ pub trait Tool: Send + Sync {
         "built-in".to_owned()
     }
 
+    /// The lines of `content`, a result of this tool read back from a transcript, that the tool
+    /// marked as varying when it returned it (`ToolOutput::volatile`): a transcript keeps what
+    /// the model read, not the marks.
+    fn volatile_in(&self, content: &str) -> Vec<String> {
+        let _ = content;
+        Vec::new()
+    }
+
     /// Runs the call and returns the text the model sees.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError>;
 

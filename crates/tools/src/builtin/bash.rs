@@ -73,6 +73,19 @@ impl BuiltinTool for Bash {
             .into()
     }
 
+    /// The duration line, where `exited` puts it.
+    fn volatile_in(&self, content: &str) -> Vec<String> {
+        let mut lines = content.lines();
+        match (lines.next(), lines.next()) {
+            (Some(code), Some(duration))
+                if code.starts_with("exit code: ") && duration.starts_with("duration: ") =>
+            {
+                vec![duration.to_owned()]
+            }
+            _ => Vec::new(),
+        }
+    }
+
     async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let limit = args
             .timeout
@@ -150,6 +163,21 @@ mod tests {
             let ToolOutput { text, volatile } = exited(code, secs, streams);
             assert_eq!(text, want);
             assert_eq!(volatile, [text.lines().nth(1).unwrap()]);
+            // Read back from a transcript, the same line is found again.
+            assert_eq!(Bash.volatile_in(&text), volatile);
+        }
+    }
+
+    #[test]
+    fn only_an_exited_command_has_a_volatile_line() {
+        for content in [
+            "timed out after 1.0s; the command and every process it started were killed\n",
+            "cancelled after 0.50s; the command and every process it started were killed",
+            "exit code: 0\n",
+            "the pre-tool hook vetoed the call\nduration: 1s\n",
+            "",
+        ] {
+            assert_eq!(Bash.volatile_in(content), Vec::<String>::new(), "{content}");
         }
     }
 }

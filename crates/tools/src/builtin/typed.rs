@@ -34,6 +34,12 @@ pub(crate) trait BuiltinTool: Send + Sync + 'static {
     /// What the model reads about the tool.
     fn description(&self) -> String;
 
+    /// See `Tool::volatile_in`: the lines of a recorded result that `run` marked as varying.
+    fn volatile_in(&self, content: &str) -> Vec<String> {
+        let _ = content;
+        Vec::new()
+    }
+
     /// Runs the call and returns the text the model sees (with what varies in it, if anything).
     async fn run(&self, input: Self::Input, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
@@ -104,6 +110,10 @@ impl<T: BuiltinTool> Tool for Typed<T> {
 
     fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
         T::SUBJECT.of(input, workspace)
+    }
+
+    fn volatile_in(&self, content: &str) -> Vec<String> {
+        self.tool.volatile_in(content)
     }
 
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
