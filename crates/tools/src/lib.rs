@@ -292,36 +292,6 @@ fn trim_schema(schema: &mut Value) {
     }
 }
 
-/// A path error as the model reads it. A path that does not exist comes with the closest names
-/// beside it (up to three, none that a deny rule hides from this tool), so a misspelt or guessed
-/// path is put right in one step.
-pub(crate) fn path_error(
-    e: PathError,
-    given: &str,
-    workspace: &Workspace,
-    gate: &Gate,
-) -> ToolError {
-    if !matches!(e, PathError::NotFound(_)) {
-        return e.into();
-    }
-    let keep = |rel: &str| gate.hides(rel).is_none();
-    match workspace.similar(given, 3, &keep) {
-        Some((dir, names)) if !names.is_empty() => {
-            let dir = if dir == "." {
-                "the workspace root".to_owned()
-            } else {
-                format!("{dir}/")
-            };
-            let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
-            ToolError::failed(format!(
-                "{e}; the closest names in {dir}: {}",
-                names.join(", ")
-            ))
-        }
-        _ => e.into(),
-    }
-}
-
 /// A registered tool with its compiled schema.
 pub(crate) struct Entry {
     pub(crate) tool: Arc<dyn Tool>,

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::policy::{CommandLine, Subject};
 use crate::{
-    Class, Gate, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Workspace, path_error,
+    Class, Gate, PathError, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Workspace,
 };
 
 /// One built-in tool, in terms of its typed input.
@@ -172,6 +172,31 @@ impl Files {
         self.workspace
             .open_file(given)
             .map_err(|e| path_error(e, given, &self.workspace, &self.gate))
+    }
+}
+
+/// A path error as the model reads it. A path that does not exist comes with the closest names
+/// beside it (up to three, none that a deny rule hides from this tool), so a misspelt or guessed
+/// path is put right in one step.
+fn path_error(e: PathError, given: &str, workspace: &Workspace, gate: &Gate) -> ToolError {
+    if !matches!(e, PathError::NotFound(_)) {
+        return e.into();
+    }
+    let keep = |rel: &str| gate.hides(rel).is_none();
+    match workspace.similar(given, 3, &keep) {
+        Some((dir, names)) if !names.is_empty() => {
+            let dir = if dir == "." {
+                "the workspace root".to_owned()
+            } else {
+                format!("{dir}/")
+            };
+            let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+            ToolError::failed(format!(
+                "{e}; the closest names in {dir}: {}",
+                names.join(", ")
+            ))
+        }
+        _ => e.into(),
     }
 }
 
