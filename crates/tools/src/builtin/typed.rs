@@ -129,7 +129,7 @@ impl<T: BuiltinTool> Tool for Typed<T> {
 /// Decodes a built-in's typed input from input the schema already accepted. The schema and the
 /// type agree on nearly everything; what is left (a whole number written `1.0`, say) is refused
 /// here, as a failure the model reads.
-pub(crate) fn decode<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+fn decode<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input).map_err(|e| ToolError::failed(format!("invalid arguments: {e}")))
 }
 
