@@ -91,6 +91,7 @@ impl Response {
                 truncated: false,
                 full_output: None,
                 redacted: Vec::new(),
+                volatile: Vec::new(),
             });
         }
         self.firsts.insert(key, call.id.clone());
@@ -293,14 +294,14 @@ fn canonical(value: &Value, out: &mut String) {
 }
 
 /// A hash of what a result says, leaving out what differs between two runs of the same call
-/// with the same outcome: the call's own id (in the names of saved output files) and `bash`'s
-/// `duration:` line.
+/// with the same outcome: the call's own id (in the names of saved output files) and the lines
+/// the tool marked volatile (`bash`'s duration), which it reports as data.
 fn fingerprint(result: &ToolResult) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     result.is_error.hash(&mut h);
     let content = result.content.replace(&result.tool_use_id, "");
     for line in content.lines() {
-        if !line.starts_with("duration: ") {
+        if !result.volatile.iter().any(|v| v == line) {
             line.hash(&mut h);
         }
     }
@@ -327,6 +328,7 @@ mod tests {
             bytes: content.len() as u64,
             full_output: None,
             redacted: Vec::new(),
+            volatile: Vec::new(),
         }
     }
 
@@ -506,16 +508,29 @@ mod tests {
     fn durations_and_call_ids_do_not_make_results_differ() {
         let a = call("id_a", "bash", r#"{"command":"false"}"#);
         let b = call("id_b", "bash", r#"{"command":"false"}"#);
-        let ra = result(
+        let timed = |call: &ToolUse, content: &str, duration: &str| ToolResult {
+            volatile: vec![duration.to_owned()],
+            ..result(call, content)
+        };
+        let ra = timed(
             &a,
             "exit code: 1\nduration: 0.01s\nstdout: saved to out/id_a.stdout\n",
+            "duration: 0.01s",
         );
-        let rb = result(
+        let rb = timed(
+            &b,
+            "exit code: 1\nduration: 0.03s\nstdout: saved to out/id_b.stdout\n",
+            "duration: 0.03s",
+        );
+        assert_eq!(fingerprint(&ra), fingerprint(&rb));
+        let rc = timed(&b, "exit code: 2\nduration: 0.03s\n", "duration: 0.03s");
+        assert_ne!(fingerprint(&ra), fingerprint(&rc));
+        // The guard leaves out what the tool marked, not what looks like a duration: a line
+        // the tool did not mark is content, however it reads.
+        let unmarked = result(
             &b,
             "exit code: 1\nduration: 0.03s\nstdout: saved to out/id_b.stdout\n",
         );
-        assert_eq!(fingerprint(&ra), fingerprint(&rb));
-        let rc = result(&b, "exit code: 2\nduration: 0.03s\n");
-        assert_ne!(fingerprint(&ra), fingerprint(&rc));
+        assert_ne!(fingerprint(&ra), fingerprint(&unmarked));
     }
 }

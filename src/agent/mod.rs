@@ -92,6 +92,7 @@ impl Agent {
         let mut corrected = false;
         let mut repeats = guards::Repeats::new(self.limits.max_repeats);
         // A resumed conversation's calls count: resuming is no way out of being stuck.
+        self.toolbox.restore_volatile(history);
         repeats.seed(history);
         let mut checks = check::Checks::new(self.limits.check.clone(), self.limits.max_checks);
         loop {

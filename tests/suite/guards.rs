@@ -403,3 +403,59 @@ fn parallel_calls_off_is_kept_by_the_loop_where_the_api_has_no_switch() {
         assert_eq!(kinds, want, "{flags:?}");
     }
 }
+
+#[test]
+fn a_bash_call_that_only_takes_longer_each_time_is_still_a_loop() {
+    let sb = Sandbox::new();
+    // Same output every time, a clearly different duration each time: the guard must not
+    // count the time as a change in the result.
+    let server = insistent(
+        "bash",
+        r#"{"command":"n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; sleep 0.$((n*15))"}"#,
+    );
+    let out = run(sb
+        .anthropic(&server)
+        .args([
+            "-a",
+            "bash",
+            "-o",
+            "json",
+            "--max-rounds",
+            "25",
+            "--transcript",
+        ])
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 9, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["status"].as_str(), Some("stuck"));
+    // The model still read each call's duration.
+    let lines = sb.transcript();
+    let results: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["results"].as_array())
+        .flatten()
+        .filter_map(|r| r["content"].as_str())
+        .collect();
+    assert!(!results.is_empty(), "{lines:?}");
+    assert!(
+        results.iter().all(|c| c
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("duration: "))),
+        "{results:?}"
+    );
+
+    // Resumed, the transcript's results compare alike too (it keeps their text, not which line
+    // varies): the same call once more is stuck at once.
+    let again = insistent(
+        "bash",
+        r#"{"command":"n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; sleep 0.$((n*15))"}"#,
+    );
+    let out = run(sb
+        .anthropic(&again)
+        .args(["-a", "bash", "--no-transcript", "--resume"])
+        .arg(sb.transcript_path()));
+    assert_eq!(out.code, 9, "{}", out.stderr);
+    assert_eq!(again.requests().len(), 1);
+}

@@ -303,6 +303,11 @@ pub struct ToolResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(min = 1), extend("uniqueItems" = true))]
     pub redacted: Vec<String>,
+    /// Lines of `content` that differ between two runs of the same call with the same outcome
+    /// (`bash`'s `duration:` line): the tool says so as data, so the loop guard leaves them out
+    /// without parsing what the model reads. Not recorded: the transcript keeps what was sent.
+    #[serde(skip)]
+    pub volatile: Vec<String>,
 }
 
 /// How an elided result's stub starts (so eliding it again changes nothing).
@@ -346,6 +351,7 @@ impl ToolResult {
             truncated: false,
             full_output: None,
             redacted: Vec::new(),
+            volatile: Vec::new(),
         }
     }
 }

@@ -85,6 +85,7 @@ fn ok(call: &ToolUse, content: &str) -> ToolResult {
         bytes: 0,
         full_output: None,
         redacted: Vec::new(),
+        volatile: Vec::new(),
     }
 }
 

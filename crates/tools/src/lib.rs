@@ -205,8 +205,10 @@ impl ToolError {
     }
 }
 
-/// One tool. Implementations validate nothing themselves beyond deserializing their typed
-/// arguments: the pipeline has already checked the input against `spec().input_schema`.
+/// One tool. Implementations validate nothing themselves: the pipeline has already checked the
+/// input against `spec().input_schema`. Built-in tools implement `builtin::typed::BuiltinTool`
+/// (a typed input, decoded once) and reach this trait through `builtin::typed::Typed`; command
+/// and MCP tools implement it directly, their input a JSON value like their schema.
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
@@ -223,33 +225,40 @@ pub trait Tool: Send + Sync {
         "built-in".to_owned()
     }
 
+    /// The lines of `content`, a result of this tool read back from a transcript, that the tool
+    /// marked as varying when it returned it (`ToolOutput::volatile`): a transcript keeps what
+    /// the model read, not the marks.
+    fn volatile_in(&self, content: &str) -> Vec<String> {
+        let _ = content;
+        Vec::new()
+    }
+
     /// Runs the call and returns the text the model sees.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError>;
+
+    /// Runs the call for the pipeline: the text, and what the tool knows about it as data
+    /// (see [`ToolOutput`]). A tool that knows nothing more returns what `run` does.
+    async fn run_output(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.run(input, ctx).await.map(ToolOutput::from)
+    }
 }
 
-/// The subject of a file tool: its `path` input (or `default` when it has none), as the
-/// workspace-relative path allowlist patterns match.
-pub(crate) fn path_subject(
-    input: &Value,
-    workspace: &Workspace,
-    default: Option<&str>,
-) -> Option<policy::Subject> {
-    let path = match input.get("path") {
-        Some(path) => path.as_str()?,
-        None => default?,
-    };
-    workspace.subject(path)
+/// What a call returned: the text the model reads, and the lines of it that differ between two
+/// runs of the same call with the same outcome (`bash`'s `duration:` line), so the loop guard
+/// can leave them out without reading the text (they become `ToolResult::volatile`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub(crate) text: String,
+    pub(crate) volatile: Vec<String>,
 }
 
-/// Runs a tool's blocking file work on the blocking pool: on the single runtime thread it would
-/// stall the provider stream and every other call.
-pub(crate) async fn blocking<T: Send + 'static>(
-    tool: &str,
-    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ToolError::failed(format!("{tool} failed: {e}")))?
+impl From<String> for ToolOutput {
+    fn from(text: String) -> ToolOutput {
+        ToolOutput {
+            text,
+            volatile: Vec::new(),
+        }
+    }
 }
 
 /// The input schema of a tool, derived from its arguments struct so the two cannot drift: doc
@@ -281,41 +290,6 @@ fn trim_schema(schema: &mut Value) {
     if let Some(Value::Object(properties)) = map.get_mut("properties") {
         properties.values_mut().for_each(trim_schema);
     }
-}
-
-/// A path error as the model reads it. A path that does not exist comes with the closest names
-/// beside it (up to three, none that a deny rule hides from this tool), so a misspelt or guessed
-/// path is put right in one step.
-pub(crate) fn path_error(
-    e: PathError,
-    given: &str,
-    workspace: &Workspace,
-    gate: &Gate,
-) -> ToolError {
-    if !matches!(e, PathError::NotFound(_)) {
-        return e.into();
-    }
-    let keep = |rel: &str| gate.hides(rel).is_none();
-    match workspace.similar(given, 3, &keep) {
-        Some((dir, names)) if !names.is_empty() => {
-            let dir = if dir == "." {
-                "the workspace root".to_owned()
-            } else {
-                format!("{dir}/")
-            };
-            let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
-            ToolError::failed(format!(
-                "{e}; the closest names in {dir}: {}",
-                names.join(", ")
-            ))
-        }
-        _ => e.into(),
-    }
-}
-
-/// Deserializes a tool's typed arguments from already-validated input.
-pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
-    serde_json::from_value(input).map_err(|e| ToolError::failed(format!("invalid arguments: {e}")))
 }
 
 /// A registered tool with its compiled schema.

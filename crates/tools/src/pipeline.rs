@@ -18,9 +18,10 @@ use tokio_util::sync::CancellationToken;
 use super::hooks::{HookRun, Hooks, Verdict};
 use super::policy::{Decision, Policy, Subject};
 use super::{
-    Class, Entry, Gate, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolSpec, Workspace,
+    Class, Entry, Gate, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Workspace,
 };
-use crate::conversation::{CallDefect, ErrorKind, ToolResult, ToolUse};
+use crate::conversation::{CallDefect, ErrorKind, Message, ToolResult, ToolUse};
 use crate::outcome::CheckRun;
 use crate::process::capture::cap_text;
 use crate::redact::Redactor;
@@ -116,6 +117,22 @@ impl Toolbox {
             .get(&call.name)?
             .tool
             .subject(&call.input, &self.workspace)
+    }
+
+    /// Gives the results of a conversation read back from a transcript the lines their tools
+    /// mark as varying (`ToolResult::volatile`, which a transcript does not keep), so the loop
+    /// guard compares them with new results alike.
+    pub fn restore_volatile(&self, history: &mut [Message]) {
+        for message in history {
+            let Message::ToolResults(results) = message else {
+                continue;
+            };
+            for result in results.iter_mut().filter(|r| !r.is_error) {
+                if let Some(entry) = self.registry.get(&result.name) {
+                    result.volatile = entry.tool.volatile_in(&result.content);
+                }
+            }
+        }
     }
 
     /// Runs one call through the whole pipeline. Always returns a result.
@@ -316,10 +333,13 @@ impl Toolbox {
                 ctx.cancel.cancel();
                 return cancelled(call);
             }
-            r = tokio::time::timeout(hard_stop, entry.tool.run(input, &ctx)) => r,
+            r = tokio::time::timeout(hard_stop, entry.tool.run_output(input, &ctx)) => r,
         };
         match outcome {
-            Ok(Ok(content)) => ToolResult {
+            Ok(Ok(ToolOutput {
+                text: content,
+                volatile,
+            })) => ToolResult {
                 tool_use_id: call.id.clone(),
                 name: call.name.clone(),
                 is_error: false,
@@ -330,6 +350,7 @@ impl Toolbox {
                 truncated: false,
                 full_output: None,
                 redacted: Vec::new(),
+                volatile,
             },
             Ok(Err(ToolError::Failed(message))) => {
                 ToolResult::error(call, ErrorKind::Failed, message)
@@ -385,6 +406,7 @@ impl Toolbox {
             truncated: false,
             full_output: None,
             redacted: Vec::new(),
+            volatile: Vec::new(),
         };
         self.redact(&mut result);
         let result = self.cap(result);
@@ -457,4 +479,67 @@ fn defect(call: &ToolUse) -> Option<String> {
 
 fn cancelled(call: &ToolUse) -> ToolResult {
     ToolResult::error(call, ErrorKind::Cancelled, "the call was cancelled")
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+    use crate::workspace::testing::workspace;
+
+    fn result(name: &str, content: &str, is_error: bool) -> ToolResult {
+        ToolResult {
+            tool_use_id: "call_1".into(),
+            name: name.into(),
+            is_error,
+            bytes: content.len() as u64,
+            content: content.into(),
+            error_kind: None,
+            duration_ms: 0,
+            truncated: false,
+            full_output: None,
+            redacted: Vec::new(),
+            volatile: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn results_read_back_from_a_transcript_get_the_lines_their_tools_mark_again() {
+        let (_dir, _root, ws) = workspace();
+        let names = ["bash", "read_file"];
+        let policy = Policy::new(&["none,bash,read_file".into()], &[], &names).unwrap();
+        let settings = Settings {
+            timeout: Duration::from_secs(5),
+            max_result_bytes: 1000,
+            env: Vec::new(),
+            outputs: Outputs::none(),
+            hooks: Hooks::default(),
+            sandbox: Sandbox::default(),
+            redactor: Redactor::default(),
+        };
+        let registry = crate::builtin::registry(&Default::default());
+        let toolbox = Toolbox::new(registry, policy, ws, settings);
+        let ran = "exit code: 0\nduration: 0.25s\nstdout: (empty)\nstderr: (empty)\n";
+        let mut history = vec![
+            Message::User("go".into()),
+            Message::ToolResults(vec![
+                result("bash", ran, false),
+                result("read_file", ran, false),
+                // An error's text is not the tool's output (a hook's veto, a timeout).
+                result("bash", ran, true),
+                result("gone", ran, false),
+            ]),
+        ];
+        toolbox.restore_volatile(&mut history);
+        let Message::ToolResults(results) = &history[1] else {
+            panic!()
+        };
+        let volatile: Vec<&[String]> = results.iter().map(|r| &r.volatile[..]).collect();
+        let none: &[String] = &[];
+        assert_eq!(
+            volatile,
+            [&["duration: 0.25s".to_owned()][..], none, none, none]
+        );
+    }
 }

@@ -263,6 +263,7 @@ fn round_two_request_matches_the_reference_body() {
         bytes: 0,
         full_output: None,
         redacted: Vec::new(),
+        volatile: Vec::new(),
     };
     let messages = vec![
         Message::User(want["messages"][1]["content"].as_str().unwrap().into()),

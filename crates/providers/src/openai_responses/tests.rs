@@ -317,6 +317,7 @@ fn result(id: &str, content: &str) -> ToolResult {
         bytes: 0,
         full_output: None,
         redacted: Vec::new(),
+        volatile: Vec::new(),
     }
 }
 

@@ -8,11 +8,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::policy::{CommandLine, Subject};
+use super::typed::{BuiltinTool, SubjectOf};
 use crate::process::{self, Captured, Exit, Limits};
-use crate::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Bytes of each stream kept from the start and from the end; the rest is only in the spill
 /// file. Both streams together stay under the default result cap.
@@ -44,13 +43,11 @@ pub(crate) fn command_spec<'a>(
     }
 }
 
-pub(crate) struct Bash {
-    spec: ToolSpec,
-}
+pub(crate) struct Bash;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     command: String,
     /// Seconds before the command is killed (the run's limit caps it).
     #[serde(default)]
@@ -62,44 +59,34 @@ struct Args {
     description: Option<String>,
 }
 
-impl Default for Bash {
-    fn default() -> Self {
-        Bash::new()
-    }
-}
+#[async_trait]
+impl BuiltinTool for Bash {
+    type Input = Args;
+    const NAME: &'static str = "bash";
+    const CLASS: Class = Class::Mutating;
+    const SUBJECT: SubjectOf = SubjectOf::Command;
 
-impl Bash {
-    pub(crate) fn new() -> Bash {
-        Bash {
-            spec: ToolSpec {
-                name: "bash".into(),
-                description: "Run a command with `bash -c` in the workspace root, stdin closed. \
-                    Returns the exit code, stdout and stderr; long output keeps its start and end \
-                    and names a file holding all of it."
-                    .into(),
-                input_schema: crate::schema_for::<Args>(),
-                class: Class::Mutating,
-            },
+    fn description(&self) -> String {
+        "Run a command with `bash -c` in the workspace root, stdin closed. Returns the exit \
+         code, stdout and stderr; long output keeps its start and end and names a file holding \
+         all of it."
+            .into()
+    }
+
+    /// The duration line, where `exited` puts it.
+    fn volatile_in(&self, content: &str) -> Vec<String> {
+        let mut lines = content.lines();
+        match (lines.next(), lines.next()) {
+            (Some(code), Some(duration))
+                if code.starts_with("exit code: ") && duration.starts_with("duration: ") =>
+            {
+                vec![duration.to_owned()]
+            }
+            _ => Vec::new(),
         }
     }
-}
 
-#[async_trait]
-impl Tool for Bash {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        let command = input.get("command")?.as_str()?;
-        // bash runs in the workspace root, so that is what redirection paths are relative to.
-        Some(Subject::Command(CommandLine::new(command, |path| {
-            workspace.shell_target(path)
-        })))
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let limit = args
             .timeout
             .filter(|t| *t > 0.0)
@@ -111,10 +98,9 @@ impl Tool for Bash {
             .map_err(|e| ToolError::failed(format!("cannot start bash: {e}")))?;
         let secs = done.duration.as_secs_f64();
         match done.exit {
-            Exit::Code(code) => Ok(format!(
-                "exit code: {code}\nduration: {secs:.2}s\n{}",
-                streams(&done.stdout, &done.stderr)
-            )),
+            // The time differs from run to run: said as data, so the loop guard need not read
+            // the text to leave it out.
+            Exit::Code(code) => Ok(exited(code, secs, &streams(&done.stdout, &done.stderr))),
             Exit::TimedOut => Err(ToolError::TimedOut(format!(
                 "timed out after {:.1}s; the command and every process it started were killed\n{}",
                 limit.as_secs_f64(),
@@ -124,6 +110,16 @@ impl Tool for Bash {
                 "cancelled after {secs:.2}s; the command and every process it started were killed"
             ))),
         }
+    }
+}
+
+/// What the model reads of a command that exited, with its line that differs between runs of
+/// the same command with the same outcome (the time it took).
+fn exited(code: i32, secs: f64, streams: &str) -> ToolOutput {
+    let duration = format!("duration: {secs:.2}s");
+    ToolOutput {
+        text: format!("exit code: {code}\n{duration}\n{streams}"),
+        volatile: vec![duration],
     }
 }
 
@@ -139,4 +135,49 @@ pub(crate) fn streams(stdout: &Captured, stderr: &Captured) -> String {
         }
     };
     format!("{}{}", show("stdout", stdout), show("stderr", stderr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The command itself cannot run here (the supervisor re-executes the test binary); the
+    // integration suites run it. This pins the text and the line the guard leaves out.
+    #[test]
+    fn the_volatile_line_is_the_duration_line_the_model_reads() {
+        for (code, secs, streams, want) in [
+            (
+                0,
+                0.004,
+                "stdout: (empty)\nstderr: (empty)\n",
+                "exit code: 0\nduration: 0.00s\nstdout: (empty)\nstderr: (empty)\n",
+            ),
+            (
+                3,
+                12.345,
+                "stdout:\nduration: 1.00s\nstderr: (empty)\n",
+                "exit code: 3\nduration: 12.35s\nstdout:\nduration: 1.00s\nstderr: (empty)\n",
+            ),
+            (-1, 0.0, "", "exit code: -1\nduration: 0.00s\n"),
+        ] {
+            let ToolOutput { text, volatile } = exited(code, secs, streams);
+            assert_eq!(text, want);
+            assert_eq!(volatile, [text.lines().nth(1).unwrap()]);
+            // Read back from a transcript, the same line is found again.
+            assert_eq!(Bash.volatile_in(&text), volatile);
+        }
+    }
+
+    #[test]
+    fn only_an_exited_command_has_a_volatile_line() {
+        for content in [
+            "timed out after 1.0s; the command and every process it started were killed\n",
+            "cancelled after 0.50s; the command and every process it started were killed",
+            "exit code: 0\n",
+            "the pre-tool hook vetoed the call\nduration: 1s\n",
+            "",
+        ] {
+            assert_eq!(Bash.volatile_in(content), Vec::<String>::new(), "{content}");
+        }
+    }
 }

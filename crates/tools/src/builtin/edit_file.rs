@@ -10,20 +10,16 @@
 
 use std::borrow::Cow;
 use std::io::Read;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 use similar::udiff::UnifiedHunkHeader;
 use similar::{ChangeTag, TextDiff};
 
-use crate::policy::Subject;
-use crate::{
-    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
-};
+use super::typed::{BuiltinTool, Files, SubjectOf};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 mod near;
 
@@ -40,13 +36,11 @@ const DIFF_TIMEOUT: Duration = Duration::from_secs(1);
 /// Line numbers listed when old_string occurs more than once.
 const MAX_LISTED: usize = 10;
 
-pub(crate) struct EditFile {
-    spec: ToolSpec,
-}
+pub(crate) struct EditFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     // Relative to the workspace root (or absolute inside it), as the system prompt says.
     path: String,
     #[schemars(length(min = 1))]
@@ -58,50 +52,28 @@ struct Args {
     replace_all: bool,
 }
 
-impl EditFile {
-    pub(crate) fn new() -> EditFile {
-        let description = "Replace old_string with new_string in a text file. old_string must \
-                           match the file exactly, indentation included, and occur once (include \
-                           surrounding lines to make it unique) unless replace_all is true. \
-                           Returns a diff of the change."
-            .to_owned();
-        let input_schema = crate::schema_for::<Args>();
-        EditFile {
-            spec: ToolSpec {
-                name: "edit_file".to_owned(),
-                description,
-                input_schema,
-                class: Class::Mutating,
-            },
-        }
-    }
-}
-
-impl Default for EditFile {
-    fn default() -> EditFile {
-        EditFile::new()
-    }
-}
-
 #[async_trait]
-impl Tool for EditFile {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+impl BuiltinTool for EditFile {
+    type Input = Args;
+    const NAME: &'static str = "edit_file";
+    const CLASS: Class = Class::Mutating;
+    const SUBJECT: SubjectOf = SubjectOf::Path { default: None };
+
+    fn description(&self) -> String {
+        "Replace old_string with new_string in a text file. old_string must match the file \
+         exactly, indentation included, and occur once (include surrounding lines to make it \
+         unique) unless replace_all is true. Returns a diff of the change."
+            .to_owned()
     }
 
-    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        crate::path_subject(input, workspace, None)
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
-        let workspace = Arc::clone(&ctx.workspace);
-        let gate = ctx.gate.clone();
-        crate::blocking("edit_file", move || edit(&workspace, &gate, &args)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| edit(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 
-fn edit(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolError> {
+fn edit(files: &Files, args: &Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     if args.old_string.is_empty() {
         return Err(ToolError::failed(
@@ -113,9 +85,7 @@ fn edit(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolE
             "old_string and new_string are identical; there is nothing to change",
         ));
     }
-    let (file, real) = workspace
-        .open_file(path)
-        .map_err(|e| path_error(e, path, workspace, gate))?;
+    let (file, real) = files.open_file(path)?;
     let mut bytes = Vec::new();
     (&file)
         .take(MAX_FILE_BYTES + 1)
@@ -139,8 +109,10 @@ fn edit(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolE
     let (updated, count, note) = change(&text, path, args)?;
     // The file that was read, even when `path` went through a symlink inside the workspace; and
     // only if it is still that file.
-    let rel = workspace.display(&real);
-    let report = workspace.replace_atomic(&rel, updated.as_bytes(), &file)?;
+    let rel = files.workspace.display(&real);
+    let report = files
+        .workspace
+        .replace_atomic(&rel, updated.as_bytes(), &file)?;
     let s = if count == 1 { "" } else { "s" };
     let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
     Ok(format!(

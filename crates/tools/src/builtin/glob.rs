@@ -1,93 +1,61 @@
 //! `glob`: find paths by name pattern, the way a developer would with `git ls-files`-aware tools:
 //! what .gitignore hides is not worth the model's attention, and results are capped.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::policy::Subject;
-use crate::{
-    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
-};
+use super::typed::{BuiltinTool, Files, SubjectOf};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Paths shown per call.
 const MAX_RESULTS: usize = 200;
 
-pub(crate) struct Glob {
-    spec: ToolSpec,
-}
+pub(crate) struct Glob;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     /// Matched against paths relative to `path`.
     pattern: String,
     /// Directory to search. Default: the workspace root.
     path: Option<String>,
 }
 
-impl Glob {
-    pub(crate) fn new() -> Glob {
-        let description = format!(
+#[async_trait]
+impl BuiltinTool for Glob {
+    type Input = Args;
+    const NAME: &'static str = "glob";
+    const CLASS: Class = Class::Safe;
+    /// The base directory: `glob(src/**)` allows searching under `src`.
+    const SUBJECT: SubjectOf = SubjectOf::Path { default: Some(".") };
+
+    fn description(&self) -> String {
+        format!(
             "Find files and directories whose path matches a glob pattern: `*` stays within one \
              directory, `**` crosses directories. Skips what .gitignore ignores. Returns at most \
              {MAX_RESULTS} workspace-relative paths, sorted; directories end with `/`."
-        );
-        let input_schema = crate::schema_for::<Args>();
-        Glob {
-            spec: ToolSpec {
-                name: "glob".to_owned(),
-                description,
-                input_schema,
-                class: Class::Safe,
-            },
-        }
-    }
-}
-
-impl Default for Glob {
-    fn default() -> Glob {
-        Glob::new()
-    }
-}
-
-#[async_trait]
-impl Tool for Glob {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+        )
     }
 
-    /// The base directory: `glob(src/**)` allows searching under `src`.
-    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        crate::path_subject(input, workspace, Some("."))
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
-        let workspace = Arc::clone(&ctx.workspace);
-        let cancel = ctx.cancel.clone();
-        let gate = ctx.gate.clone();
-        crate::blocking("glob", move || find(&workspace, &args, &gate, &cancel)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| find(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 
 /// Lists what matches under `args.path`, leaving out, without a word, what a deny rule keeps
 /// from being read (`gate`): a name is part of what a file gives away.
-fn find(
-    workspace: &Workspace,
-    args: &Args,
-    gate: &Gate,
-    cancel: &CancellationToken,
-) -> Result<String, ToolError> {
+fn find(files: &Files, args: &Args) -> Result<String, ToolError> {
+    let Files {
+        workspace,
+        gate,
+        cancel,
+    } = files;
     let given = args.path.as_deref().unwrap_or(".");
-    let base = workspace
-        .resolve(given)
-        .map_err(|e| path_error(e, given, workspace, gate))?;
+    let base = files.resolve(given)?;
     if !base.is_dir() {
         return Err(ToolError::failed(format!("{given:?} is not a directory")));
     }
@@ -172,11 +140,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::Workspace;
+    use crate::builtin::typed::Typed;
     use crate::workspace::testing::{self, workspace, write};
+    use serde_json::Value;
     use std::path::Path;
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&Glob::new(), ws, input)
+        testing::call(&Typed::new(Glob), ws, input)
             .await
             .map_err(|e| e.to_string())
     }

@@ -3,21 +3,16 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
 use regex::bytes::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::policy::Subject;
+use super::typed::{BuiltinTool, Files, SubjectOf};
 use crate::workspace::PathError;
-use crate::{
-    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
-};
+use crate::{Class, ToolContext, ToolError, ToolOutput, Workspace};
 
 /// Matching lines shown per call.
 const MAX_MATCHES: usize = 200;
@@ -29,13 +24,11 @@ const SNIFF_BYTES: usize = 8 * 1024;
 const MAX_LINE_CHARS: usize = 500;
 const MAX_CONTEXT: usize = 5;
 
-pub(crate) struct Grep {
-    spec: ToolSpec,
-}
+pub(crate) struct Grep;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     /// No look-around or backreferences.
     pattern: String,
     /// File or directory to search. Default: the workspace root.
@@ -50,64 +43,40 @@ struct Args {
     context: usize,
 }
 
-impl Grep {
-    pub(crate) fn new() -> Grep {
-        let description = format!(
+#[async_trait]
+impl BuiltinTool for Grep {
+    type Input = Args;
+    const NAME: &'static str = "grep";
+    const CLASS: Class = Class::Safe;
+    /// The file or directory searched: `grep(src/**)` allows searching under `src`.
+    const SUBJECT: SubjectOf = SubjectOf::Path { default: Some(".") };
+
+    fn description(&self) -> String {
+        format!(
             "Search file contents for a regular expression, line by line. Prints \
              `path:line:text` per matching line (`path-line-text` for context lines). Skips \
              binary files, files over 10 MiB and what .gitignore ignores. At most {MAX_MATCHES} \
              matches."
-        );
-        let input_schema = crate::schema_for::<Args>();
-        Grep {
-            spec: ToolSpec {
-                name: "grep".to_owned(),
-                description,
-                input_schema,
-                class: Class::Safe,
-            },
-        }
-    }
-}
-
-impl Default for Grep {
-    fn default() -> Grep {
-        Grep::new()
-    }
-}
-
-#[async_trait]
-impl Tool for Grep {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+        )
     }
 
-    /// The file or directory searched: `grep(src/**)` allows searching under `src`.
-    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        crate::path_subject(input, workspace, Some("."))
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
-        let workspace = Arc::clone(&ctx.workspace);
-        let cancel = ctx.cancel.clone();
-        let gate = ctx.gate.clone();
-        crate::blocking("grep", move || search(&workspace, &args, &gate, &cancel)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| search(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 
 /// Searches `args.path`. A file a deny rule keeps from being read (`gate`) is not searched: a
 /// walk passes over it without a word, a file named outright is refused naming the rule.
-fn search(
-    workspace: &Workspace,
-    args: &Args,
-    gate: &Gate,
-    cancel: &CancellationToken,
-) -> Result<String, ToolError> {
+fn search(files: &Files, args: &Args) -> Result<String, ToolError> {
+    let Files {
+        workspace,
+        gate,
+        cancel,
+    } = files;
     let given = args.path.as_deref().unwrap_or(".");
-    let base = workspace
-        .resolve(given)
-        .map_err(|e| path_error(e, given, workspace, gate))?;
+    let base = files.resolve(given)?;
     let regex = RegexBuilder::new(&args.pattern)
         .case_insensitive(args.case_insensitive)
         .build()
@@ -385,10 +354,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::Tool;
+    use crate::builtin::typed::Typed;
     use crate::workspace::testing::{self, context, workspace, write};
+    use serde_json::Value;
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&Grep::new(), ws, input)
+        testing::call(&Typed::new(Grep), ws, input)
             .await
             .map_err(|e| e.to_string())
     }
@@ -583,7 +555,7 @@ mod tests {
         tree(&root);
         let ctx = context(&ws);
         ctx.cancel.cancel();
-        let got = Grep::new().run(json!({"pattern": "run"}), &ctx).await;
+        let got = Typed::new(Grep).run(json!({"pattern": "run"}), &ctx).await;
         assert_eq!(
             got.map_err(|e| e.to_string()),
             Err("grep was cancelled".to_owned())

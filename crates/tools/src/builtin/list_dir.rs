@@ -5,18 +5,14 @@
 //! `target/` exists), but `.git` is never descended into and the output is capped.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::policy::Subject;
-use crate::{
-    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
-};
+use super::typed::{BuiltinTool, Files, SubjectOf};
+use crate::{Class, Gate, ToolContext, ToolError, ToolOutput, Workspace};
 
 /// Entries shown per call.
 const MAX_ENTRIES: usize = 500;
@@ -24,13 +20,11 @@ const MAX_ENTRIES: usize = 500;
 const MAX_COUNTED: usize = 50_000;
 const MAX_DEPTH: usize = 5;
 
-pub(crate) struct ListDir {
-    spec: ToolSpec,
-}
+pub(crate) struct ListDir;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     /// Default: the workspace root.
     path: Option<String>,
     /// Levels to show. Default 1.
@@ -38,64 +32,36 @@ struct Args {
     depth: Option<usize>,
 }
 
-impl ListDir {
-    pub(crate) fn new() -> ListDir {
-        let description = format!(
+#[async_trait]
+impl BuiltinTool for ListDir {
+    type Input = Args;
+    const NAME: &'static str = "list_dir";
+    const CLASS: Class = Class::Safe;
+    const SUBJECT: SubjectOf = SubjectOf::Path { default: Some(".") };
+
+    fn description(&self) -> String {
+        format!(
             "List a directory as an indented tree: directories end with `/`, files show their \
              size in bytes. At most {MAX_ENTRIES} entries; .gitignore is not applied."
-        );
-        let input_schema = crate::schema_for::<Args>();
-        ListDir {
-            spec: ToolSpec {
-                name: "list_dir".to_owned(),
-                description,
-                input_schema,
-                class: Class::Safe,
-            },
-        }
+        )
+    }
+
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| list(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 
-impl Default for ListDir {
-    fn default() -> ListDir {
-        ListDir::new()
-    }
-}
-
-#[async_trait]
-impl Tool for ListDir {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        crate::path_subject(input, workspace, Some("."))
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
-        let workspace = Arc::clone(&ctx.workspace);
-        let cancel = ctx.cancel.clone();
-        let gate = ctx.gate.clone();
-        crate::blocking("list_dir", move || list(&workspace, &gate, &args, &cancel)).await
-    }
-}
-
-fn list(
-    workspace: &Workspace,
-    gate: &Gate,
-    args: &Args,
-    cancel: &CancellationToken,
-) -> Result<String, ToolError> {
+fn list(files: &Files, args: &Args) -> Result<String, ToolError> {
     let given = args.path.as_deref().unwrap_or(".");
     let depth = args.depth.unwrap_or(1).clamp(1, MAX_DEPTH);
-    let dir = workspace
-        .resolve(given)
-        .map_err(|e| path_error(e, given, workspace, gate))?;
+    let dir = files.resolve(given)?;
+    let workspace = &files.workspace;
     let mut listing = Listing {
         workspace,
-        gate,
-        cancel,
+        gate: &files.gate,
+        cancel: &files.cancel,
         depth,
         lines: Vec::new(),
         total: 0,
@@ -221,10 +187,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::Tool;
+    use crate::builtin::typed::Typed;
+    use crate::policy::Subject;
     use crate::workspace::testing::{self, mkfifo, workspace, write};
+    use serde_json::Value;
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&ListDir::new(), ws, input)
+        testing::call(&Typed::new(ListDir), ws, input)
             .await
             .map_err(|e| e.to_string())
     }
@@ -313,7 +283,7 @@ mod tests {
     #[test]
     fn subject_defaults_to_root() {
         let (_dir, _root, ws) = workspace();
-        let tool = ListDir::new();
+        let tool = Typed::new(ListDir);
         assert_eq!(
             tool.subject(&json!({}), &ws),
             Some(Subject::Path(".".to_owned()))

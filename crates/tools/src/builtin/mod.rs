@@ -1,12 +1,15 @@
-//! The nine tools rounds ships with. Each file is one tool (its typed arguments, the schema
-//! derived from them, its subject and its work); what the two web tools share is in
-//! `tools::web`.
+//! The nine tools rounds ships with. Each file is one tool: its typed input (the schema is
+//! derived from it), its name, class, subject field and description, and its work, as a
+//! [`typed::BuiltinTool`]; [`typed::Typed`] makes it a `Tool` (spec, decoding, subject, the
+//! blocking pool and path checks for file work). What the two web tools share is in `tools::web`.
 //!
-//! To add a built-in: write `NAME.rs` here and register it in [`registry`].
+//! To add a built-in: write `NAME.rs` here implementing `BuiltinTool` and register it, wrapped
+//! in `Typed`, in [`registry`].
 
 use std::sync::Arc;
 
 use super::Registry;
+use typed::Typed;
 
 pub(crate) mod bash;
 pub(crate) mod edit_file;
@@ -14,6 +17,7 @@ pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod list_dir;
 pub(crate) mod read_file;
+pub(crate) mod typed;
 pub(crate) mod web_fetch;
 pub(crate) mod web_search;
 pub(crate) mod write_file;
@@ -30,19 +34,19 @@ pub struct Options {
 /// A registry holding the built-in tools, in the order they are offered.
 pub(crate) fn registry(options: &Options) -> Registry {
     let mut registry = Registry::default();
-    registry.register(Arc::new(read_file::ReadFile::new()));
-    registry.register(Arc::new(list_dir::ListDir::new()));
-    registry.register(Arc::new(glob::Glob::new()));
-    registry.register(Arc::new(grep::Grep::new()));
-    registry.register(Arc::new(write_file::WriteFile::new()));
-    registry.register(Arc::new(edit_file::EditFile::new()));
-    registry.register(Arc::new(bash::Bash::new()));
-    registry.register(Arc::new(
+    registry.register(Arc::new(Typed::new(read_file::ReadFile)));
+    registry.register(Arc::new(Typed::new(list_dir::ListDir)));
+    registry.register(Arc::new(Typed::new(glob::Glob)));
+    registry.register(Arc::new(Typed::new(grep::Grep)));
+    registry.register(Arc::new(Typed::new(write_file::WriteFile)));
+    registry.register(Arc::new(Typed::new(edit_file::EditFile)));
+    registry.register(Arc::new(Typed::new(bash::Bash)));
+    registry.register(Arc::new(Typed::new(
         web_fetch::WebFetch::new().allow_private(options.web_allow_private),
-    ));
-    registry.register(Arc::new(web_search::WebSearch::new(
-        options.search_url.clone(),
     )));
+    registry.register(Arc::new(Typed::new(web_search::WebSearch::new(
+        options.search_url.clone(),
+    ))));
     registry
 }
 

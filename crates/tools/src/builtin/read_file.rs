@@ -5,17 +5,13 @@
 //! Binary files are reported, never dumped.
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::policy::Subject;
-use crate::{
-    Class, Gate, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args, path_error,
-};
+use super::typed::{BuiltinTool, Files, SubjectOf};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Bytes of file content shown per call.
 const MAX_BYTES: usize = 256 * 1024;
@@ -27,13 +23,11 @@ const SNIFF_BYTES: u64 = 8 * 1024;
 /// make every call read all of it.
 const COUNT_LIMIT: u64 = 64 * 1024 * 1024;
 
-pub(crate) struct ReadFile {
-    spec: ToolSpec,
-}
+pub(crate) struct ReadFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     // Relative to the workspace root (or absolute inside it), as the system prompt says.
     path: String,
     /// First line to show, from 1.
@@ -44,47 +38,26 @@ struct Args {
     end_line: Option<usize>,
 }
 
-impl ReadFile {
-    pub(crate) fn new() -> ReadFile {
-        let description = format!(
+#[async_trait]
+impl BuiltinTool for ReadFile {
+    type Input = Args;
+    const NAME: &'static str = "read_file";
+    const CLASS: Class = Class::Safe;
+    const SUBJECT: SubjectOf = SubjectOf::Path { default: None };
+
+    fn description(&self) -> String {
+        format!(
             "Read a text file. Each line comes as its number, a tab and its text. At most \
              {MAX_LINES} lines or {} KiB per call; when more remain, the last line says where \
              to continue.",
             MAX_BYTES / 1024
-        );
-        let input_schema = crate::schema_for::<Args>();
-        ReadFile {
-            spec: ToolSpec {
-                name: "read_file".to_owned(),
-                description,
-                input_schema,
-                class: Class::Safe,
-            },
-        }
-    }
-}
-
-impl Default for ReadFile {
-    fn default() -> ReadFile {
-        ReadFile::new()
-    }
-}
-
-#[async_trait]
-impl Tool for ReadFile {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+        )
     }
 
-    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        crate::path_subject(input, workspace, None)
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
-        let workspace = Arc::clone(&ctx.workspace);
-        let gate = ctx.gate.clone();
-        crate::blocking("read_file", move || read(&workspace, &gate, &args)).await
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Files::run(Self::NAME, ctx, move |files| read(files, &args))
+            .await
+            .map(ToolOutput::from)
     }
 }
 
@@ -96,7 +69,7 @@ enum Cut {
     LongLine,
 }
 
-fn read(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolError> {
+fn read(files: &Files, args: &Args) -> Result<String, ToolError> {
     let path = args.path.as_str();
     let start = args.start_line.unwrap_or(1);
     if start == 0 {
@@ -109,9 +82,7 @@ fn read(workspace: &Workspace, gate: &Gate, args: &Args) -> Result<String, ToolE
             "end_line ({end}) is before start_line ({start})"
         )));
     }
-    let (mut file, _) = workspace
-        .open_file(path)
-        .map_err(|e| path_error(e, path, workspace, gate))?;
+    let (mut file, _) = files.open_file(path)?;
     let io_err = |e: io::Error| ToolError::failed(format!("cannot read {path:?}: {e}"));
     let size = file.metadata().map_err(io_err)?.len();
 
@@ -318,10 +289,15 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::Tool;
+    use crate::Workspace;
+    use crate::builtin::typed::Typed;
+    use crate::policy::Subject;
     use crate::workspace::testing::{self, mkfifo, workspace, write};
+    use serde_json::Value;
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&ReadFile::new(), ws, input)
+        testing::call(&Typed::new(ReadFile), ws, input)
             .await
             .map_err(|e| e.to_string())
     }
@@ -476,7 +452,7 @@ mod tests {
     #[test]
     fn subject_is_workspace_relative() {
         let (_dir, root, ws) = workspace();
-        let tool = ReadFile::new();
+        let tool = Typed::new(ReadFile);
         let abs = root.join("src/a.rs");
         assert_eq!(
             tool.subject(&json!({"path": abs}), &ws),

@@ -10,12 +10,12 @@ use async_trait::async_trait;
 use reqwest::Url;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::typed::{BuiltinTool, SubjectOf};
 use crate::policy::Subject;
 use crate::web::{self, Body, Limits, Page};
-use crate::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Characters of text shown per call, after conversion.
 const MAX_CHARS: usize = 100_000;
@@ -23,13 +23,12 @@ const MAX_CHARS: usize = 100_000;
 const MAX_BYTES_LIMIT: usize = 10 * 1024 * 1024;
 
 pub(crate) struct WebFetch {
-    spec: ToolSpec,
     limits: Limits,
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     /// The http:// or https:// URL to fetch.
     url: String,
     #[schemars(
@@ -41,29 +40,8 @@ struct Args {
 
 impl WebFetch {
     pub(crate) fn new() -> WebFetch {
-        let limits = Limits::default();
-        let description = format!(
-            "Fetch a URL with an HTTP GET (http and https only) and return its content: HTML \
-             as Markdown (scripts and styles removed, links absolute), JSON, XML and other text \
-             as is; binary content (images, PDFs, archives) is described, not shown. The output \
-             starts with the final URL after redirects (at most {}), the HTTP status, the \
-             content type and the size. At most {} KiB of the body is downloaded (max_bytes \
-             changes that) and at most {MAX_CHARS} characters are shown; a cut is always \
-             stated. The whole fetch must finish within {}. A status that is not 2xx is an \
-             error showing the start of the body.",
-            web::MAX_REDIRECTS,
-            limits.max_bytes / 1024,
-            web::seconds(limits.timeout),
-        );
-        let input_schema = crate::schema_for::<Args>();
         WebFetch {
-            spec: ToolSpec {
-                name: "web_fetch".to_owned(),
-                description,
-                input_schema,
-                class: Class::Safe,
-            },
-            limits,
+            limits: Limits::default(),
         }
     }
 
@@ -89,24 +67,32 @@ impl WebFetch {
     }
 }
 
-impl Default for WebFetch {
-    fn default() -> WebFetch {
-        WebFetch::new()
-    }
-}
-
 #[async_trait]
-impl Tool for WebFetch {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+impl BuiltinTool for WebFetch {
+    type Input = Args;
+    const NAME: &'static str = "web_fetch";
+    const CLASS: Class = Class::Safe;
+    const SUBJECT: SubjectOf = SubjectOf::Url;
+
+    /// Says the default limits whatever this instance's are (tests shorten them).
+    fn description(&self) -> String {
+        let limits = Limits::default();
+        format!(
+            "Fetch a URL with an HTTP GET (http and https only) and return its content: HTML \
+             as Markdown (scripts and styles removed, links absolute), JSON, XML and other text \
+             as is; binary content (images, PDFs, archives) is described, not shown. The output \
+             starts with the final URL after redirects (at most {}), the HTTP status, the \
+             content type and the size. At most {} KiB of the body is downloaded (max_bytes \
+             changes that) and at most {MAX_CHARS} characters are shown; a cut is always \
+             stated. The whole fetch must finish within {}. A status that is not 2xx is an \
+             error showing the start of the body.",
+            web::MAX_REDIRECTS,
+            limits.max_bytes / 1024,
+            web::seconds(limits.timeout),
+        )
     }
 
-    fn subject(&self, input: &Value, _workspace: &Workspace) -> Option<Subject> {
-        Some(Subject::Url(input.get("url")?.as_str()?.to_owned()))
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let mut limits = self.limits;
         if let Some(max) = args.max_bytes {
             limits.max_bytes = max.clamp(1, MAX_BYTES_LIMIT);
@@ -126,6 +112,7 @@ impl Tool for WebFetch {
         tokio::task::spawn_blocking(move || render(&page, deadline, &cancel))
             .await
             .map_err(|e| ToolError::failed(format!("web_fetch failed: {e}")))?
+            .map(ToolOutput::from)
     }
 }
 
@@ -211,10 +198,13 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::Tool;
+    use crate::builtin::typed::Typed;
     use crate::web::testing::{Reply, Server};
     use crate::workspace::testing::{self, context, workspace};
+    use serde_json::Value;
 
-    async fn fetch(tool: &WebFetch, input: Value) -> Result<String, String> {
+    async fn fetch(tool: &Typed<WebFetch>, input: Value) -> Result<String, String> {
         let (_dir, _root, ws) = workspace();
         testing::call(tool, &ws, input)
             .await
@@ -227,7 +217,7 @@ mod tests {
     }
 
     async fn get(url: &str) -> Result<String, String> {
-        fetch(&loopback(), json!({ "url": url })).await
+        fetch(&Typed::new(loopback()), json!({ "url": url })).await
     }
 
     const PAGE: &str = r#"<!DOCTYPE html>
@@ -285,7 +275,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
     #[tokio::test]
     async fn endless_body_is_cut_at_the_cap() {
         let server = Server::start(|_| Reply::Endless);
-        let tool = loopback().with_limits(Duration::from_secs(10), 64 * 1024);
+        let tool = Typed::new(loopback().with_limits(Duration::from_secs(10), 64 * 1024));
         let started = Instant::now();
         let got = fetch(&tool, json!({"url": server.url("/")})).await.unwrap();
         assert!(started.elapsed() < Duration::from_secs(3));
@@ -319,7 +309,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
     #[tokio::test]
     async fn a_stalled_server_times_out() {
         let server = Server::start(|_| Reply::Stall);
-        let tool = loopback().with_limits(Duration::from_millis(300), 1024);
+        let tool = Typed::new(loopback().with_limits(Duration::from_millis(300), 1024));
         let started = Instant::now();
         let got = fetch(&tool, json!({"url": server.url("/slow")})).await;
         assert!(started.elapsed() < Duration::from_secs(3));
@@ -338,7 +328,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
             cancel.cancel();
         });
         let started = Instant::now();
-        let got = loopback()
+        let got = Typed::new(loopback())
             .run(json!({"url": server.url("/slow")}), &ctx)
             .await
             .map_err(|e| e.to_string());
@@ -394,7 +384,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
         let (_dir, _root, ws) = workspace();
         let mut ctx = context(&ws);
         ctx.gate = crate::Gate::new(std::sync::Arc::new(policy), "web_fetch");
-        let got = loopback()
+        let got = Typed::new(loopback())
             .run(json!({"url": server.url("/docs/a")}), &ctx)
             .await
             .map_err(|e| e.to_string());
@@ -502,7 +492,7 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
     #[tokio::test]
     async fn inside_addresses_are_refused_unless_allowed() {
         let server = Server::start(|_| Reply::ok("text/plain", "inside secret"));
-        let public_only = WebFetch::new();
+        let public_only = Typed::new(WebFetch::new());
         let literal = server.url("/");
         let got = fetch(&public_only, json!({ "url": literal }))
             .await
@@ -526,14 +516,16 @@ or <a href="https://example.org/x">elsewhere</a>.</p>
             0,
             "a refused fetch reached the server"
         );
-        let got = fetch(&loopback(), json!({ "url": literal })).await.unwrap();
+        let got = fetch(&Typed::new(loopback()), json!({ "url": literal }))
+            .await
+            .unwrap();
         assert!(got.ends_with("inside secret"), "{got}");
     }
 
     #[test]
     fn subject_is_the_url() {
         let (_dir, _root, ws) = workspace();
-        let tool = WebFetch::new();
+        let tool = Typed::new(WebFetch::new());
         assert_eq!(
             tool.subject(&json!({"url": "https://docs.rs/x"}), &ws),
             Some(Subject::Url("https://docs.rs/x".to_owned()))

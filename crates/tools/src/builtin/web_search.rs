@@ -13,12 +13,11 @@ use markup5ever_rcdom::{Node, NodeData};
 use reqwest::Url;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::policy::Subject;
+use super::typed::{BuiltinTool, SubjectOf};
 use crate::web::{self, Body, Limits, descendants, one_line, parse_html, text_of};
-use crate::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// The backend when `--search-url` is not given.
 pub(crate) const DEFAULT_SEARCH_URL: &str = "https://html.duckduckgo.com/html/?q={query}";
@@ -31,14 +30,13 @@ const BROWSER_AGENT: &str =
     "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
 pub(crate) struct WebSearch {
-    spec: ToolSpec,
     template: String,
     limits: Limits,
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     /// What to search for, as typed into a search box.
     #[schemars(length(min = 1))]
     query: String,
@@ -60,22 +58,7 @@ struct Hit {
 impl WebSearch {
     /// `search_url` is the `--search-url` template; `None` means DuckDuckGo.
     pub(crate) fn new(search_url: Option<String>) -> WebSearch {
-        let description = format!(
-            "Search the web. Returns a numbered list of results, each with its title, URL and \
-             a snippet; read a result with web_fetch. Default {DEFAULT_RESULTS} results, at \
-             most {MAX_RESULTS}. The backend is DuckDuckGo's HTML results page unless the user \
-             set --search-url: a URL template whose {{query}} is replaced by the URL-encoded \
-             query, answering with a DuckDuckGo-style HTML page or with JSON \
-             {{\"results\":[{{\"title\":…,\"url\":…,\"snippet\":…}}]}}."
-        );
-        let input_schema = crate::schema_for::<Args>();
         WebSearch {
-            spec: ToolSpec {
-                name: "web_search".to_owned(),
-                description,
-                input_schema,
-                class: Class::Safe,
-            },
             template: search_url.unwrap_or_else(|| DEFAULT_SEARCH_URL.to_owned()),
             // The endpoint is the user's (--search-url), often a search service on the inside;
             // the model only supplies the query string.
@@ -117,17 +100,24 @@ impl WebSearch {
 }
 
 #[async_trait]
-impl Tool for WebSearch {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+impl BuiltinTool for WebSearch {
+    type Input = Args;
+    const NAME: &'static str = "web_search";
+    const CLASS: Class = Class::Safe;
+    const SUBJECT: SubjectOf = SubjectOf::Query;
+
+    fn description(&self) -> String {
+        format!(
+            "Search the web. Returns a numbered list of results, each with its title, URL and \
+             a snippet; read a result with web_fetch. Default {DEFAULT_RESULTS} results, at \
+             most {MAX_RESULTS}. The backend is DuckDuckGo's HTML results page unless the user \
+             set --search-url: a URL template whose {{query}} is replaced by the URL-encoded \
+             query, answering with a DuckDuckGo-style HTML page or with JSON \
+             {{\"results\":[{{\"title\":…,\"url\":…,\"snippet\":…}}]}}."
+        )
     }
 
-    fn subject(&self, input: &Value, _workspace: &Workspace) -> Option<Subject> {
-        Some(Subject::Text(input.get("query")?.as_str()?.to_owned()))
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let max = args
             .max_results
             .unwrap_or(DEFAULT_RESULTS)
@@ -174,7 +164,7 @@ impl Tool for WebSearch {
                 page.status_line()
             )));
         }
-        Ok(render(&args.query, &hits, max))
+        Ok(render(&args.query, &hits, max).into())
     }
 }
 
@@ -311,8 +301,12 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::Tool;
+    use crate::builtin::typed::Typed;
+    use crate::policy::Subject;
     use crate::web::testing::{Reply, Server};
     use crate::workspace::testing::{self, workspace};
+    use serde_json::Value;
 
     /// Shaped like html.duckduckgo.com's answer: an ad first, then three results whose links go
     /// through `//duckduckgo.com/l/?uddg=…`, entities and markup in titles and snippets.
@@ -384,11 +378,13 @@ mod tests {
         3. Tutorial | Tokio <3\n   \
         https://tokio.rs/tokio/tutorial";
 
-    fn backend(server: &Server, path: &str) -> WebSearch {
-        WebSearch::new(Some(server.url(path))).with_limits(Duration::from_secs(5), 1 << 20)
+    fn backend(server: &Server, path: &str) -> Typed<WebSearch> {
+        Typed::new(
+            WebSearch::new(Some(server.url(path))).with_limits(Duration::from_secs(5), 1 << 20),
+        )
     }
 
-    async fn search(tool: &WebSearch, input: Value) -> Result<String, String> {
+    async fn search(tool: &Typed<WebSearch>, input: Value) -> Result<String, String> {
         let (_dir, _root, ws) = workspace();
         testing::call(tool, &ws, input)
             .await
@@ -503,13 +499,13 @@ mod tests {
     #[tokio::test]
     async fn bad_templates_are_refused() {
         let got = search(
-            &WebSearch::new(Some("https://e.test/search".into())),
+            &Typed::new(WebSearch::new(Some("https://e.test/search".into()))),
             json!({"query": "q"}),
         )
         .await;
         assert_eq!(got, Err(r#"the search URL "https://e.test/search" (--search-url) has no {query} placeholder"#.to_owned()));
         let got = search(
-            &WebSearch::new(Some("file:///tmp/{query}".into())),
+            &Typed::new(WebSearch::new(Some("file:///tmp/{query}".into()))),
             json!({"query": "q"}),
         )
         .await;
@@ -542,7 +538,7 @@ mod tests {
             "https://html.duckduckgo.com/html/?q=a+b%26c"
         );
         assert_eq!(
-            tool.subject(&json!({"query": "rust"}), &ws),
+            Typed::new(tool).subject(&json!({"query": "rust"}), &ws),
             Some(Subject::Text("rust".to_owned()))
         );
     }

@@ -4,77 +4,49 @@
 //! in `Workspace::write_atomic`, shared with `edit_file`; this file is the tool's face: schema,
 //! subject for the allowlist, and the one-line result the model reads.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use crate::policy::Subject;
-use crate::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace, parse_args};
+use super::typed::{BuiltinTool, Files, SubjectOf};
+use crate::{Class, ToolContext, ToolError, ToolOutput};
 
-pub(crate) struct WriteFile {
-    spec: ToolSpec,
-}
+pub(crate) struct WriteFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     // Relative to the workspace root (or absolute inside it), as the system prompt says.
     path: String,
     /// The whole new content.
     content: String,
 }
 
-impl WriteFile {
-    pub(crate) fn new() -> WriteFile {
-        let description = "Create a file, or replace all of its content. Missing directories are \
-                           created. To change part of a file, use edit_file."
-            .to_owned();
-        let input_schema = crate::schema_for::<Args>();
-        WriteFile {
-            spec: ToolSpec {
-                name: "write_file".to_owned(),
-                description,
-                input_schema,
-                class: Class::Mutating,
-            },
-        }
-    }
-}
-
-impl Default for WriteFile {
-    fn default() -> WriteFile {
-        WriteFile::new()
-    }
-}
-
 #[async_trait]
-impl Tool for WriteFile {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
+impl BuiltinTool for WriteFile {
+    type Input = Args;
+    const NAME: &'static str = "write_file";
+    const CLASS: Class = Class::Mutating;
+    const SUBJECT: SubjectOf = SubjectOf::Path { default: None };
+
+    fn description(&self) -> String {
+        "Create a file, or replace all of its content. Missing directories are created. To \
+         change part of a file, use edit_file."
+            .to_owned()
     }
 
-    fn subject(&self, input: &Value, workspace: &Workspace) -> Option<Subject> {
-        crate::path_subject(input, workspace, None)
-    }
-
-    async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let args: Args = parse_args(input)?;
-        let workspace = Arc::clone(&ctx.workspace);
-        let report = crate::blocking("write_file", move || {
-            Ok(workspace.write_atomic(&args.path, args.content.as_bytes(), true)?)
+    async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let report = Files::run(Self::NAME, ctx, move |files| {
+            Ok(files
+                .workspace
+                .write_atomic(&args.path, args.content.as_bytes(), true)?)
         })
         .await?;
         let what = match report.replaced {
             None => "created".to_owned(),
             Some(old) => format!("overwrote {old} bytes"),
         };
-        Ok(format!(
-            "wrote {} bytes to {} ({what})",
-            report.bytes, report.path
-        ))
+        Ok(format!("wrote {} bytes to {} ({what})", report.bytes, report.path).into())
     }
 }
 
@@ -88,11 +60,15 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::Tool;
+    use crate::Workspace;
+    use crate::builtin::typed::Typed;
+    use crate::policy::Subject;
     use crate::workspace::testing::{self, mkfifo, workspace, write};
 
     async fn call(ws: &Workspace, path: &str, content: &str) -> Result<String, String> {
         let input = json!({"path": path, "content": content});
-        testing::call(&WriteFile::new(), ws, input)
+        testing::call(&Typed::new(WriteFile), ws, input)
             .await
             .map_err(|e| e.to_string())
     }
@@ -249,7 +225,7 @@ mod tests {
     #[test]
     fn spec_and_subject() {
         let (_dir, root, ws) = workspace();
-        let tool = WriteFile::default();
+        let tool = Typed::new(WriteFile);
         assert_eq!(tool.spec().name, "write_file");
         assert_eq!(tool.spec().class, Class::Mutating);
         assert_eq!(

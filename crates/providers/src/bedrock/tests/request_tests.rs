@@ -153,6 +153,7 @@ fn result(id: &str, content: &str, is_error: bool) -> ToolResult {
         bytes: 0,
         full_output: None,
         redacted: Vec::new(),
+        volatile: Vec::new(),
     }
 }
 

@@ -4,10 +4,16 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
+use crate::Tool;
+use crate::Workspace;
+use crate::builtin::typed::Typed;
+use crate::policy::Subject;
 use crate::workspace::testing::{self, workspace, write};
+use serde_json::Value;
+use std::sync::Arc;
 
 async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-    testing::call(&EditFile::new(), ws, input)
+    testing::call(&Typed::new(EditFile), ws, input)
         .await
         .map_err(|e| e.to_string())
 }
@@ -234,7 +240,9 @@ async fn refusals_leave_files_untouched() {
     );
     // The schema refuses an empty old_string before the tool runs; the tool refuses it too.
     let empty = json!({"path": "t.txt", "old_string": "", "new_string": "x"});
-    let ran = EditFile::new().run(empty, &testing::context(&ws)).await;
+    let ran = Typed::new(EditFile)
+        .run(empty, &testing::context(&ws))
+        .await;
     assert_eq!(
         ran.map_err(|e| e.to_string()),
         Err(
@@ -326,7 +334,7 @@ fn long_lines_are_shortened_on_char_boundaries() {
 #[test]
 fn spec_compiles_and_subject_is_relative() {
     let (_dir, root, ws) = workspace();
-    let tool = Arc::new(EditFile::default());
+    let tool = Arc::new(Typed::new(EditFile));
     assert_eq!(tool.spec().class, Class::Mutating);
     let mut registry = crate::Registry::default();
     registry.register(tool.clone());
