@@ -80,19 +80,7 @@ impl Response {
                 "{COPY}this is the same call (same tool, same arguments) as {first} in this \
                  response; its result answers both."
             );
-            return Admit::Answer(ToolResult {
-                tool_use_id: call.id.clone(),
-                name: call.name.clone(),
-                is_error: false,
-                bytes: content.len() as u64,
-                content,
-                error_kind: None,
-                duration_ms: 0,
-                truncated: false,
-                full_output: None,
-                redacted: Vec::new(),
-                volatile: Vec::new(),
-            });
+            return Admit::Answer(ToolResult::ok(call, content));
         }
         self.firsts.insert(key, call.id.clone());
         Admit::Run

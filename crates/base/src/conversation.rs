@@ -337,6 +337,15 @@ impl ToolResult {
         true
     }
 
+    /// A call's successful result, as the model reads it.
+    pub fn ok(call: &ToolUse, content: String) -> ToolResult {
+        ToolResult {
+            is_error: false,
+            error_kind: None,
+            ..ToolResult::error(call, ErrorKind::Failed, content)
+        }
+    }
+
     /// An error result that never reached execution (or failed in it).
     pub fn error(call: &ToolUse, kind: ErrorKind, message: impl Into<String>) -> ToolResult {
         let content = message.into();

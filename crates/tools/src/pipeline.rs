@@ -340,17 +340,8 @@ impl Toolbox {
                 text: content,
                 volatile,
             })) => ToolResult {
-                tool_use_id: call.id.clone(),
-                name: call.name.clone(),
-                is_error: false,
-                bytes: content.len() as u64,
-                content,
-                error_kind: None,
-                duration_ms: 0,
-                truncated: false,
-                full_output: None,
-                redacted: Vec::new(),
                 volatile,
+                ..ToolResult::ok(call, content)
             },
             Ok(Err(ToolError::Failed(message))) => {
                 ToolResult::error(call, ErrorKind::Failed, message)
