@@ -47,6 +47,8 @@ pub(crate) fn sandbox(
     }
     if spawns {
         (sandbox.check_git(support)).map_err(|e| ConfigError::Sandbox(e.to_string()))?;
+        // Once, now: each command then walks the run's own directories only.
+        sandbox.survey_temp();
     }
     let record = sandbox.summary(support);
     Ok((sandbox, record))

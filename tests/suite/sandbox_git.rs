@@ -349,3 +349,83 @@ fn as_an_ordinary_user_git_is_read_only_through_a_user_namespace() {
         "{out:?}"
     );
 }
+
+/// Two bash calls in two rounds, each trying to plant a hook in a repository of the temp dir
+/// (found once, when the run starts: `sandbox::survey`) and making the same write beside it;
+/// the results of both.
+fn temp_repository_calls(sb: &Sandbox, flags: &[&str]) -> [String; 2] {
+    use crate::common::mock::{MockServer, Reply};
+    use crate::common::sse::{self, B};
+    let tmp = sb.path("tmp");
+    std::fs::create_dir_all(tmp.join("repo")).unwrap();
+    git(&tmp.join("repo"), &["init", "-q", "."]);
+    let call = |n: usize| {
+        let command = format!(
+            "( echo 'touch PWNED' > \"$TMPDIR/repo/.git/hooks/pre-commit{n}\" ) 2>/dev/null; h=$?; \
+             echo x > \"$TMPDIR/repo/ctl{n}\"; echo \"row temp{n} $h $?\""
+        );
+        let input = serde_json::json!({ "command": command }).to_string();
+        Reply::sse(sse::anthropic(
+            &[B::Tool(&format!("t{n}"), "bash", &input)],
+            "tool_use",
+            1,
+            1,
+        ))
+    };
+    let server = MockServer::start(vec![call(1), call(2), sse::answer("done")]);
+    let out = run(sb
+        .anthropic(&server)
+        .env("TMPDIR", &tmp)
+        .args(["--transcript"])
+        .arg(sb.transcript_path())
+        .args(flags)
+        .arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = sb.transcript();
+    [1, 2].map(|n| {
+        lines[n]["results"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    })
+}
+
+#[test]
+fn a_repository_in_the_temp_dir_stays_read_only_in_every_command_of_the_run() {
+    let support = sandbox::probe();
+    if !git_available() || !support.mount_namespace || support.landlock_abi < 3 {
+        eprintln!("skipped: needs git, a mount namespace and Landlock");
+        return;
+    }
+    let sb = Sandbox::new();
+    for (n, result) in temp_repository_calls(&sb, &["--full-auto"])
+        .iter()
+        .enumerate()
+    {
+        let rows = statuses(result);
+        let (hostile, control) = rows[&format!("temp{}", n + 1)];
+        assert_ne!(hostile, 0, "call {}: the hook was planted\n{result}", n + 1);
+        assert_eq!(
+            control,
+            0,
+            "call {}: the temp dir was not writable\n{result}",
+            n + 1
+        );
+    }
+    let hooks = sb.path("tmp/repo/.git/hooks");
+    assert!(!hooks.join("pre-commit1").exists() && !hooks.join("pre-commit2").exists());
+
+    // The control: with the sandbox off, the same calls plant both hooks.
+    let off = Sandbox::new();
+    for (n, result) in temp_repository_calls(&off, &["-a", "bash", "--sandbox", "off"])
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(
+            statuses(result)[&format!("temp{}", n + 1)],
+            (0, 0),
+            "{result}"
+        );
+    }
+    assert!(off.path("tmp/repo/.git/hooks/pre-commit2").exists());
+}

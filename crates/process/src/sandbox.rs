@@ -58,6 +58,9 @@ use super::pin::{Pin, PinError};
 use super::seccomp;
 
 pub(crate) mod git;
+mod survey;
+
+pub use survey::Survey;
 mod support;
 
 pub use crate::transcript::sandbox::{Enforced, Mode, Summary};
@@ -157,6 +160,9 @@ pub struct Sandbox {
     /// Writable directories granted only while they are the directory rounds created
     /// ([`Sandbox::pin`]); each is also in `write`.
     pub pins: Vec<Pin>,
+    /// The temp dir's `.git` directories, found before any tool ran
+    /// ([`Sandbox::survey_temp`]).
+    pub surveyed: Survey,
 }
 
 impl Default for Sandbox {
@@ -180,6 +186,7 @@ impl Sandbox {
             write: Vec::new(),
             network: false,
             pins: Vec::new(),
+            surveyed: Survey::default(),
         }
     }
 
@@ -210,6 +217,7 @@ impl Sandbox {
             write,
             network,
             pins: Vec::new(),
+            surveyed: Survey::default(),
         }
     }
 
@@ -288,8 +296,8 @@ impl Sandbox {
     }
 
     /// The value of [`SUPERVISOR_ENV`] for this sandbox; `None` when it is off. Words separated
-    /// by spaces: the mode, then `require`, `network`, `write=HEX` and `pin=HEX,DEV,INO` (paths
-    /// in hexadecimal: any byte but NUL can be in one).
+    /// by spaces: the mode, then `require`, `network`, `write=HEX`, `pin=HEX,DEV,INO` and the
+    /// survey's words ([`Survey`]) (paths in hexadecimal: any byte but NUL can be in one).
     pub fn to_env(&self) -> Option<OsString> {
         if self.is_off() {
             return None;
@@ -306,6 +314,7 @@ impl Sandbox {
             words.extend(
                 (self.pins.iter()).map(|p| format!("pin={},{},{}", hex(&p.dir), p.dev, p.ino)),
             );
+            words.extend(self.surveyed.words());
         }
         Some(words.join(" ").into())
     }
@@ -338,6 +347,7 @@ impl Sandbox {
                         ino: ino.parse().map_err(|_| bad())?,
                     });
                 }
+                Some((key, value)) if sandbox.surveyed.read(key, value)? => {}
                 _ => return Err(bad()),
             }
         }
@@ -358,7 +368,7 @@ impl Sandbox {
             Mode::WorkspaceWrite if !self.require && !git::can_unshare() => {
                 Some(git::Shield::new(&[]))
             }
-            Mode::WorkspaceWrite => match git::find(&self.write) {
+            Mode::WorkspaceWrite => match self.git_dirs() {
                 Ok(found) => Some(git::Shield::new(&found)),
                 // In every mode, not only required: a tool can grow a tree past the limit on
                 // purpose, and a best effort would then leave a `.git` it hid writable.

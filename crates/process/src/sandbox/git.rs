@@ -6,7 +6,8 @@
 //! covers `.git`; instead the child, before it enters Landlock, gets a mount namespace of its
 //! own in which each `.git` is a read-only bind mount of itself.
 //!
-//! What is protected ([`find`], in the supervisor before each command): every `.git` directory
+//! What is protected ([`find`], in the supervisor before each command, but in the temp dir
+//! once per run: `sandbox::survey`): every `.git` directory
 //! below a writable directory (submodules and nested repositories too, but not inside a `.git`:
 //! that is covered by the mount of the `.git` above), every `.git` file (a `gitdir:` pointer of
 //! a worktree or submodule), and the directory such a file names if it is below a writable
@@ -47,16 +48,26 @@ pub(crate) struct Found {
 /// found; `Err` with what was found so far when the walk passed [`WALK_LIMIT`]. Symbolic links
 /// are not followed.
 pub(crate) fn find(write: &[PathBuf]) -> Result<Vec<Found>, Vec<Found>> {
-    find_within(write, WALK_LIMIT)
+    find_within(write, write, WALK_LIMIT)
 }
 
-/// [`find`] with its limit. Breadth first, from each writable directory in turn: a tree a tool
-/// grew in one of them (the temp dir) cannot use up the walk before the top of another (the
+/// [`find`] below `roots` only, some of the writable directories `write` (which the opt-in
+/// and a `gitdir:` pointer are judged against).
+pub(crate) fn find_below(roots: &[PathBuf], write: &[PathBuf]) -> Result<Vec<Found>, Vec<Found>> {
+    find_within(roots, write, WALK_LIMIT)
+}
+
+/// [`find_below`] with its limit. Breadth first, from each root in turn: a tree a tool grew in
+/// one of them (the temp dir) cannot use up the walk before the top of another (the
 /// workspace, where the repository is) has been read.
-fn find_within(write: &[PathBuf], limit: usize) -> Result<Vec<Found>, Vec<Found>> {
+fn find_within(
+    roots: &[PathBuf],
+    write: &[PathBuf],
+    limit: usize,
+) -> Result<Vec<Found>, Vec<Found>> {
     let mut found: Vec<Found> = Vec::new();
     let mut budget = limit;
-    let mut queue: std::collections::VecDeque<PathBuf> = write.iter().cloned().collect();
+    let mut queue: std::collections::VecDeque<PathBuf> = roots.iter().cloned().collect();
     while let Some(dir) = queue.pop_front() {
         if budget == 0 {
             return Err(found);
@@ -93,6 +104,19 @@ fn find_within(write: &[PathBuf], limit: usize) -> Result<Vec<Found>, Vec<Found>
         }
     }
     Ok(found)
+}
+
+impl Found {
+    /// The same path as it is now, if it is still there: a `.git` found when the run started
+    /// may have been removed since, or replaced.
+    pub(crate) fn now(&self) -> Option<Found> {
+        let meta = std::fs::symlink_metadata(&self.path).ok()?;
+        Some(Found {
+            path: self.path.clone(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
 }
 
 /// Adds `path` unless it is already there or the user made it (or something in it) writable.
@@ -436,13 +460,13 @@ mod tests {
             std::fs::create_dir_all(tmp.join(format!("d{i}/e"))).unwrap();
         }
         let write = [ws.clone(), tmp.clone()];
-        let found = match find_within(&write, 20) {
+        let found = match find_within(&write, &write, 20) {
             Err(found) => found,
             Ok(_) => panic!("the limit must be reached"),
         };
         assert_eq!(paths(&found), vec![ws.join(".git")]);
         assert_eq!(
-            paths(&find_within(&write, 200).unwrap()),
+            paths(&find_within(&write, &write, 200).unwrap()),
             vec![ws.join(".git")]
         );
         // The control: the stack the walk used took the last directory first.
