@@ -88,6 +88,7 @@ fn batch_vs_xargs() -> (Duration, Duration, u64) {
         code,
         wall: batch_wall,
         peak_kib: peak,
+        ..
     } = measure::measured(batch);
     assert_eq!(code, 0);
     assert_eq!(server.requests().len(), 3 * JOBS);
