@@ -58,7 +58,7 @@ pub fn document() -> Value {
         "description": "Every line rounds writes to a transcript (start, round, end) and every \
                         line of --output stream-json (those three plus text_delta, \
                         thinking_delta, tool_use, tool_result, retry). Generated from the types \
-                        that write them (src/schema.rs).",
+                        that write them (crates/base/src/schema.rs).",
         "oneOf": lines,
         "$defs": defs,
     })
