@@ -406,6 +406,20 @@ pub struct Cli {
     #[arg(help_heading = "Output", long)]
     pub no_step_summary: bool,
 
+    /// Export the run's OpenTelemetry traces and metrics to this OTLP/HTTP endpoint.
+    ///
+    /// A base URL, as OTEL_EXPORTER_OTLP_ENDPOINT (which it overrides): /v1/traces and
+    /// /v1/metrics are added. Off by default; the standard OTEL_* variables also turn it on and
+    /// set headers, protocol, service name and resource (docs/observability.md). Only your
+    /// own settings file may set it, never a project's, a job line or a queue row.
+    #[arg(help_heading = "Output", long, value_name = "URL")]
+    pub otel_endpoint: Option<String>,
+
+    /// Put prompts, model text and tool inputs and outputs in the exported spans, redacted as
+    /// the transcript is (without it: names, sizes, outcomes and timings only).
+    #[arg(help_heading = "Output", long)]
+    pub otel_content: bool,
+
     /// What to print on stdout.
     #[arg(value_name = "text|json|stream-json", help_heading = "Output", short, long, value_enum, default_value_t = OutputMode::Text, group = ONE_RUN)]
     pub output: OutputMode,

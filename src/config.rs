@@ -216,6 +216,8 @@ pub enum ConfigError {
     SearchUrl(String),
     #[error("{0}")]
     Sandbox(String),
+    #[error("OpenTelemetry: {0}")]
+    Telemetry(#[from] crate::telemetry::ConfigError),
     #[error(transparent)]
     Prices(#[from] PricesError),
     #[error("--output-schema {}: not a JSON Schema: {message}", path.display())]
@@ -227,7 +229,7 @@ pub enum ConfigError {
         provider: &'static str,
         model: String,
     },
-    #[error("--tool-env {0}: provider keys are never passed to tools")]
+    #[error("--tool-env {0}: provider keys and credentials are never passed to tools")]
     SecretToolEnv(String),
     /// A value that did not come from the command line, with where it came from.
     #[error("{origin}: {error}")]

@@ -23,6 +23,7 @@ mod commands;
 mod config;
 mod embed;
 mod inventory;
+mod otel;
 mod progress;
 mod records;
 mod render;
@@ -46,6 +47,7 @@ use rounds_base::{
 use rounds_process as process;
 use rounds_providers as provider;
 use rounds_store as store;
+use rounds_telemetry as telemetry;
 use rounds_tools as tools;
 
 /// The program: parses `args` (settings files beneath them), runs, and says how it ended
@@ -130,14 +132,15 @@ fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> R
         aliases: layers.aliases,
         transcript: None,
     };
-    let ran = Config::resolve(cli, inputs)
-        .map_err(|e| Failure::Config(e.with_model_origin(model_origin)))
-        .and_then(|config| {
-            let rt = runtime().map_err(Failure::Runtime)?;
-            let cancel = agent::Cancel::default();
-            let observer = render::observer(output, quiet, config.limits.max_rounds, &cancel);
-            Ok(rt.block_on(app::run(config, observer, cancel, started)))
-        });
+    let asked = otel::config(&cli, &env).map_err(|e| Failure::Config(e.into()));
+    let ran = asked.and_then(|asked| {
+        let config = Config::resolve(cli, inputs)
+            .map_err(|e| Failure::Config(e.with_model_origin(model_origin)))?;
+        let rt = runtime().map_err(Failure::Runtime)?;
+        let cancel = agent::Cancel::default();
+        let observer = render::observer(output, quiet, config.limits.max_rounds, &cancel);
+        Ok(rt.block_on(traced_run(config, asked, observer, cancel, started)))
+    });
     let mut outcome = ran.unwrap_or_else(Failure::into_outcome);
     if outcome.status == Status::Timeout && outcome.duration_ms == 0 {
         // The deadline passed before the run could start (stdin still open): it took that long.
@@ -149,6 +152,31 @@ fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> R
         quiet,
         step_summary,
     }
+}
+
+/// A run, with its OpenTelemetry trace when `asked` is one: started before the run
+/// (its context goes to the tools), flushed after it, within `FLUSH_BOUND`.
+async fn traced_run(
+    mut config: Config,
+    asked: Option<telemetry::Config>,
+    observer: std::sync::Arc<dyn agent::Observer>,
+    cancel: agent::Cancel,
+    started: std::time::Instant,
+) -> Outcome {
+    let env = |name: &str| env::var(name);
+    let Some((telemetry, run)) =
+        (asked.as_ref()).and_then(|asked| otel::start(asked, &env, &config.run_id))
+    else {
+        return app::run(config, observer, cancel, started).await;
+    };
+    otel::hand_to_tools(&mut config.tool_settings.env, &run);
+    let observer = std::sync::Arc::new(agent::Fanout(vec![
+        observer,
+        std::sync::Arc::new(otel::Traced(run)),
+    ]));
+    let ran = app::run(config, observer, cancel, started).await;
+    telemetry.flush(telemetry::FLUSH_BOUND).await;
+    ran
 }
 
 /// One thread drives the run: the work is waiting on the network and on tool processes, and

@@ -362,7 +362,7 @@ fn tool_environment_is_scrubbed_and_keys_cannot_be_passed() {
         .expect("an error");
     assert_eq!(
         err.to_string(),
-        "--tool-env ANTHROPIC_API_KEY: provider keys are never passed to tools"
+        "--tool-env ANTHROPIC_API_KEY: provider keys and credentials are never passed to tools"
     );
 }
 

@@ -27,12 +27,12 @@ const LAYERS: &[(&str, &[&str])] = &[
             "step_summary",
         ],
     ),
-    ("wiring", &["app", "embed"]),
+    ("wiring", &["app", "embed", "otel"]),
     ("setup", &["config", "settings", "trust", "inventory"]),
     ("flags", &["cli"]),
     ("loop", &["agent"]),
     ("records", &["records", "runs"]),
-    ("parts", &["provider", "tools", "store"]),
+    ("parts", &["provider", "tools", "store", "telemetry"]),
     ("process", &["process"]),
     (
         "base",
@@ -61,6 +61,7 @@ const CRATES: &[(&str, &str)] = &[
     ("providers", "provider"),
     ("tools", "tools"),
     ("store", "store"),
+    ("telemetry", "telemetry"),
     ("base", "conversation"),
 ];
 

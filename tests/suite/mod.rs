@@ -34,6 +34,7 @@ mod manifest;
 mod mcp;
 mod mcp_limits;
 mod models;
+mod otel;
 mod outputs;
 mod presets;
 mod project_doc;

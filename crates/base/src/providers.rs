@@ -299,6 +299,20 @@ const RUNNER_SECRETS: &[&str] = &[
     "ACTIONS_ID_TOKEN_REQUEST_URL",
 ];
 
+/// Where OpenTelemetry's exporter reads the headers it sends (credentials, as a rule: a
+/// Honeycomb team key, a bearer token): kept from tools and redacted, each header's value too.
+const HEADER_VARS: &[&str] = &[
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+];
+
+/// Whether `name` is one of the exporter's header variables ([`HEADER_VARS`]).
+pub fn is_header_var(name: &str) -> bool {
+    HEADER_VARS.contains(&name)
+}
+
 /// The model a run uses when none is given.
 pub const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
 
@@ -321,6 +335,7 @@ pub(crate) fn key_vars() -> impl Iterator<Item = &'static str> {
         .iter()
         .flat_map(|e| std::iter::once(e.key_var).chain(e.also_secret.iter().copied()))
         .chain(RUNNER_SECRETS.iter().copied())
+        .chain(HEADER_VARS.iter().copied())
 }
 
 /// Whether `name` is a variable that holds a provider's key ([`key_vars`]): never passed to a

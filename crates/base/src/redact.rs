@@ -168,7 +168,12 @@ impl Redactor {
         // The provider variables first, then the rest by name: which name a shared value is
         // reported under must not depend on the order of the environment.
         by_rule.sort_by_key(|(k, _)| (!crate::providers::is_key_var(k), k.clone()));
+        let headers: Vec<(String, Vec<u8>)> = (by_rule.iter())
+            .filter(|(k, _)| crate::providers::is_header_var(k))
+            .flat_map(|(k, v)| header_values(v).map(move |h| (k.clone(), h)))
+            .collect();
         secrets.extend(by_rule);
+        secrets.extend(headers);
         Redactor::new(secrets)
     }
 
@@ -269,6 +274,43 @@ impl PartialEq for Redactor {
 }
 
 impl Eq for Redactor {}
+
+/// The values of a `k=v,k2=v2` header list (`OTEL_EXPORTER_OTLP_HEADERS`), as written,
+/// percent-decoded, and the last word of each: a credential that leaks leaks as a value or a
+/// bearer token, not as the whole list.
+fn header_values(list: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    list.split(|b| *b == b',').flat_map(|pair| {
+        let value = pair
+            .splitn(2, |b| *b == b'=')
+            .nth(1)
+            .unwrap_or_default()
+            .trim_ascii();
+        let mut decoded = Vec::with_capacity(value.len());
+        let mut i = 0;
+        while i < value.len() {
+            let hex = value
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok());
+            match (value[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+                (b'%', Some(byte)) => {
+                    decoded.push(byte);
+                    i += 3;
+                }
+                (byte, _) => {
+                    decoded.push(byte);
+                    i += 1;
+                }
+            }
+        }
+        // `Bearer TOKEN`: the token alone is the secret.
+        let word = decoded
+            .rsplit(|b| *b == b' ')
+            .next()
+            .unwrap_or_default()
+            .to_vec();
+        [value.to_vec(), decoded, word]
+    })
+}
 
 /// Whether a variable's name says it holds a secret (see the module doc).
 fn names_a_secret(name: &str) -> bool {

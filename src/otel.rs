@@ -1,0 +1,93 @@
+//! A run's OpenTelemetry (crate `rounds-telemetry`), wired to the run: configured from the
+//! user's `OTEL_*` variables and `--otel-endpoint`, started inside the run's runtime, fed the
+//! run's events as an [`Observer`], its context handed to the tools (`TRACEPARENT`), and
+//! flushed, bounded in time, when the run ends.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+
+use crate::telemetry::{Config as OtelConfig, ConfigError, Run, Telemetry};
+
+use crate::agent::Observer;
+use crate::cli::Cli;
+use crate::conversation::{ToolResult, ToolUse};
+use crate::outcome::CheckRun;
+use crate::transcript::{End, RetryNote, Round, Start};
+
+/// What telemetry the flags and the environment ask for (`None`: off).
+pub(crate) fn config(
+    cli: &Cli,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<OtelConfig>, ConfigError> {
+    OtelConfig::read(env, cli.otel_endpoint.as_deref(), cli.otel_content)
+}
+
+/// Starts exporting and the run's trace: under `TRACEPARENT` if rounds runs in one. Inside the
+/// run's runtime. A exporter that cannot be built is said, and the run goes on without.
+pub(crate) fn start(
+    config: &OtelConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    run_id: &str,
+) -> Option<(Telemetry, Arc<Run>)> {
+    let client = match crate::net::builder(std::time::Duration::from_secs(10)).build() {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!("OpenTelemetry is off: {}", crate::net::describe(&e));
+            return None;
+        }
+    };
+    let traceparent = env("TRACEPARENT");
+    let tracestate = env("TRACESTATE");
+    match Telemetry::start(
+        config,
+        &client,
+        traceparent.as_deref(),
+        tracestate.as_deref(),
+    ) {
+        Ok(telemetry) => {
+            let run = Arc::new(telemetry.run(run_id));
+            Some((telemetry, run))
+        }
+        Err(e) => {
+            tracing::warn!("OpenTelemetry is off: {e}");
+            None
+        }
+    }
+}
+
+/// The tools' environment with the run's trace context in it: a command traced by its own SDK
+/// joins the run's trace.
+pub(crate) fn hand_to_tools(env: &mut Vec<(OsString, OsString)>, run: &Run) {
+    env.retain(|(k, _)| k != "TRACEPARENT" && k != "TRACESTATE");
+    env.push(("TRACEPARENT".into(), run.traceparent().into()));
+}
+
+/// The run's trace, told what happens as the transcript is.
+pub(crate) struct Traced(pub(crate) Arc<Run>);
+
+impl Observer for Traced {
+    fn started(&self, start: &Start) {
+        self.0.started(start);
+    }
+    fn round_started(&self, round: u32) {
+        self.0.round_started(round);
+    }
+    fn tool_started(&self, call: &ToolUse, _subject: Option<&str>) {
+        self.0.tool_started(call);
+    }
+    fn tool_finished(&self, result: &ToolResult) {
+        self.0.tool_finished(result);
+    }
+    fn retry(&self, note: &RetryNote) {
+        self.0.retry(note);
+    }
+    fn check_finished(&self, round: u32, check: &CheckRun) {
+        self.0.check_finished(round, check);
+    }
+    fn round_finished(&self, round: &Round) {
+        self.0.round_finished(round);
+    }
+    fn finished(&self, end: &End) {
+        self.0.finished(end);
+    }
+}

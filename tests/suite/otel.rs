@@ -1,0 +1,487 @@
+//! OpenTelemetry (issue 33), end to end: the real binary exports to a loopback OTLP/HTTP
+//! receiver, which decodes each request with the official protobuf definitions
+//! (`opentelemetry-proto`), not rounds' own types.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::trace::v1::{Span, status};
+use prost::Message;
+use serde_json::json;
+
+use super::settings::{project_file, user_file};
+use crate::common::mock::{MockServer, Reply};
+use crate::common::sse::{self, B};
+use crate::common::{Sandbox, run};
+
+/// The CI job's span rounds runs under.
+const PARENT_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+const PARENT_SPAN: &str = "b7ad6b7169203331";
+
+/// A collector that takes everything.
+fn receiver() -> MockServer {
+    MockServer::respond(|_| Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "application/x-protobuf".into())],
+        body: vec![],
+    })
+}
+
+/// Every span the receiver got, by name (several of one name in the order received).
+fn spans(receiver: &MockServer) -> Vec<Span> {
+    let mut all = Vec::new();
+    for request in receiver
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/traces")
+    {
+        let decoded = ExportTraceServiceRequest::decode(request.body.as_slice()).unwrap();
+        for resource in decoded.resource_spans {
+            let service = attribute(&resource.resource.unwrap().attributes, "service.name");
+            assert_eq!(service.as_deref(), Some("rounds"));
+            for scope in resource.scope_spans {
+                all.extend(scope.spans);
+            }
+        }
+    }
+    all
+}
+
+fn value(v: &AnyValue) -> String {
+    match &v.value {
+        Some(any_value::Value::StringValue(s)) => s.clone(),
+        Some(any_value::Value::IntValue(i)) => i.to_string(),
+        Some(any_value::Value::BoolValue(b)) => b.to_string(),
+        Some(any_value::Value::DoubleValue(d)) => d.to_string(),
+        Some(any_value::Value::ArrayValue(a)) => {
+            let items: Vec<String> = a.values.iter().map(value).collect();
+            items.join(",")
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+fn attribute(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .map(value)
+}
+
+fn attr(span: &Span, key: &str) -> Option<String> {
+    attribute(&span.attributes, key)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+fn tool_call(calls: &[(&str, &str, serde_json::Value)]) -> Reply {
+    let inputs: Vec<(String, String, &str)> = calls
+        .iter()
+        .map(|(id, name, input)| ((*id).to_owned(), input.to_string(), *name))
+        .collect();
+    let blocks: Vec<B> = inputs
+        .iter()
+        .map(|(id, input, name)| B::Tool(id, name, input))
+        .collect();
+    Reply::sse(sse::anthropic(&blocks, "tool_use", 10, 5))
+}
+
+/// A three-round run under a CI job's trace: round 1 reads a file, runs bash (which prints
+/// the trace context it was given) and a command the allowlist denies; rounds 2 and 3
+/// answer, and a check fails after each (exit 11).
+fn three_rounds(sb: &Sandbox, collector: &MockServer, extra: &[&str]) -> crate::common::Run {
+    sb.write("a.txt", "alpha\n");
+    let model = MockServer::start(vec![
+        tool_call(&[
+            ("t1", "read_file", json!({"path": "a.txt"})),
+            ("t2", "bash", json!({"command": "echo \"tp=$TRACEPARENT\""})),
+            ("t3", "bash", json!({"command": "rm -f a.txt"})),
+        ]),
+        sse::answer("answer one"),
+        sse::answer("answer two"),
+    ]);
+    let check =
+        "n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; echo \"failure $n\"; exit 3";
+    run(sb
+        .anthropic(&model)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url())
+        .env("TRACEPARENT", format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01"))
+        .env("DEPLOY_TOKEN", "tok-4f8a1c2e9b7d")
+        .args(["-a", "read_file", "-a", "bash", "--deny", "bash(rm *)"])
+        .args(["--check", check, "--max-checks", "2"])
+        .arg("--transcript")
+        .arg(sb.transcript_path())
+        .args(extra)
+        .arg("Read a.txt; the deploy token is tok-4f8a1c2e9b7d"))
+}
+
+#[test]
+fn a_run_is_one_trace_under_the_ci_jobs_span_with_a_span_per_request_tool_call_and_check() {
+    let sb = Sandbox::new();
+    let collector = receiver();
+    let out = three_rounds(&sb, &collector, &[]);
+    assert_eq!(out.code, 11, "{}", out.stderr);
+    let spans = spans(&collector);
+    let names: BTreeMap<&str, usize> = spans.iter().fold(BTreeMap::new(), |mut m, s| {
+        *m.entry(s.name.as_str()).or_default() += 1;
+        m
+    });
+    let model = "chat claude-sonnet-4-5";
+    assert_eq!(
+        names,
+        BTreeMap::from([
+            ("invoke_agent rounds", 1),
+            (model, 3),
+            ("execute_tool read_file", 1),
+            ("execute_tool bash", 2),
+            ("check", 2),
+        ]),
+        "{}",
+        out.stderr
+    );
+    // One trace, the CI job's; the run's span is the job span's child, every other the run's.
+    let root = named(&spans, "invoke_agent rounds")[0];
+    for span in &spans {
+        assert_eq!(hex(&span.trace_id), PARENT_TRACE, "{}", span.name);
+    }
+    assert_eq!(hex(&root.parent_span_id), PARENT_SPAN);
+    for span in spans.iter().filter(|s| s.name != root.name) {
+        assert_eq!(span.parent_span_id, root.span_id, "{}", span.name);
+    }
+    // The run's span: how it ended, as the exit code says.
+    let start = sb.transcript()[0].clone();
+    assert_eq!(attr(root, "rounds.exit_code").as_deref(), Some("11"));
+    assert_eq!(attr(root, "rounds.status").as_deref(), Some("check_failed"));
+    assert_eq!(
+        attr(root, "gen_ai.operation.name").as_deref(),
+        Some("invoke_agent")
+    );
+    assert_eq!(
+        attr(root, "gen_ai.provider.name").as_deref(),
+        Some("anthropic")
+    );
+    assert_eq!(
+        attr(root, "rounds.run.id"),
+        start["run_id"].as_str().map(str::to_owned)
+    );
+    assert_eq!(
+        root.status.as_ref().unwrap().code,
+        status::StatusCode::Error as i32
+    );
+    // A request's span: its usage and why it ended.
+    let chat = named(&spans, model);
+    assert!(
+        chat.iter()
+            .all(|s| attr(s, "gen_ai.operation.name").as_deref() == Some("chat"))
+    );
+    assert_eq!(
+        attr(chat[0], "gen_ai.usage.input_tokens").as_deref(),
+        Some("10")
+    );
+    assert_eq!(
+        attr(chat[0], "gen_ai.response.finish_reasons").as_deref(),
+        Some("tool_use")
+    );
+    assert_eq!(
+        attr(chat[0], "gen_ai.request.model").as_deref(),
+        Some("claude-sonnet-4-5")
+    );
+    // Tool calls: outcome and status, the denied one as its own outcome.
+    let ok = named(&spans, "execute_tool read_file")[0];
+    assert_eq!(attr(ok, "gen_ai.tool.call.id").as_deref(), Some("t1"));
+    assert_eq!(attr(ok, "rounds.tool.outcome").as_deref(), Some("ok"));
+    assert_eq!(
+        ok.status.as_ref().unwrap().code,
+        status::StatusCode::Ok as i32
+    );
+    let denied = (spans.iter())
+        .find(|s| attr(s, "gen_ai.tool.call.id").as_deref() == Some("t3"))
+        .unwrap();
+    assert_eq!(
+        attr(denied, "rounds.tool.outcome").as_deref(),
+        Some("denied")
+    );
+    assert_eq!(
+        denied.status.as_ref().unwrap().code,
+        status::StatusCode::Error as i32
+    );
+    // The checks failed, each as a span.
+    for check in named(&spans, "check") {
+        assert_eq!(attr(check, "rounds.check.passed").as_deref(), Some("false"));
+        assert_eq!(attr(check, "rounds.check.exit_code").as_deref(), Some("3"));
+    }
+    // The tool got the run's context: its spans join the same trace, under the run.
+    let bash = sb.transcript()[1]["results"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let expected = format!("tp=00-{PARENT_TRACE}-{}-01", hex(&root.span_id));
+    assert!(bash.contains(&expected), "{bash}");
+    // No content without the opt-in: not the prompt, not a tool's input or output.
+    let bodies: Vec<u8> = (collector.requests().iter())
+        .flat_map(|r| r.body.clone())
+        .collect();
+    let raw = String::from_utf8_lossy(&bodies);
+    for secret_or_content in [
+        "deploy token",
+        "alpha",
+        "a.txt",
+        "tok-4f8a1c2e9b7d",
+        "answer one",
+    ] {
+        assert!(
+            !raw.contains(secret_or_content),
+            "{secret_or_content} was exported"
+        );
+    }
+    for span in &spans {
+        for key in [
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.tool.call.arguments",
+            "gen_ai.tool.call.result",
+        ] {
+            assert_eq!(attr(span, key), None, "{} has {key}", span.name);
+        }
+    }
+}
+
+#[test]
+fn with_the_opt_in_content_is_exported_redacted_as_the_transcript_is() {
+    let sb = Sandbox::new();
+    let collector = receiver();
+    let out = three_rounds(&sb, &collector, &["--otel-content"]);
+    assert_eq!(out.code, 11, "{}", out.stderr);
+    let spans = spans(&collector);
+    let root = named(&spans, "invoke_agent rounds")[0];
+    let prompt = attr(root, "gen_ai.input.messages").unwrap();
+    assert!(
+        prompt.contains("Read a.txt; the deploy token is"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("[REDACTED:DEPLOY_TOKEN]"), "{prompt}");
+    let read = named(&spans, "execute_tool read_file")[0];
+    assert!(
+        attr(read, "gen_ai.tool.call.result")
+            .unwrap()
+            .contains("alpha")
+    );
+    assert!(
+        attr(read, "gen_ai.tool.call.arguments")
+            .unwrap()
+            .contains("a.txt")
+    );
+    let chat = named(&spans, "chat claude-sonnet-4-5");
+    assert!(
+        attr(chat[1], "gen_ai.output.messages")
+            .unwrap()
+            .contains("answer one")
+    );
+    // The secret, in the prompt and in the model's view of it, never leaves.
+    let bodies: Vec<u8> = (collector.requests().iter())
+        .flat_map(|r| r.body.clone())
+        .collect();
+    assert!(!String::from_utf8_lossy(&bodies).contains("tok-4f8a1c2e9b7d"));
+}
+
+#[test]
+fn the_runs_metrics_follow_the_genai_conventions() {
+    let sb = Sandbox::new();
+    let collector = receiver();
+    let out = three_rounds(&sb, &collector, &[]);
+    assert_eq!(out.code, 11, "{}", out.stderr);
+    let mut metrics = BTreeMap::new();
+    for request in collector
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/metrics")
+    {
+        let decoded = ExportMetricsServiceRequest::decode(request.body.as_slice()).unwrap();
+        for resource in decoded.resource_metrics {
+            for scope in resource.scope_metrics {
+                for metric in scope.metrics {
+                    metrics.insert(metric.name.clone(), metric);
+                }
+            }
+        }
+    }
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    let usage = &metrics["gen_ai.client.token.usage"];
+    assert_eq!(usage.unit, "{token}");
+    let Some(Data::Histogram(histogram)) = &usage.data else {
+        panic!("{usage:?}")
+    };
+    let input = histogram
+        .data_points
+        .iter()
+        .find(|p| attribute(&p.attributes, "gen_ai.token.type").as_deref() == Some("input"))
+        .unwrap();
+    // Three requests: 10 input tokens, then 1 and 1 (the mock's answers).
+    assert_eq!((input.count, input.sum), (3, Some(12.0)));
+    assert_eq!(input.explicit_bounds[..3], [1.0, 4.0, 16.0]);
+    assert_eq!(metrics["gen_ai.client.operation.duration"].unit, "s");
+    assert!(metrics.contains_key("rounds.tool.duration"));
+    let Some(Data::Sum(runs)) = &metrics["rounds.runs"].data else {
+        panic!()
+    };
+    let point = &runs.data_points[0];
+    assert_eq!(
+        attribute(&point.attributes, "rounds.exit_code").as_deref(),
+        Some("11")
+    );
+}
+
+#[test]
+fn a_dead_or_silent_collector_costs_at_most_the_flush_bound_and_changes_no_exit_code() {
+    // Nothing listens on a port just released; a collector that never answers.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let silent = MockServer::respond(|_| Reply::silent(Duration::from_secs(30)));
+    for endpoint in [dead_url, silent.url()] {
+        let sb = Sandbox::new();
+        let model = MockServer::start(vec![sse::answer("done")]);
+        let started = Instant::now();
+        let out = run(sb
+            .anthropic(&model)
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+            .args(["--transcript"])
+            .arg(sb.transcript_path())
+            .arg("go"));
+        let took = started.elapsed();
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (0, "done\n"),
+            "{}",
+            out.stderr
+        );
+        assert!(took < Duration::from_secs(5), "{endpoint}: {took:?}");
+        // Said once, whatever failed how often.
+        assert_eq!(
+            out.stderr.matches("OpenTelemetry export failed").count(),
+            1,
+            "{}",
+            out.stderr
+        );
+        assert_eq!(sb.transcript().last().unwrap()["status"], "completed");
+    }
+}
+
+#[test]
+fn only_the_user_says_where_telemetry_goes() {
+    let run_with = |setup: &dyn Fn(&Sandbox, &str)| {
+        let sb = Sandbox::new();
+        let collector = receiver();
+        setup(&sb, &collector.url());
+        let model = MockServer::start(vec![sse::answer("done")]);
+        let out = run(sb.anthropic(&model).arg("go"));
+        (out, collector.requests().len())
+    };
+    // A project file (a repository rounds runs in) may not send the run's telemetry anywhere.
+    let (out, received) = run_with(&|sb, url| {
+        project_file(
+            sb,
+            &format!("otel-endpoint = \"{url}\"\notel-content = true\n"),
+        );
+    });
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(received, 0);
+    assert!(out.stderr.contains("otel-endpoint"), "{}", out.stderr);
+    // The control: the user's own settings file may.
+    let (out, received) =
+        run_with(&|sb, url| user_file(sb, &format!("otel-endpoint = \"{url}\"\n")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(received > 0, "{}", out.stderr);
+    // And an endpoint OTLP cannot use is a usage error before any request.
+    let (out, received) = run_with(&|sb, _| user_file(sb, "otel-endpoint = \"collector:4318\"\n"));
+    assert_eq!((out.code, received), (2, 0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not an http:// or https:// URL"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn the_exporters_headers_reach_the_collector_but_never_a_tool_or_the_transcript() {
+    let token = "hny-7c1e0f4b2a9d83e5";
+    let headers = format!("x-honeycomb-team={token},authorization=Bearer%20{token}x");
+    let attack = "echo \"h=$OTEL_EXPORTER_OTLP_HEADERS s=$OTEL_SERVICE_NAME\"";
+    let input = json!({ "command": attack }).to_string();
+    let sb = Sandbox::new();
+    let collector = receiver();
+    let model = MockServer::start(vec![
+        Reply::sse(sse::anthropic(
+            &[B::Tool("t1", "bash", &input)],
+            "tool_use",
+            1,
+            1,
+        )),
+        sse::answer(&format!("the header was {token}")),
+    ]);
+    let out = run(sb
+        .anthropic(&model)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url())
+        .env("OTEL_EXPORTER_OTLP_HEADERS", &headers)
+        .env("OTEL_SERVICE_NAME", "rounds")
+        // The control: a variable passed by name reaches the tool.
+        .args([
+            "-a",
+            "bash",
+            "--tool-env",
+            "OTEL_SERVICE_NAME",
+            "--transcript",
+        ])
+        .arg(sb.transcript_path())
+        .arg("go"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The collector got the headers: they are the exporter's credentials.
+    let sent = &collector.requests()[0];
+    assert_eq!(sent.header("x-honeycomb-team"), Some(token));
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {token}x").as_str())
+    );
+    // The tool did not; the record holds neither the list nor a token from it.
+    let result = sb.transcript()[1]["results"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("h= s=rounds"), "{result}");
+    let transcript = std::fs::read_to_string(sb.transcript_path()).unwrap();
+    assert!(!transcript.contains(token), "{transcript}");
+    assert!(!out.stdout.contains(token) && !out.stderr.contains(token));
+    // The model's answer named it, and the record says so without it.
+    assert!(
+        transcript.contains("[REDACTED:OTEL_EXPORTER_OTLP_HEADERS]"),
+        "{transcript}"
+    );
+
+    // Asked for by name, a header variable is refused before anything runs.
+    let refused = run(sb
+        .anthropic(&model)
+        .env("OTEL_EXPORTER_OTLP_HEADERS", &headers)
+        .args([
+            "-a",
+            "bash",
+            "--tool-env",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "go",
+        ]));
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("never passed to tools"),
+        "{}",
+        refused.stderr
+    );
+}
