@@ -22,13 +22,12 @@ pub(crate) fn config(
     OtelConfig::read(env, cli.otel_endpoint.as_deref(), cli.otel_content)
 }
 
-/// Starts exporting and the run's trace: under `TRACEPARENT` if rounds runs in one. Inside the
-/// run's runtime. A exporter that cannot be built is said, and the run goes on without.
-pub(crate) fn start(
+/// Starts exporting, under `TRACEPARENT` if rounds runs in a trace. Inside the run's runtime.
+/// An exporter that cannot be built is said, and rounds goes on without.
+pub(crate) fn telemetry(
     config: &OtelConfig,
     env: &dyn Fn(&str) -> Option<String>,
-    run_id: &str,
-) -> Option<(Telemetry, Arc<Run>)> {
+) -> Option<Telemetry> {
     let client = match crate::net::builder(std::time::Duration::from_secs(10)).build() {
         Ok(client) => client,
         Err(e) => {
@@ -44,15 +43,23 @@ pub(crate) fn start(
         traceparent.as_deref(),
         tracestate.as_deref(),
     ) {
-        Ok(telemetry) => {
-            let run = Arc::new(telemetry.run(run_id));
-            Some((telemetry, run))
-        }
+        Ok(telemetry) => Some(telemetry),
         Err(e) => {
             tracing::warn!("OpenTelemetry is off: {e}");
             None
         }
     }
+}
+
+/// [`telemetry`] and a run's trace, started now.
+pub(crate) fn start(
+    config: &OtelConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    run_id: &str,
+) -> Option<(Telemetry, Arc<Run>)> {
+    let telemetry = telemetry(config, env)?;
+    let run = Arc::new(telemetry.run(run_id));
+    Some((telemetry, run))
 }
 
 /// The tools' environment with the run's trace context in it: a command traced by its own SDK

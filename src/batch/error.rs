@@ -13,6 +13,9 @@ pub enum BatchError {
     /// The run flags as clap reads them for a job, or a worker's words.
     #[error("{0}")]
     Flags(#[from] clap::Error),
+    /// The user's OpenTelemetry settings cannot be used.
+    #[error("OpenTelemetry: {0}")]
+    Telemetry(#[from] crate::telemetry::ConfigError),
     /// A run flag that means nothing per job (`--transcript`, `-o`, a prompt…).
     #[error("{flag} does not apply to a batch: {why}")]
     NotPerJob { flag: String, why: &'static str },
@@ -99,7 +102,8 @@ impl BatchError {
             | BatchError::NoQueue
             | BatchError::UnknownBatch(_)
             | BatchError::QueuedFlags(_)
-            | BatchError::WorkerFlags(_) => Status::Usage,
+            | BatchError::WorkerFlags(_)
+            | BatchError::Telemetry(_) => Status::Usage,
             BatchError::JunitWritten(_)
             | BatchError::ResultsWritten(_)
             | BatchError::Encode(_)

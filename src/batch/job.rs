@@ -183,8 +183,9 @@ pub(crate) async fn run(
     cancel: Cancel,
     pool: &Arc<super::limits::Pool>,
     display: &Arc<Display>,
+    trace: Option<Arc<crate::telemetry::Run>>,
 ) -> Outcome {
-    run_with(config, key, cancel, pool, display, None).await
+    run_with(config, key, cancel, pool, display, None, trace).await
 }
 
 /// [`run`] with the job's records written to `store` (a worker's pool, under the job's lease).
@@ -195,12 +196,20 @@ pub(crate) async fn run_with(
     pool: &Arc<super::limits::Pool>,
     display: &Arc<Display>,
     store: Option<Arc<dyn crate::records::StoreSource>>,
+    trace: Option<Arc<crate::telemetry::Run>>,
 ) -> Outcome {
-    let observer = Arc::new(JobObserver {
+    let job: Arc<dyn crate::agent::Observer> = Arc::new(JobObserver {
         key,
         display: display.clone(),
         budget: pool.budget.clone(),
     });
+    let observer: Arc<dyn crate::agent::Observer> = match trace {
+        Some(run) => Arc::new(crate::agent::Fanout(vec![
+            job,
+            Arc::new(crate::otel::Traced(run)),
+        ])),
+        None => job,
+    };
     let shared = Shared {
         cancel: Some(cancel.clone()),
         providers: Some(pool.for_job(cancel)),

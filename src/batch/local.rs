@@ -31,6 +31,8 @@ pub(crate) async fn run(
     })?;
     let reports = Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref())?;
     let cli = setup.parsed.cli()?;
+    let env = |name: &str| crate::env::var(name);
+    let asked = crate::otel::config(&cli, &env)?;
     let (done, todo) = plan(&out, jobs, flags.retry_failed);
     // Flags that cannot run the first job (a missing key, a file that is not there) stop the
     // batch before any request, as they would stop a run.
@@ -45,6 +47,12 @@ pub(crate) async fn run(
             source,
         })?;
     results.reserve_for(todo.len());
+    // One trace for the batch: a span, and each job's run its child.
+    let telemetry = asked.and_then(|asked| crate::otel::telemetry(&asked, &env));
+    let group = telemetry.as_ref().map(|t| {
+        let jobs = [("rounds.batch.jobs", todo.len().to_string())];
+        t.group("batch", &jobs)
+    });
 
     let batch = Arc::new(Local {
         setup,
@@ -60,6 +68,7 @@ pub(crate) async fn run(
         finished: Mutex::new(Vec::new()),
         store: cli.store.clone().filter(|s| !s.is_empty()),
         halted: Mutex::new(None),
+        group,
     });
     let signals = super::watch_signals(batch.control.clone());
     futures_util::stream::iter(todo.into_iter().enumerate())
@@ -88,7 +97,14 @@ pub(crate) async fn run(
         quiet: cli.quiet,
         reports,
     };
-    Ok(finish.report(batch.control.signal()))
+    let status = finish.report(batch.control.signal());
+    if let (Some(group), Some(telemetry)) = (&batch.group, telemetry) {
+        let name = crate::outcome::Status::as_str(status).to_owned();
+        let error = (status != Status::Completed).then(|| name.clone());
+        group.end(&[("rounds.status", name)], error);
+        telemetry.flush(crate::telemetry::FLUSH_BOUND).await;
+    }
+    Ok(status)
 }
 
 /// What each job does: the results of those done before (first in `results.jsonl`), and the
@@ -172,6 +188,8 @@ struct Local {
     store: Option<String>,
     /// Why no job may start any more: a write of the batch's own files failed (a full disk).
     halted: Mutex<Option<String>>,
+    /// The batch's span, when OpenTelemetry is on: each job's run is its child.
+    group: Option<crate::telemetry::Group>,
 }
 
 impl Local {
@@ -234,7 +252,11 @@ impl Local {
                 put_back();
                 (Outcome::usage_error(e.to_string()), None)
             }
-            Ok(config) => {
+            Ok(mut config) => {
+                let trace = (self.group.as_ref()).map(|g| Arc::new(g.run(&config.run_id)));
+                if let Some(run) = &trace {
+                    crate::otel::hand_to_tools(&mut config.tool_settings.env, run);
+                }
                 if let Some(endpoint) = config.provider.base_url() {
                     self.wait_open(endpoint).await;
                 }
@@ -249,7 +271,7 @@ impl Local {
                 };
                 self.display.started(key, &job.id);
                 let run_id = config.run_id.clone();
-                let outcome = job::run(config, key, cancel, &self.pool, &self.display).await;
+                let outcome = job::run(config, key, cancel, &self.pool, &self.display, trace).await;
                 self.control.done(key);
                 self.after_run(job, &outcome, resume.as_deref());
                 (outcome, Some(run_id))

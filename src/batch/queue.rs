@@ -457,8 +457,16 @@ impl Worker {
             fence: fence.clone(),
             gave_up: lease.gave_up.clone(),
         });
-        let outcome =
-            job::run_with(config, key, cancel, &self.pool, &self.display, Some(store)).await;
+        let outcome = job::run_with(
+            config,
+            key,
+            cancel,
+            &self.pool,
+            &self.display,
+            Some(store),
+            None,
+        )
+        .await;
         heartbeat.abort();
         self.control.done(key);
         let line = ResultLine::finished(job, &outcome, Some(run_id), &prior);

@@ -287,6 +287,27 @@ fn with_the_opt_in_content_is_exported_redacted_as_the_transcript_is() {
             .unwrap()
             .contains("answer one")
     );
+    // docs/observability.md names every span and attribute a run exports.
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/observability.md"
+    ))
+    .unwrap();
+    for span in &spans {
+        let generic = span.name.split(' ').next().unwrap();
+        assert!(
+            docs.contains(&format!("`{generic}")),
+            "{} is not documented",
+            span.name
+        );
+        for kv in &span.attributes {
+            assert!(
+                docs.contains(&format!("`{}", kv.key)),
+                "{} is not documented",
+                kv.key
+            );
+        }
+    }
     // The secret, in the prompt and in the model's view of it, never leaves.
     let bodies: Vec<u8> = (collector.requests().iter())
         .flat_map(|r| r.body.clone())
@@ -484,4 +505,58 @@ fn the_exporters_headers_reach_the_collector_but_never_a_tool_or_the_transcript(
         "{}",
         refused.stderr
     );
+}
+
+#[test]
+fn a_batch_is_one_trace_with_each_jobs_run_under_its_span() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let collector = receiver();
+    let model = MockServer::respond(super::batch::three_rounds);
+    let jobs = super::batch::jobs_file(&sb, 3);
+    let out = run(sb
+        .anthropic(&model)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url())
+        .env("TRACEPARENT", format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01"))
+        .arg("batch")
+        .arg(&jobs)
+        .arg("--out")
+        .arg(sb.path("out")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let spans = spans(&collector);
+    let batch = named(&spans, "batch");
+    assert_eq!(
+        batch.len(),
+        1,
+        "{:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let batch = batch[0];
+    assert_eq!(hex(&batch.parent_span_id), PARENT_SPAN);
+    assert_eq!(attr(batch, "rounds.batch.jobs").as_deref(), Some("3"));
+    assert_eq!(attr(batch, "rounds.status").as_deref(), Some("completed"));
+    let runs = named(&spans, "invoke_agent rounds");
+    assert_eq!(runs.len(), 3);
+    for run in &runs {
+        assert_eq!(run.parent_span_id, batch.span_id);
+        // Each job's requests and tool calls are under its own run.
+        let children: Vec<&Span> = (spans.iter())
+            .filter(|s| s.parent_span_id == run.span_id)
+            .collect();
+        let chats = children
+            .iter()
+            .filter(|s| s.name.starts_with("chat "))
+            .count();
+        let tools = children
+            .iter()
+            .filter(|s| s.name == "execute_tool read_file")
+            .count();
+        assert_eq!(
+            (chats, tools),
+            (3, 2),
+            "{}",
+            attr(run, "rounds.run.id").unwrap()
+        );
+    }
+    assert!(spans.iter().all(|s| hex(&s.trace_id) == PARENT_TRACE));
 }

@@ -116,11 +116,65 @@ impl Telemetry {
         )
     }
 
+    /// A batch's trace: one span (`name`) whose children are its jobs' runs ([`Group::run`]).
+    pub fn group(&self, name: &str, attributes: &[(&str, String)]) -> Group {
+        use opentelemetry::trace::{TraceContextExt, Tracer as _};
+        let tracer = self.tracer.tracer_with_scope(scope());
+        let attributes = (attributes.iter())
+            .map(|(k, v)| KeyValue::new((*k).to_owned(), v.clone()))
+            .collect::<Vec<_>>();
+        let span = tracer
+            .span_builder(name.to_owned())
+            .with_attributes(attributes)
+            .start_with_context(&tracer, &self.parent);
+        Group {
+            cx: self.parent.with_span(span),
+            tracer,
+            instruments: self.instruments.clone(),
+            content: self.content,
+        }
+    }
+
     /// Exports what is left, waiting at most `bound`; then stops exporting.
     pub async fn flush(self, bound: Duration) {
         self.task.abort();
         self.exporter.flush(bound).await;
         drop(self.meter);
+    }
+}
+
+/// A span that holds runs: a batch.
+pub struct Group {
+    cx: Context,
+    tracer: opentelemetry_sdk::trace::SdkTracer,
+    instruments: Instruments,
+    content: bool,
+}
+
+impl Group {
+    /// A run of the group, started now as its child.
+    pub fn run(&self, run_id: &str) -> Run {
+        Run::new(
+            self.tracer.clone(),
+            self.instruments.clone(),
+            self.content,
+            &self.cx,
+            run_id,
+        )
+    }
+
+    /// Ends the group's span with how it ended: `error` when it did not end well.
+    pub fn end(&self, attributes: &[(&str, String)], error: Option<String>) {
+        use opentelemetry::trace::{Status, TraceContextExt};
+        let span = self.cx.span();
+        for (k, v) in attributes {
+            span.set_attribute(KeyValue::new((*k).to_owned(), v.clone()));
+        }
+        span.set_status(match error {
+            Some(why) => Status::error(why),
+            None => Status::Ok,
+        });
+        span.end();
     }
 }
 
