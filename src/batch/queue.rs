@@ -70,8 +70,29 @@ pub(crate) async fn enqueue(
         ));
     }
     let id = parsed.flags.batch.clone().unwrap_or_else(new_batch_id);
+    // The batch's trace starts here: a span for the enqueueing, whose context every job
+    // carries to the worker that runs it.
+    let env = |name: &str| crate::env::var(name);
+    let asked = crate::otel::config(&parsed.cli()?, &env)?;
+    let telemetry = asked.and_then(|asked| crate::otel::telemetry(&asked, &env));
+    let group = (telemetry.as_ref()).map(|t| {
+        let attributes = [
+            ("rounds.batch.id", id.clone()),
+            ("rounds.batch.jobs", rows.len().to_string()),
+        ];
+        t.group("batch", &attributes)
+    });
+    let traceparent = group.as_ref().map(crate::telemetry::Group::traceparent);
     let mut queue = Queue::connect(&url).await?;
-    queue.enqueue(&id, &words, &rows).await?;
+    let queued = queue
+        .enqueue(&id, &words, &rows, traceparent.as_deref())
+        .await;
+    if let (Some(group), Some(telemetry)) = (&group, &telemetry) {
+        let error = queued.as_ref().err().map(ToString::to_string);
+        group.end(&[], error);
+        telemetry.flush(crate::telemetry::FLUSH_BOUND).await;
+    }
+    queued?;
     if !bad.is_empty() {
         display::warning(&format!(
             "{} bad line{} left out of batch {id}",
@@ -125,6 +146,9 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
     };
     let out = out.map_err(|source| BatchError::Out { dir: None, source })?;
     let reports = Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref())?;
+    let env = |name: &str| crate::env::var(name);
+    let asked = crate::otel::config(&cli, &env)?;
+    let telemetry = asked.and_then(|asked| crate::otel::telemetry(&asked, &env));
     let mut setup = Setup::new(parsed);
     setup.queue = Some(trusted);
     let worker = Arc::new(Worker {
@@ -149,6 +173,7 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
         misconfigured: AtomicBool::new(false),
         leased: AtomicUsize::new(0),
         finished: std::sync::Mutex::new(Vec::new()),
+        telemetry,
     });
     let signals = super::watch_signals(worker.control.clone());
     let loops = (0..flags.parallel).map(|_| {
@@ -158,6 +183,9 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
     futures_util::future::join_all(loops).await;
     signals.abort();
     worker.display.clear();
+    if let Some(telemetry) = &worker.telemetry {
+        telemetry.flush(crate::telemetry::FLUSH_BOUND).await;
+    }
     let results = worker
         .finished
         .lock()
@@ -270,6 +298,8 @@ struct Worker {
     /// Jobs claimed and not yet finished, given back or lost to another worker.
     leased: AtomicUsize,
     finished: std::sync::Mutex<Vec<ResultLine>>,
+    /// OpenTelemetry, when on: each job's run continues the trace its row names.
+    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl Worker {
@@ -362,7 +392,10 @@ impl Worker {
             }
         };
         match self.configure(&job, &claimed.runs, &fence).await {
-            Configured::Run(run) => self.execute(key, &job, *run, &fence).await,
+            Configured::Run(run) => {
+                let trace = claimed.traceparent.as_deref();
+                self.execute(key, &job, *run, &fence, trace).await
+            }
             Configured::Finished(line) => self.finish(&job, *line, &fence).await,
             Configured::GivenBack => {}
             Configured::Left(e) => self.queue_failed(e),
@@ -426,12 +459,24 @@ impl Worker {
     /// Runs the configured job under its lease, and marks it done unless the lease was lost,
     /// the store stayed away (then it is left to the queue) or a signal stopped it (then it
     /// goes back to the queue); either way its next worker resumes it.
-    async fn execute(&self, key: usize, job: &Job, run: JobRun, fence: &Fence) {
+    async fn execute(
+        &self,
+        key: usize,
+        job: &Job,
+        run: JobRun,
+        fence: &Fence,
+        traceparent: Option<&str>,
+    ) {
         let JobRun {
-            config,
+            mut config,
             prior,
             mut runs,
         } = run;
+        let trace =
+            (self.telemetry.as_ref()).map(|t| Arc::new(t.run_under(traceparent, &config.run_id)));
+        if let Some(run) = &trace {
+            crate::otel::hand_to_tools(&mut config.tool_settings.env, run);
+        }
         let run_id = config.run_id.clone();
         runs.push(run_id.clone());
         // The run is recorded before it starts: a worker that dies leaves a pointer to it.
@@ -464,7 +509,7 @@ impl Worker {
             &self.pool,
             &self.display,
             Some(store),
-            None,
+            trace,
         )
         .await;
         heartbeat.abort();

@@ -560,3 +560,100 @@ fn a_batch_is_one_trace_with_each_jobs_run_under_its_span() {
     }
     assert!(spans.iter().all(|s| hex(&s.trace_id) == PARENT_TRACE));
 }
+
+#[test]
+fn a_queued_batch_is_one_trace_from_the_enqueue_to_the_last_worker() {
+    let Some(pg) = crate::common::pg::server() else {
+        return;
+    };
+    let schema = crate::common::pg::Schema::new(pg);
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let collector = receiver();
+    let model = MockServer::respond(super::batch::three_rounds);
+    let jobs = super::batch::jobs_file(&sb, 4);
+    let batch = |args: &[&str]| {
+        let mut cmd = sb.anthropic(&model);
+        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url())
+            .arg("batch")
+            .arg("--store")
+            .arg(&schema.url)
+            .args(args);
+        cmd
+    };
+    let enqueued = run(
+        batch(&[jobs.to_str().unwrap(), "--enqueue", "--max-rounds", "5"])
+            .env("TRACEPARENT", format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01")),
+    );
+    assert_eq!(enqueued.code, 0, "{}", enqueued.stderr);
+    let id = enqueued.stdout.trim().to_owned();
+    // Two workers, elsewhere: in their own traces if they traced for themselves.
+    let spawn_for = |id: &str, out: &str| {
+        batch(&["--batch", id, "--worker", "--jobs", "2", "--out"])
+            .arg(sb.path(out))
+            .env(
+                "TRACEPARENT",
+                "00-11111111111111111111111111111111-2222222222222222-01",
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    for worker in [spawn_for(&id, "w1"), spawn_for(&id, "w2")] {
+        let out = worker.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let first = spans(&collector);
+    let group = named(&first, "batch");
+    assert_eq!(group.len(), 1);
+    assert_eq!(
+        attr(group[0], "rounds.batch.id").as_deref(),
+        Some(id.as_str())
+    );
+    assert_eq!(hex(&group[0].parent_span_id), PARENT_SPAN);
+    let runs = named(&first, "invoke_agent rounds");
+    assert_eq!(runs.len(), 4);
+    for run in &runs {
+        assert_eq!(
+            run.parent_span_id,
+            group[0].span_id,
+            "{:?}",
+            attr(run, "rounds.run.id")
+        );
+    }
+    assert!(first.iter().all(|s| hex(&s.trace_id) == PARENT_TRACE));
+
+    // The control: jobs queued by an enqueuer that traced nothing run in the worker's own
+    // trace, so it is the row that put them in the enqueuer's.
+    let untraced = run(sb
+        .anthropic(&model)
+        .arg("batch")
+        .arg("--store")
+        .arg(&schema.url)
+        .args([jobs.to_str().unwrap(), "--enqueue", "--max-rounds", "5"]));
+    assert_eq!(untraced.code, 0, "{}", untraced.stderr);
+    let before = collector.requests().len();
+    let out = spawn_for(untraced.stdout.trim(), "w3")
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let later: Vec<Span> = spans(&collector).into_iter().skip(first.len()).collect();
+    assert!(collector.requests().len() > before);
+    let runs = named(&later, "invoke_agent rounds");
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        assert_eq!(hex(&run.trace_id), "11111111111111111111111111111111");
+        assert_eq!(hex(&run.parent_span_id), "2222222222222222");
+    }
+}

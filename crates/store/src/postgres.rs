@@ -31,6 +31,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (4, include_str!("migrations/0004_redaction.sql")),
     (5, include_str!("migrations/0005_failure.sql")),
     (6, include_str!("migrations/0006_fencing.sql")),
+    (7, include_str!("migrations/0007_trace_context.sql")),
 ];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new

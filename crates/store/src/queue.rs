@@ -33,6 +33,8 @@ pub struct Claimed {
     pub runs: Vec<String>,
     /// The claim's fencing token.
     pub generation: i64,
+    /// The trace the enqueuer put it in (a W3C traceparent), if any: untrusted, as the row is.
+    pub traceparent: Option<String>,
 }
 
 /// The lease a worker holds on a job: whatever it writes for the job is refused without it.
@@ -109,7 +111,7 @@ const CLAIM_EXPIRED: &str = "UPDATE batch_jobs j SET lease_owner = $2, \
        SELECT batch_id, job_id FROM batch_jobs \
        WHERE batch_id = $1 AND state = 'running' AND lease_expires_at < now() AND attempts < $4 \
        ORDER BY line LIMIT 1 FOR UPDATE SKIP LOCKED) \
-     RETURNING j.job_id, j.line, j.spec, j.runs, j.generation";
+     RETURNING j.job_id, j.line, j.spec, j.runs, j.generation, j.traceparent";
 const CLAIM_QUEUED: &str = "UPDATE batch_jobs j SET state = 'running', lease_owner = $2, \
      lease_expires_at = now() + make_interval(secs => $3), attempts = j.attempts + 1, \
      claimed_at = now(), generation = j.generation + 1 \
@@ -117,7 +119,7 @@ const CLAIM_QUEUED: &str = "UPDATE batch_jobs j SET state = 'running', lease_own
        SELECT batch_id, job_id FROM batch_jobs \
        WHERE batch_id = $1 AND state = 'queued' AND attempts < $4 \
        ORDER BY line LIMIT 1 FOR UPDATE SKIP LOCKED) \
-     RETURNING j.job_id, j.line, j.spec, j.runs, j.generation";
+     RETURNING j.job_id, j.line, j.spec, j.runs, j.generation, j.traceparent";
 
 impl Queue {
     /// Connects and brings the schema up to date, for a command that asks once (`--enqueue`,
@@ -149,12 +151,14 @@ impl Queue {
         self.pool.clone()
     }
 
-    /// Queues a batch: its run flags and its jobs as (id, line, spec). Fails if the id is taken.
+    /// Queues a batch: its run flags and its jobs as (id, line, spec), in the trace
+    /// `traceparent` names, if any. Fails if the id is taken.
     pub async fn enqueue(
         &mut self,
         batch_id: &str,
         run_flags: &[String],
         jobs: &[(String, i32, Value)],
+        traceparent: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut client = self.pool.get().await?;
         let fail = database_error(&self.pool.database);
@@ -182,10 +186,10 @@ impl Queue {
             });
         }
         tx.execute(
-            "INSERT INTO batch_jobs (batch_id, job_id, line, spec) \
-             SELECT $1, j.id, j.line, j.spec \
+            "INSERT INTO batch_jobs (batch_id, job_id, line, spec, traceparent) \
+             SELECT $1, j.id, j.line, j.spec, $5 \
              FROM unnest($2::text[], $3::int[], $4::jsonb[]) AS j(id, line, spec)",
-            &[&batch_id, &ids, &lines, &specs],
+            &[&batch_id, &ids, &lines, &specs, &traceparent],
         )
         .await
         .map_err(&fail)?;
@@ -251,6 +255,7 @@ impl Queue {
                     spec: row.try_get(2).map_err(&fail)?,
                     runs: row.try_get(3).map_err(&fail)?,
                     generation: row.try_get(4).map_err(&fail)?,
+                    traceparent: row.try_get(5).map_err(&fail)?,
                 }));
             }
             // Nothing free: wait for the soonest lease to expire (or a released job), unless

@@ -49,7 +49,8 @@ pub(crate) struct Instruments {
 /// that runtime's).
 pub struct Telemetry {
     tracer: SdkTracerProvider,
-    meter: SdkMeterProvider,
+    /// Held for the instruments' sake: dropped, it would shut them down.
+    _meter: SdkMeterProvider,
     instruments: Instruments,
     exporter: Arc<Exporter>,
     task: tokio::task::JoinHandle<()>,
@@ -95,7 +96,7 @@ impl Telemetry {
         let task = tokio::spawn(exporter.clone().run());
         Ok(Telemetry {
             tracer,
-            meter,
+            _meter: meter,
             instruments,
             exporter,
             task,
@@ -135,11 +136,29 @@ impl Telemetry {
         }
     }
 
+    /// A run's trace under the span `traceparent` names (a queued job's: its enqueuer's), or
+    /// under rounds' own parent when that names none or is not valid.
+    pub fn run_under(&self, traceparent: Option<&str>, run_id: &str) -> Run {
+        use opentelemetry::trace::TraceContextExt;
+        let named = parent(traceparent, None);
+        let parent = match named.span().span_context().is_valid() {
+            true => named,
+            false => self.parent.clone(),
+        };
+        let tracer = self.tracer.tracer_with_scope(scope());
+        Run::new(
+            tracer,
+            self.instruments.clone(),
+            self.content,
+            &parent,
+            run_id,
+        )
+    }
+
     /// Exports what is left, waiting at most `bound`; then stops exporting.
-    pub async fn flush(self, bound: Duration) {
+    pub async fn flush(&self, bound: Duration) {
         self.task.abort();
         self.exporter.flush(bound).await;
-        drop(self.meter);
     }
 }
 
@@ -163,6 +182,11 @@ impl Group {
         )
     }
 
+    /// The group's span as a W3C `traceparent` value: what a queued job carries to its worker.
+    pub fn traceparent(&self) -> String {
+        traceparent_of(&self.cx)
+    }
+
     /// Ends the group's span with how it ended: `error` when it did not end well.
     pub fn end(&self, attributes: &[(&str, String)], error: Option<String>) {
         use opentelemetry::trace::{Status, TraceContextExt};
@@ -176,6 +200,19 @@ impl Group {
         });
         span.end();
     }
+}
+
+/// The span of `cx` as a W3C `traceparent` value.
+pub(crate) fn traceparent_of(cx: &Context) -> String {
+    use opentelemetry::trace::TraceContextExt;
+    let span = cx.span();
+    let context = span.span_context();
+    format!(
+        "00-{}-{}-{:02x}",
+        context.trace_id(),
+        context.span_id(),
+        context.trace_flags().to_u8()
+    )
 }
 
 fn scope() -> InstrumentationScope {

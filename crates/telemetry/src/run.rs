@@ -103,13 +103,7 @@ impl Run {
 
     /// The run's span context as a W3C `traceparent` value: for the tools it starts.
     pub fn traceparent(&self) -> String {
-        let cx = self.root.span().span_context().clone();
-        format!(
-            "00-{}-{}-{:02x}",
-            cx.trace_id(),
-            cx.span_id(),
-            cx.trace_flags().to_u8()
-        )
+        crate::traceparent_of(&self.root)
     }
 
     /// A model request starts.
