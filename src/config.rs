@@ -485,6 +485,7 @@ fn tool_settings(
         hooks: Hooks {
             pre: cli.pre_tool_hook.clone(),
             post: cli.post_tool_hook.clone(),
+            sink: None,
         },
         sandbox,
         redactor,

@@ -169,7 +169,7 @@ async fn traced_run(
     else {
         return app::run(config, observer, cancel, started).await;
     };
-    otel::hand_to_tools(&mut config.tool_settings.env, &run);
+    otel::hand_to_tools(&mut config.tool_settings, &run);
     let observer = std::sync::Arc::new(agent::Fanout(vec![
         observer,
         std::sync::Arc::new(otel::Traced(run)),

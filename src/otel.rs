@@ -6,7 +6,9 @@
 use std::ffi::OsString;
 use std::sync::Arc;
 
-use crate::telemetry::{Config as OtelConfig, ConfigError, Run, Telemetry};
+use crate::telemetry::{Config as OtelConfig, ConfigError, Hook, Run, Telemetry};
+use crate::tools::hooks::{HookRan, HookSink};
+use crate::tools::pipeline::Settings;
 
 use crate::agent::Observer;
 use crate::cli::Cli;
@@ -62,11 +64,27 @@ pub(crate) fn start(
     Some((telemetry, run))
 }
 
-/// The tools' environment with the run's trace context in it: a command traced by its own SDK
-/// joins the run's trace.
-pub(crate) fn hand_to_tools(env: &mut Vec<(OsString, OsString)>, run: &Run) {
+/// The tools of a traced run: their environment gets the run's trace context (a command traced
+/// by its own SDK joins the run's trace), and their hooks are spans of it.
+pub(crate) fn hand_to_tools(settings: &mut Settings, run: &Arc<Run>) {
+    let env: &mut Vec<(OsString, OsString)> = &mut settings.env;
     env.retain(|(k, _)| k != "TRACEPARENT" && k != "TRACESTATE");
     env.push(("TRACEPARENT".into(), run.traceparent().into()));
+    settings.hooks.sink = Some(Arc::new(Traced(run.clone())));
+}
+
+impl HookSink for Traced {
+    fn hook_ran(&self, ran: &HookRan<'_>) {
+        self.0.hook_ran(&Hook {
+            event: ran.event,
+            command: ran.command,
+            tool: ran.tool,
+            call_id: ran.call_id,
+            started: ran.started,
+            duration: ran.duration,
+            outcome: ran.outcome,
+        });
+    }
 }
 
 /// The run's trace, told what happens as the transcript is.

@@ -255,7 +255,7 @@ impl Local {
             Ok(mut config) => {
                 let trace = (self.group.as_ref()).map(|g| Arc::new(g.run(&config.run_id)));
                 if let Some(run) = &trace {
-                    crate::otel::hand_to_tools(&mut config.tool_settings.env, run);
+                    crate::otel::hand_to_tools(&mut config.tool_settings, run);
                 }
                 if let Some(endpoint) = config.provider.base_url() {
                     self.wait_open(endpoint).await;

@@ -475,7 +475,7 @@ impl Worker {
         let trace =
             (self.telemetry.as_ref()).map(|t| Arc::new(t.run_under(traceparent, &config.run_id)));
         if let Some(run) = &trace {
-            crate::otel::hand_to_tools(&mut config.tool_settings.env, run);
+            crate::otel::hand_to_tools(&mut config.tool_settings, run);
         }
         let run_id = config.run_id.clone();
         runs.push(run_id.clone());

@@ -96,8 +96,8 @@ fn tool_call(calls: &[(&str, &str, serde_json::Value)]) -> Reply {
     Reply::sse(sse::anthropic(&blocks, "tool_use", 10, 5))
 }
 
-/// A three-round run under a CI job's trace: round 1 reads a file, runs bash (which prints
-/// the trace context it was given) and a command the allowlist denies; rounds 2 and 3
+/// A three-round run under a CI job's trace, with a post-tool hook: round 1 reads a file, runs
+/// bash (which prints the trace context it was given) and a command the allowlist denies; rounds 2 and 3
 /// answer, and a check fails after each (exit 11).
 fn three_rounds(sb: &Sandbox, collector: &MockServer, extra: &[&str]) -> crate::common::Run {
     sb.write("a.txt", "alpha\n");
@@ -118,7 +118,14 @@ fn three_rounds(sb: &Sandbox, collector: &MockServer, extra: &[&str]) -> crate::
         .env("TRACEPARENT", format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01"))
         .env("DEPLOY_TOKEN", "tok-4f8a1c2e9b7d")
         .args(["-a", "read_file", "-a", "bash", "--deny", "bash(rm *)"])
-        .args(["--check", check, "--max-checks", "2"])
+        .args([
+            "--check",
+            check,
+            "--max-checks",
+            "2",
+            "--post-tool-hook",
+            "true",
+        ])
         .arg("--transcript")
         .arg(sb.transcript_path())
         .args(extra)
@@ -145,6 +152,7 @@ fn a_run_is_one_trace_under_the_ci_jobs_span_with_a_span_per_request_tool_call_a
             ("execute_tool read_file", 1),
             ("execute_tool bash", 2),
             ("check", 2),
+            ("hook post_tool_use", 2),
         ]),
         "{}",
         out.stderr
@@ -155,8 +163,23 @@ fn a_run_is_one_trace_under_the_ci_jobs_span_with_a_span_per_request_tool_call_a
         assert_eq!(hex(&span.trace_id), PARENT_TRACE, "{}", span.name);
     }
     assert_eq!(hex(&root.parent_span_id), PARENT_SPAN);
-    for span in spans.iter().filter(|s| s.name != root.name) {
+    for span in spans
+        .iter()
+        .filter(|s| s.name != root.name && !s.name.starts_with("hook "))
+    {
         assert_eq!(span.parent_span_id, root.span_id, "{}", span.name);
+    }
+    // A hook's span is under the call it ran for.
+    for hook in named(&spans, "hook post_tool_use") {
+        let id = attr(hook, "gen_ai.tool.call.id").unwrap();
+        let call = (spans.iter())
+            .find(|s| {
+                s.name.starts_with("execute_tool")
+                    && attr(s, "gen_ai.tool.call.id") == Some(id.clone())
+            })
+            .unwrap();
+        assert_eq!(hook.parent_span_id, call.span_id, "{id}");
+        assert_eq!(attr(hook, "rounds.hook.outcome").as_deref(), Some("ok"));
     }
     // The run's span: how it ended, as the exit code says.
     let start = sb.transcript()[0].clone();

@@ -28,7 +28,7 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 
 pub use config::{Config, ConfigError, Protocol, Signal, header_secrets};
 pub use export::BuildError;
-pub use run::Run;
+pub use run::{Hook, Run};
 
 use export::{Exporter, Processor, Queue, Reader};
 

@@ -46,6 +46,9 @@ pub(crate) const DURATION_MS: &str = "rounds.duration_ms";
 pub(crate) const CHECK_PASSED: &str = "rounds.check.passed";
 pub(crate) const CHECK_EXIT_CODE: &str = "rounds.check.exit_code";
 pub(crate) const CHECK_COMMAND: &str = "rounds.check.command";
+pub(crate) const HOOK_EVENT: &str = "rounds.hook.event";
+pub(crate) const HOOK_OUTCOME: &str = "rounds.hook.outcome";
+pub(crate) const HOOK_COMMAND: &str = "rounds.hook.command";
 
 /// Metrics of rounds' own.
 pub(crate) const TOOL_DURATION: &str = "rounds.tool.duration";

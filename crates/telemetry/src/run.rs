@@ -32,6 +32,17 @@ pub struct Run {
     tools: Mutex<HashMap<String, Span>>,
 }
 
+/// One hook process that ran (see [`Run::hook_ran`]).
+pub struct Hook<'a> {
+    pub event: &'a str,
+    pub command: &'a str,
+    pub tool: &'a str,
+    pub call_id: &'a str,
+    pub started: SystemTime,
+    pub duration: Duration,
+    pub outcome: &'a str,
+}
+
 /// The name a serde enum serializes to (`ErrorKind::Timeout` → `timeout`).
 fn name_of(value: &impl serde::Serialize) -> String {
     match serde_json::to_value(value) {
@@ -214,6 +225,40 @@ impl Run {
             span.set_status(Status::Ok);
         }
         span.end();
+    }
+
+    /// A hook ran around the tool call `call_id`: a span under the call's (`event` is
+    /// `pre_tool_use` or `post_tool_use`, `outcome` how it ended: `ok`, `veto`, …).
+    pub fn hook_ran(&self, hook: &Hook<'_>) {
+        let parent = match self.tools.lock().ok().and_then(|t| {
+            t.get(hook.call_id)
+                .map(|s| opentelemetry::trace::Span::span_context(s).clone())
+        }) {
+            Some(call) => self.root.with_remote_span_context(call),
+            None => self.root.clone(),
+        };
+        let mut attributes = vec![
+            KeyValue::new(HOOK_EVENT, hook.event.to_owned()),
+            KeyValue::new(HOOK_OUTCOME, hook.outcome.to_owned()),
+            KeyValue::new(GEN_AI_TOOL_NAME, hook.tool.to_owned()),
+            KeyValue::new(GEN_AI_TOOL_CALL_ID, hook.call_id.to_owned()),
+            KeyValue::new(DURATION_MS, int(hook.duration.as_millis() as u64)),
+        ];
+        if self.content {
+            attributes.push(KeyValue::new(HOOK_COMMAND, hook.command.to_owned()));
+        }
+        let mut span = self
+            .tracer
+            .span_builder(format!("hook {}", hook.event))
+            .with_kind(SpanKind::Internal)
+            .with_start_time(hook.started)
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, &parent);
+        span.set_status(match hook.outcome {
+            "ok" => Status::Ok,
+            other => Status::error(other.to_owned()),
+        });
+        span.end_with_timestamp(hook.started + hook.duration);
     }
 
     /// `--check` ran: a span that ended now and lasted as long as the check.

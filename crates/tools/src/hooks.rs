@@ -12,7 +12,8 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -32,10 +33,41 @@ pub(crate) const MAX_REPLY: usize = 16 * 1024 * 1024;
 const STDERR_HEAD: usize = 64 * 1024;
 const STDERR_TAIL: usize = 4 * 1024;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Hooks {
     pub pre: Vec<String>,
     pub post: Vec<String>,
+    /// Told of every hook that ran (OpenTelemetry's spans), if anyone listens.
+    pub sink: Option<Arc<dyn HookSink>>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("pre", &self.pre)
+            .field("post", &self.post)
+            .field("sink", &self.sink.is_some())
+            .finish()
+    }
+}
+
+/// One hook process that ran, as [`HookSink`] hears of it.
+pub struct HookRan<'a> {
+    /// `pre_tool_use` or `post_tool_use`.
+    pub event: &'a str,
+    /// The command, as the user gave it.
+    pub command: &'a str,
+    pub tool: &'a str,
+    pub call_id: &'a str,
+    pub started: SystemTime,
+    pub duration: Duration,
+    /// `ok`, `veto`, `failed` or `cancelled`.
+    pub outcome: &'a str,
+}
+
+/// Who hears of each hook that ran.
+pub trait HookSink: Send + Sync {
+    fn hook_ran(&self, ran: &HookRan<'_>);
 }
 
 /// What the hooks decided about a call.
@@ -68,6 +100,7 @@ struct ResultView<'a> {
 
 /// Everything a hook process needs from the run.
 pub(crate) struct HookRun<'a> {
+    pub(crate) sink: Option<&'a dyn HookSink>,
     pub(crate) workspace: &'a Path,
     pub(crate) env: &'a [(OsString, OsString)],
     pub(crate) timeout: Duration,
@@ -202,7 +235,36 @@ fn reply(stdout: &Captured) -> Result<Option<Value>, BadReply> {
     }
 }
 
+/// Runs one hook, and says so to the sink.
 async fn invoke(
+    hook: &str,
+    kind: &str,
+    call: &ToolUse,
+    event: &Event<'_>,
+    run: &HookRun<'_>,
+) -> Outcome {
+    let (started, clock) = (SystemTime::now(), Instant::now());
+    let outcome = spawn(hook, kind, call, event, run).await;
+    if let Some(sink) = run.sink {
+        sink.hook_ran(&HookRan {
+            event: kind,
+            command: hook,
+            tool: &call.name,
+            call_id: &call.id,
+            started,
+            duration: clock.elapsed(),
+            outcome: match outcome {
+                Outcome::Ok(_) => "ok",
+                Outcome::Veto(_) => "veto",
+                Outcome::Failed(_) => "failed",
+                Outcome::Cancelled => "cancelled",
+            },
+        });
+    }
+    outcome
+}
+
+async fn spawn(
     hook: &str,
     kind: &str,
     call: &ToolUse,

@@ -187,6 +187,7 @@ impl Toolbox {
 
     async fn hooked(&self, call: &ToolUse, entry: &Entry, cancel: CancellationToken) -> ToolResult {
         let run = HookRun {
+            sink: self.hooks.sink.as_deref(),
             workspace: self.workspace.root(),
             env: &self.env,
             timeout: self.timeout,
