@@ -265,3 +265,42 @@ impl Exporter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::InstrumentationScope;
+    use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
+
+    fn span() -> SpanData {
+        SpanData {
+            span_context: SpanContext::empty_context(),
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: "s".into(),
+            start_time: std::time::SystemTime::UNIX_EPOCH,
+            end_time: std::time::SystemTime::UNIX_EPOCH,
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: Status::Unset,
+            instrumentation_scope: InstrumentationScope::builder("t").build(),
+        }
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts_and_a_post_makes_room_again() {
+        let queue = Arc::new(Queue::default());
+        let processor = Processor(queue.clone());
+        for _ in 0..QUEUE_LIMIT + 5 {
+            processor.on_end(span());
+        }
+        assert_eq!(queue.dropped.load(Ordering::Relaxed), 5);
+        assert_eq!(queue.take().len(), QUEUE_LIMIT);
+        processor.on_end(span());
+        assert_eq!(queue.take().len(), 1);
+        assert_eq!(queue.dropped.load(Ordering::Relaxed), 5);
+    }
+}
