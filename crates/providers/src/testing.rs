@@ -81,11 +81,11 @@ pub(crate) fn progress_steps<M: Mapper>(mut mapper: M, events: &[&str]) -> (Vec<
 
 /// The summary of a mapped response that tests compare.
 #[derive(Debug, PartialEq)]
-pub struct Summary {
-    pub blocks: Vec<Block>,
-    pub usage: Option<Usage>,
-    pub stop: Option<StopReason>,
-    pub text: String,
+pub(crate) struct Summary {
+    pub(crate) blocks: Vec<Block>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) stop: Option<StopReason>,
+    pub(crate) text: String,
 }
 
 pub(crate) fn summarize(events: &[StreamEvent]) -> Summary {

@@ -331,10 +331,10 @@ pub struct Registry {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("tool {name}: invalid input schema: {source}")]
 pub struct SchemaError {
-    pub name: String,
+    name: String,
     /// Shared: the entry keeps it for every later call.
     #[source]
-    pub source: Arc<jsonschema::ValidationError<'static>>,
+    source: Arc<jsonschema::ValidationError<'static>>,
 }
 
 impl Registry {
