@@ -317,6 +317,7 @@ mod tests {
             full_output: None,
             redacted: Vec::new(),
             volatile: Vec::new(),
+            exit_code: None,
         }
     }
 

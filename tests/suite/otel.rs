@@ -227,9 +227,18 @@ fn a_run_is_one_trace_under_the_ci_jobs_span_with_a_span_per_request_tool_call_a
         ok.status.as_ref().unwrap().code,
         status::StatusCode::Ok as i32
     );
-    let denied = (spans.iter())
-        .find(|s| attr(s, "gen_ai.tool.call.id").as_deref() == Some("t3"))
-        .unwrap();
+    let call = |id: &str| {
+        (spans.iter())
+            .find(|s| {
+                s.name.starts_with("execute_tool")
+                    && attr(s, "gen_ai.tool.call.id").as_deref() == Some(id)
+            })
+            .unwrap()
+    };
+    let bash = call("t2");
+    assert_eq!(attr(bash, "rounds.tool.exit_code").as_deref(), Some("0"));
+    assert_eq!(attr(ok, "rounds.tool.exit_code"), None);
+    let denied = call("t3");
     assert_eq!(
         attr(denied, "rounds.tool.outcome").as_deref(),
         Some("denied")

@@ -348,6 +348,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
         full_output: Some("/tmp/out/call_1.txt".into()),
         redacted: vec!["GITHUB_TOKEN".into()],
         volatile: Vec::new(),
+        exit_code: None,
     };
     let start = Start {
         run_id: format!("lib-{}", schema.name),

@@ -308,6 +308,10 @@ pub struct ToolResult {
     /// without parsing what the model reads. Not recorded: the transcript keeps what was sent.
     #[serde(skip)]
     pub volatile: Vec<String>,
+    /// How the process a call ran exited (`bash`, a command tool), as data for whoever traces
+    /// the run; the content says it to the model. Not recorded.
+    #[serde(skip)]
+    pub exit_code: Option<i32>,
 }
 
 /// How an elided result's stub starts (so eliding it again changes nothing).
@@ -361,6 +365,7 @@ impl ToolResult {
             full_output: None,
             redacted: Vec::new(),
             volatile: Vec::new(),
+            exit_code: None,
         }
     }
 }

@@ -86,6 +86,7 @@ fn ok(call: &ToolUse, content: &str) -> ToolResult {
         full_output: None,
         redacted: Vec::new(),
         volatile: Vec::new(),
+        exit_code: None,
     }
 }
 

@@ -42,6 +42,7 @@ pub(crate) const EXIT_CODE: &str = "rounds.exit_code";
 pub(crate) const FAILURE: &str = "rounds.failure";
 pub(crate) const COST_USD: &str = "rounds.cost_usd";
 pub(crate) const TOOL_OUTCOME: &str = "rounds.tool.outcome";
+pub(crate) const TOOL_EXIT_CODE: &str = "rounds.tool.exit_code";
 pub(crate) const DURATION_MS: &str = "rounds.duration_ms";
 pub(crate) const CHECK_PASSED: &str = "rounds.check.passed";
 pub(crate) const CHECK_EXIT_CODE: &str = "rounds.check.exit_code";

@@ -212,6 +212,9 @@ impl Run {
         });
         span.set_attribute(KeyValue::new(TOOL_OUTCOME, outcome.clone()));
         span.set_attribute(KeyValue::new(DURATION_MS, int(result.duration_ms)));
+        if let Some(code) = result.exit_code {
+            span.set_attribute(KeyValue::new(TOOL_EXIT_CODE, i64::from(code)));
+        }
         if self.content {
             span.set_attribute(KeyValue::new(
                 GEN_AI_TOOL_CALL_RESULT,

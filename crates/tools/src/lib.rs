@@ -250,6 +250,8 @@ pub trait Tool: Send + Sync {
 pub struct ToolOutput {
     pub(crate) text: String,
     pub(crate) volatile: Vec<String>,
+    /// The exit code of the process the call ran, if it ran one (`ToolResult::exit_code`).
+    pub(crate) exit_code: Option<i32>,
 }
 
 impl From<String> for ToolOutput {
@@ -257,6 +259,7 @@ impl From<String> for ToolOutput {
         ToolOutput {
             text,
             volatile: Vec::new(),
+            exit_code: None,
         }
     }
 }

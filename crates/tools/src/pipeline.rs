@@ -340,8 +340,10 @@ impl Toolbox {
             Ok(Ok(ToolOutput {
                 text: content,
                 volatile,
+                exit_code,
             })) => ToolResult {
                 volatile,
+                exit_code,
                 ..ToolResult::ok(call, content)
             },
             Ok(Err(ToolError::Failed(message))) => {
@@ -398,6 +400,7 @@ impl Toolbox {
             truncated: false,
             full_output: None,
             redacted: Vec::new(),
+            exit_code: checked.exit_code,
             volatile: Vec::new(),
         };
         self.redact(&mut result);
@@ -493,6 +496,7 @@ mod tests {
             full_output: None,
             redacted: Vec::new(),
             volatile: Vec::new(),
+            exit_code: None,
         }
     }
 

@@ -373,6 +373,7 @@ fn result(id: &str, content: &str, is_error: bool) -> ToolResult {
         full_output: None,
         redacted: Vec::new(),
         volatile: Vec::new(),
+        exit_code: None,
     }
 }
 

@@ -264,6 +264,7 @@ fn round_two_request_matches_the_reference_body() {
         full_output: None,
         redacted: Vec::new(),
         volatile: Vec::new(),
+        exit_code: None,
     };
     let messages = vec![
         Message::User(want["messages"][1]["content"].as_str().unwrap().into()),

@@ -318,6 +318,7 @@ fn result(id: &str, content: &str) -> ToolResult {
         full_output: None,
         redacted: Vec::new(),
         volatile: Vec::new(),
+        exit_code: None,
     }
 }
 

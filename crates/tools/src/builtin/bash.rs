@@ -120,6 +120,7 @@ fn exited(code: i32, secs: f64, streams: &str) -> ToolOutput {
     ToolOutput {
         text: format!("exit code: {code}\n{duration}\n{streams}"),
         volatile: vec![duration],
+        exit_code: Some(code),
     }
 }
 
@@ -160,7 +161,12 @@ mod tests {
             ),
             (-1, 0.0, "", "exit code: -1\nduration: 0.00s\n"),
         ] {
-            let ToolOutput { text, volatile } = exited(code, secs, streams);
+            let ToolOutput {
+                text,
+                volatile,
+                exit_code,
+            } = exited(code, secs, streams);
+            assert_eq!(exit_code, Some(code));
             assert_eq!(text, want);
             assert_eq!(volatile, [text.lines().nth(1).unwrap()]);
             // Read back from a transcript, the same line is found again.

@@ -234,6 +234,7 @@ mod tests {
             Ok(ToolOutput {
                 text: format!("count {}", input.count),
                 volatile: vec![format!("count {}", input.count)],
+                exit_code: None,
             })
         }
     }
