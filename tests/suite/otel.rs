@@ -689,3 +689,38 @@ fn a_queued_batch_is_one_trace_from_the_enqueue_to_the_last_worker() {
         assert_eq!(hex(&run.parent_span_id), "2222222222222222");
     }
 }
+
+/// `examples/otel`'s compose file and collector configuration (not run here: no Docker in
+/// CI) agree with each other and with what rounds exports: OTLP/HTTP on the port the docs give,
+/// traces to the Jaeger service the compose file starts.
+#[test]
+fn the_example_collector_takes_otlp_http_where_the_docs_say_and_sends_traces_to_jaeger() {
+    use yaml_rust2::YamlLoader;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/otel");
+    let load = |name: &str| {
+        let text = std::fs::read_to_string(format!("{dir}/{name}")).unwrap();
+        YamlLoader::load_from_str(&text).unwrap().remove(0)
+    };
+    let compose = load("compose.yaml");
+    let collector = load("collector.yaml");
+    let services = &compose["services"];
+    let ports: Vec<&str> = (services["collector"]["ports"].as_vec().unwrap().iter())
+        .filter_map(|p| p.as_str())
+        .collect();
+    assert!(ports.contains(&"4318:4318"), "{ports:?}");
+    let endpoint = collector["receivers"]["otlp"]["protocols"]["http"]["endpoint"].as_str();
+    assert_eq!(endpoint, Some("0.0.0.0:4318"));
+    let jaeger = collector["exporters"]["otlp/jaeger"]["endpoint"]
+        .as_str()
+        .unwrap();
+    assert!(jaeger.starts_with("jaeger:") && !services["jaeger"].is_badvalue());
+    let traces = &collector["service"]["pipelines"]["traces"];
+    assert_eq!(traces["receivers"][0].as_str(), Some("otlp"));
+    assert_eq!(traces["exporters"][0].as_str(), Some("otlp/jaeger"));
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/observability.md"
+    ))
+    .unwrap();
+    assert!(docs.contains("OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318"));
+}
