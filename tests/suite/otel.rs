@@ -724,3 +724,50 @@ fn the_example_collector_takes_otlp_http_where_the_docs_say_and_sends_traces_to_
     .unwrap();
     assert!(docs.contains("OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318"));
 }
+
+#[test]
+fn a_command_tools_exit_code_is_on_its_span_whether_it_succeeded_or_failed() {
+    let sb = Sandbox::new();
+    let tools = r#"
+[[tool]]
+name = "passes"
+description = "Exits 0."
+command = "echo fine"
+class = "safe"
+
+[[tool]]
+name = "breaks"
+description = "Exits 3."
+command = "echo bad >&2; exit 3"
+class = "safe"
+"#;
+    std::fs::write(sb.path("tools.toml"), tools).unwrap();
+    let collector = receiver();
+    let model = MockServer::start(vec![
+        tool_call(&[("p", "passes", json!({})), ("b", "breaks", json!({}))]),
+        sse::answer("done"),
+    ]);
+    let out = run(sb
+        .anthropic(&model)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url())
+        .arg("--tools-file")
+        .arg(sb.path("tools.toml"))
+        .args(["-a", "passes", "-a", "breaks", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let spans = spans(&collector);
+    let exit = |name: &str| {
+        let span = named(&spans, name)[0];
+        (
+            attr(span, "rounds.tool.exit_code"),
+            attr(span, "rounds.tool.outcome"),
+        )
+    };
+    assert_eq!(
+        exit("execute_tool passes"),
+        (Some("0".into()), Some("ok".into()))
+    );
+    assert_eq!(
+        exit("execute_tool breaks"),
+        (Some("3".into()), Some("failed".into()))
+    );
+}

@@ -197,6 +197,10 @@ pub enum ToolError {
     /// output.
     #[error("{0}")]
     TimedOut(String),
+    /// The process the tool ran exited with `code`, which is a failure of the call (a command
+    /// tool's non-zero exit); the message says so, for the model.
+    #[error("{message}")]
+    Exited { code: i32, message: String },
 }
 
 impl ToolError {

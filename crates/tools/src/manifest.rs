@@ -34,7 +34,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::policy::Subject;
-use super::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace};
+use super::{Class, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Workspace};
 use crate::process::{self, Captured, Exit, Limits};
 
 /// Bytes of each output stream kept from its start and from its end.
@@ -258,6 +258,15 @@ impl Tool for CommandTool {
         })
     }
 
+    /// An answer comes only from a command that exited 0: said as data too.
+    async fn run_output(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let text = self.run(input, ctx).await?;
+        Ok(ToolOutput {
+            exit_code: Some(0),
+            ..ToolOutput::from(text)
+        })
+    }
+
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let limit = self.timeout.map_or(ctx.timeout, |t| t.min(ctx.timeout));
         let mut env = ctx.env.to_vec();
@@ -291,11 +300,14 @@ impl Tool for CommandTool {
             .map_err(|e| ToolError::failed(format!("cannot start {name}: {e}")))?;
         match done.exit {
             Exit::Code(0) => answer(name, &done.stdout, MAX_STRUCTURED).await,
-            Exit::Code(code) => Err(ToolError::failed(format!(
-                "{name} exited with code {code}\nstderr:\n{}\nstdout:\n{}",
-                done.stderr.render().trim_end(),
-                done.stdout.render().trim_end()
-            ))),
+            Exit::Code(code) => Err(ToolError::Exited {
+                code,
+                message: format!(
+                    "{name} exited with code {code}\nstderr:\n{}\nstdout:\n{}",
+                    done.stderr.render().trim_end(),
+                    done.stdout.render().trim_end()
+                ),
+            }),
             Exit::TimedOut => Err(ToolError::TimedOut(format!(
                 "{name} timed out after {:.1}s; it and every process it started were killed",
                 limit.as_secs_f64()

@@ -349,6 +349,10 @@ impl Toolbox {
             Ok(Err(ToolError::Failed(message))) => {
                 ToolResult::error(call, ErrorKind::Failed, message)
             }
+            Ok(Err(ToolError::Exited { code, message })) => ToolResult {
+                exit_code: Some(code),
+                ..ToolResult::error(call, ErrorKind::Failed, message)
+            },
             Ok(Err(ToolError::TimedOut(message))) => {
                 ToolResult::error(call, ErrorKind::Timeout, message)
             }
