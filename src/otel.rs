@@ -97,6 +97,9 @@ impl Observer for Traced {
     fn round_started(&self, round: u32) {
         self.0.round_started(round);
     }
+    fn response_model(&self, model: &str) {
+        self.0.response_model(model);
+    }
     fn tool_started(&self, call: &ToolUse, _subject: Option<&str>) {
         self.0.tool_started(call);
     }

@@ -15,6 +15,10 @@ pub(crate) trait Observer: Send + Sync {
     fn round_started(&self, round: u32) {
         let _ = round;
     }
+    /// The provider named the model that answers this round's request.
+    fn response_model(&self, model: &str) {
+        let _ = model;
+    }
     fn text_delta(&self, text: &str) {
         let _ = text;
     }
@@ -62,6 +66,9 @@ impl Observer for Fanout {
     }
     fn round_started(&self, round: u32) {
         self.0.iter().for_each(|o| o.round_started(round));
+    }
+    fn response_model(&self, model: &str) {
+        self.0.iter().for_each(|o| o.response_model(model));
     }
     fn text_delta(&self, text: &str) {
         self.0.iter().for_each(|o| o.text_delta(text));

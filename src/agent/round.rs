@@ -169,6 +169,7 @@ impl Agent {
                     out.blocks.push(block);
                 }
                 StreamEvent::Usage(u) => out.usage = u,
+                StreamEvent::Model(model) => self.observer.response_model(&model),
                 StreamEvent::Done(reason) => out.stop = Some(reason),
             }
         }

@@ -105,6 +105,8 @@ enum Event {
 struct StartMessage {
     #[serde(default)]
     usage: Option<WireUsage>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -244,6 +246,9 @@ impl Mapper for AnthropicMapper {
         let event: Event = parse_json(NAME, &event.data)?;
         match event {
             Event::MessageStart { message } => {
+                if let Some(model) = message.model.filter(|m| !m.is_empty()) {
+                    out.push(StreamEvent::Model(model));
+                }
                 if let Some(u) = message.usage {
                     self.merge_usage(&u);
                     out.push(StreamEvent::Usage(self.usage));

@@ -104,6 +104,9 @@ pub(crate) use request::{build_body, build_request};
 struct Chunk {
     #[serde(default)]
     candidates: Vec<Candidate>,
+    /// The model that answers, in every chunk.
+    #[serde(default)]
+    model_version: Option<String>,
     #[serde(default)]
     usage_metadata: Option<WireUsage>,
     #[serde(default)]
@@ -166,6 +169,8 @@ pub(crate) struct GeminiMapper {
     stray: String,
     done: bool,
     progress: Progress,
+    /// Whether the answering model was said (`StreamEvent::Model`, once).
+    model_said: bool,
 }
 
 impl GeminiMapper {
@@ -193,6 +198,13 @@ impl GeminiMapper {
     ) -> Result<(), ProviderError> {
         if chunk.error.is_some() {
             return Err(self.stream_error(http::error_text(raw.as_bytes())));
+        }
+        if let Some(model) = chunk
+            .model_version
+            .filter(|m| !m.is_empty() && !self.model_said)
+        {
+            self.model_said = true;
+            out.push(StreamEvent::Model(model));
         }
         if let Some(u) = chunk.usage_metadata {
             // Cumulative on every chunk: the last one wins.

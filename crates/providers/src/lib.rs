@@ -115,6 +115,9 @@ pub enum StreamEvent {
     Block(Block),
     /// Usage so far (each report replaces the previous one for this response).
     Usage(Usage),
+    /// The model that answers, as the provider names it (a dated version of the one asked
+    /// for, say): at most once per response, when the stream says it.
+    Model(String),
     /// The response ended normally. Always the last event of a successful stream.
     Done(StopReason),
 }

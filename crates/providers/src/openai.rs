@@ -79,6 +79,9 @@ struct Chunk {
     object: Option<String>,
     #[serde(default)]
     message: Option<String>,
+    /// The model that answers, in every chunk.
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,6 +172,8 @@ pub(crate) struct OpenAiMapper {
     progress: Progress,
     /// The offered tools whose calls written as text are taken as calls (none: text is text).
     text_calls: Vec<String>,
+    /// Whether the answering model was said (`StreamEvent::Model`, once).
+    model_said: bool,
 }
 
 impl OpenAiMapper {
@@ -185,6 +190,7 @@ impl OpenAiMapper {
             done: false,
             progress: Progress::default(),
             text_calls: Vec::new(),
+            model_said: false,
         }
     }
 
@@ -340,6 +346,10 @@ impl Mapper for OpenAiMapper {
         }
         if chunk.object.as_deref() == Some("error") {
             return Err(self.stream_error(chunk.message.unwrap_or_else(|| event.data.clone())));
+        }
+        if let Some(model) = chunk.model.filter(|m| !m.is_empty() && !self.model_said) {
+            self.model_said = true;
+            out.push(StreamEvent::Model(model));
         }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             let delta = choice.delta.unwrap_or_default();

@@ -83,6 +83,9 @@ enum Event {
     /// Raw reasoning text: compatible servers stream their models' thinking this way.
     #[serde(rename = "response.reasoning_text.delta")]
     ReasoningTextDelta { delta: String },
+    /// The response starts: it names the model that answers.
+    #[serde(rename = "response.created")]
+    Created { response: WireResponse },
     #[serde(rename = "response.completed")]
     Completed { response: WireResponse },
     #[serde(rename = "response.incomplete")]
@@ -96,8 +99,8 @@ enum Event {
         #[serde(default)]
         message: String,
     },
-    /// `response.created`, `response.in_progress`, the `.done` and `part` events, and whatever
-    /// is added later: nothing we need.
+    /// `response.in_progress`, the `.done` and `part` events, and whatever is added later:
+    /// nothing we need.
     #[serde(other)]
     Other,
 }
@@ -186,6 +189,8 @@ struct SummaryText {
 
 #[derive(Debug, Default, Deserialize)]
 struct WireResponse {
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
@@ -545,6 +550,11 @@ impl Mapper for ResponsesMapper {
                 self.progress.text(&delta);
                 if !delta.is_empty() {
                     out.push(StreamEvent::ThinkingDelta(delta));
+                }
+            }
+            Event::Created { response } => {
+                if let Some(model) = response.model.filter(|m| !m.is_empty()) {
+                    out.push(StreamEvent::Model(model));
                 }
             }
             Event::Completed { response } => self.end(response, None, out),

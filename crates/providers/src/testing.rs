@@ -104,7 +104,7 @@ pub(crate) fn summarize(events: &[StreamEvent]) -> Summary {
                 s.stop = Some(*r);
             }
             StreamEvent::TextDelta(t) => s.text.push_str(t),
-            StreamEvent::ThinkingDelta(_) => {}
+            StreamEvent::ThinkingDelta(_) | StreamEvent::Model(_) => {}
         }
     }
     if s.stop.is_some() {
@@ -145,6 +145,51 @@ mod every_split {
             Ok(events) => format!("{:?}", summarize(&events)),
             Err(e) => format!("error: {e}"),
         }
+    }
+
+    /// The events of a stream file, mapped whole by the mapper its name calls for.
+    fn events_of(name: &str, bytes: &[u8]) -> Vec<StreamEvent> {
+        let file = name.rsplit('/').next().unwrap_or(name);
+        let result = if file.starts_with("anthropic") {
+            run_reads(AnthropicMapper::default(), &[bytes])
+        } else if file.contains("gemini") || file.starts_with("vertexai") {
+            run_reads(GeminiMapper::default(), &[bytes])
+        } else if file.starts_with("openai-responses") {
+            run_reads(ResponsesMapper::new("openai"), &[bytes])
+        } else {
+            run_reads(OpenAiMapper::new("openai"), &[bytes])
+        };
+        result.unwrap_or_default()
+    }
+
+    #[test]
+    fn a_stream_that_names_its_model_says_it_once() {
+        let mut named = 0;
+        for dir in ["samples", "recorded"] {
+            for entry in std::fs::read_dir(format!("{WIRE}/{dir}")).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if !path.extension().is_some_and(|e| e == "sse" || e == "txt") {
+                    continue;
+                }
+                let bytes = read(&format!("{dir}/{name}"));
+                let models: Vec<String> = events_of(&name, &bytes)
+                    .into_iter()
+                    .filter_map(|e| match e {
+                        StreamEvent::Model(m) => Some(m),
+                        _ => None,
+                    })
+                    .collect();
+                assert!(models.len() <= 1, "{name}: {models:?}");
+                if let Some(model) = models.first() {
+                    let text = String::from_utf8_lossy(&bytes);
+                    assert!(text.contains(&format!("\"{model}\"")), "{name}: {model}");
+                    named += 1;
+                }
+            }
+        }
+        // Anthropic's, OpenAI's (Chat and Responses) and Gemini's recordings each name it.
+        assert!(named >= 4, "{named}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub(crate) const GEN_AI_OPERATION_NAME: &str = attribute::GEN_AI_OPERATION_NAME;
 pub(crate) const GEN_AI_OUTPUT_MESSAGES: &str = attribute::GEN_AI_OUTPUT_MESSAGES;
 pub(crate) const GEN_AI_PROVIDER_NAME: &str = attribute::GEN_AI_PROVIDER_NAME;
 pub(crate) const GEN_AI_REQUEST_MODEL: &str = attribute::GEN_AI_REQUEST_MODEL;
+pub(crate) const GEN_AI_RESPONSE_MODEL: &str = attribute::GEN_AI_RESPONSE_MODEL;
 pub(crate) const GEN_AI_RESPONSE_FINISH_REASONS: &str = attribute::GEN_AI_RESPONSE_FINISH_REASONS;
 pub(crate) const GEN_AI_TOKEN_TYPE: &str = attribute::GEN_AI_TOKEN_TYPE;
 pub(crate) const GEN_AI_TOOL_CALL_ARGUMENTS: &str = attribute::GEN_AI_TOOL_CALL_ARGUMENTS;

@@ -136,6 +136,15 @@ impl Run {
         }
     }
 
+    /// The provider named the model that answers the current request.
+    pub fn response_model(&self, model: &str) {
+        if let Ok(mut chat) = self.chat.lock()
+            && let Some((span, _)) = chat.as_mut()
+        {
+            span.set_attribute(KeyValue::new(GEN_AI_RESPONSE_MODEL, model.to_owned()));
+        }
+    }
+
     /// A request failed and is made again: an event on the request's span.
     pub fn retry(&self, note: &RetryNote) {
         if let Ok(mut chat) = self.chat.lock()
