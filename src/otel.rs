@@ -53,6 +53,27 @@ pub(crate) fn telemetry(
     }
 }
 
+/// The telemetry a batch's flags and the environment ask for, started (`None`: off).
+pub(crate) fn for_batch(cli: &Cli) -> Result<Option<Telemetry>, ConfigError> {
+    let env = |name: &str| crate::env::var(name);
+    Ok(config(cli, &env)?.and_then(|asked| telemetry(&asked, &env)))
+}
+
+/// Ends a batch's span with its status and flushes its telemetry, when it has any.
+pub(crate) async fn end_batch(
+    trace: Option<&crate::telemetry::Group>,
+    telemetry: Option<&Telemetry>,
+    status: crate::outcome::Status,
+) {
+    let (Some(group), Some(telemetry)) = (trace, telemetry) else {
+        return;
+    };
+    let name = status.as_str().to_owned();
+    let error = (status != crate::outcome::Status::Completed).then(|| name.clone());
+    group.end(&[("rounds.status", name)], error);
+    telemetry.flush(crate::telemetry::FLUSH_BOUND).await;
+}
+
 /// [`telemetry`] and a run's trace, started now.
 pub(crate) fn start(
     config: &OtelConfig,

@@ -31,8 +31,7 @@ pub(crate) async fn run(
     })?;
     let reports = Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref())?;
     let cli = setup.parsed.cli()?;
-    let env = |name: &str| crate::env::var(name);
-    let asked = crate::otel::config(&cli, &env)?;
+    let telemetry = crate::otel::for_batch(&cli)?;
     let (done, todo) = plan(&out, jobs, flags.retry_failed);
     // Flags that cannot run the first job (a missing key, a file that is not there) stop the
     // batch before any request, as they would stop a run.
@@ -48,11 +47,8 @@ pub(crate) async fn run(
         })?;
     results.reserve_for(todo.len());
     // One trace for the batch: a span, and each job's run its child.
-    let telemetry = asked.and_then(|asked| crate::otel::telemetry(&asked, &env));
-    let group = telemetry.as_ref().map(|t| {
-        let jobs = [("rounds.batch.jobs", todo.len().to_string())];
-        t.group("batch", &jobs)
-    });
+    let jobs = [("rounds.batch.jobs", todo.len().to_string())];
+    let group = telemetry.as_ref().map(|t| t.group("batch", &jobs));
 
     let batch = Arc::new(Local {
         setup,
@@ -98,12 +94,7 @@ pub(crate) async fn run(
         reports,
     };
     let status = finish.report(batch.control.signal());
-    if let (Some(group), Some(telemetry)) = (&batch.group, telemetry) {
-        let name = crate::outcome::Status::as_str(status).to_owned();
-        let error = (status != Status::Completed).then(|| name.clone());
-        group.end(&[("rounds.status", name)], error);
-        telemetry.flush(crate::telemetry::FLUSH_BOUND).await;
-    }
+    crate::otel::end_batch(batch.group.as_ref(), telemetry.as_ref(), status).await;
     Ok(status)
 }
 

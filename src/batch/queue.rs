@@ -72,9 +72,7 @@ pub(crate) async fn enqueue(
     let id = parsed.flags.batch.clone().unwrap_or_else(new_batch_id);
     // The batch's trace starts here: a span for the enqueueing, whose context every job
     // carries to the worker that runs it.
-    let env = |name: &str| crate::env::var(name);
-    let asked = crate::otel::config(&parsed.cli()?, &env)?;
-    let telemetry = asked.and_then(|asked| crate::otel::telemetry(&asked, &env));
+    let telemetry = crate::otel::for_batch(&parsed.cli()?)?;
     let group = (telemetry.as_ref()).map(|t| {
         let attributes = [
             ("rounds.batch.id", id.clone()),
@@ -146,9 +144,7 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
     };
     let out = out.map_err(|source| BatchError::Out { dir: None, source })?;
     let reports = Reports::open(flags.junit.as_deref(), flags.step_summary.as_deref())?;
-    let env = |name: &str| crate::env::var(name);
-    let asked = crate::otel::config(&cli, &env)?;
-    let telemetry = asked.and_then(|asked| crate::otel::telemetry(&asked, &env));
+    let telemetry = crate::otel::for_batch(&cli)?;
     let mut setup = Setup::new(parsed);
     setup.queue = Some(trusted);
     let worker = Arc::new(Worker {
@@ -202,15 +198,7 @@ pub(crate) async fn work(words: Vec<OsString>, started: Instant) -> Result<Statu
     };
     let status = finish.report(worker.control.signal());
     worker.say_leased();
-    // What went wrong is said already, as it happened.
-    Ok(match status {
-        _ if worker.misconfigured.load(Ordering::Relaxed) => Status::Usage,
-        _ if worker.unavailable.load(Ordering::Relaxed) => Status::Unavailable,
-        Status::Completed if worker.broken.load(Ordering::Relaxed) => Status::Error,
-        // The queue holds those jobs' results as final: starting a worker again retries none.
-        Status::Unavailable => Status::Incomplete,
-        status => status,
-    })
+    Ok(worker.ended(status))
 }
 
 /// `--retry-failed`: the batch's jobs that did not complete go back to the queue, said once.
@@ -303,6 +291,19 @@ struct Worker {
 }
 
 impl Worker {
+    /// The worker's status, from its jobs' (`status`) and what went wrong beside them (said
+    /// already, as it happened).
+    fn ended(&self, status: Status) -> Status {
+        match status {
+            _ if self.misconfigured.load(Ordering::Relaxed) => Status::Usage,
+            _ if self.unavailable.load(Ordering::Relaxed) => Status::Unavailable,
+            Status::Completed if self.broken.load(Ordering::Relaxed) => Status::Error,
+            // The queue holds those jobs' results as final: starting a worker again retries none.
+            Status::Unavailable => Status::Incomplete,
+            status => status,
+        }
+    }
+
     async fn drain(&self) {
         while self.going() {
             // While an endpoint's shared 429 pause is on, no job is claimed: a claimed job

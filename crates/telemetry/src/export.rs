@@ -151,8 +151,19 @@ fn otlp_protocol(protocol: Protocol) -> opentelemetry_otlp::Protocol {
     }
 }
 
-fn headers(signal: &Signal) -> HashMap<String, String> {
-    signal.headers.iter().cloned().collect()
+/// An OTLP/HTTP exporter's builder (spans' or metrics') set to post `signal` over `client`.
+fn posting<B: WithExportConfig + WithHttpConfig>(
+    builder: B,
+    client: &reqwest::Client,
+    signal: &Signal,
+) -> B {
+    let headers: HashMap<String, String> = signal.headers.iter().cloned().collect();
+    builder
+        .with_http_client(Client(client.clone()))
+        .with_endpoint(signal.url.clone())
+        .with_protocol(otlp_protocol(signal.protocol))
+        .with_headers(headers)
+        .with_timeout(POST_TIMEOUT)
 }
 
 impl Exporter {
@@ -166,15 +177,13 @@ impl Exporter {
         let error = |e: opentelemetry_otlp::ExporterBuildError| BuildError(e.to_string());
         let mut spans = match traces {
             Some(signal) => Some(
-                opentelemetry_otlp::SpanExporter::builder()
-                    .with_http()
-                    .with_http_client(Client(client.clone()))
-                    .with_endpoint(signal.url.clone())
-                    .with_protocol(otlp_protocol(signal.protocol))
-                    .with_headers(headers(signal))
-                    .with_timeout(POST_TIMEOUT)
-                    .build()
-                    .map_err(error)?,
+                posting(
+                    opentelemetry_otlp::SpanExporter::builder().with_http(),
+                    client,
+                    signal,
+                )
+                .build()
+                .map_err(error)?,
             ),
             None => None,
         };
@@ -185,15 +194,13 @@ impl Exporter {
         }
         let metrics = match metrics {
             Some((signal, reader)) => Some((
-                opentelemetry_otlp::MetricExporter::builder()
-                    .with_http()
-                    .with_http_client(Client(client.clone()))
-                    .with_endpoint(signal.url.clone())
-                    .with_protocol(otlp_protocol(signal.protocol))
-                    .with_headers(headers(signal))
-                    .with_timeout(POST_TIMEOUT)
-                    .build()
-                    .map_err(error)?,
+                posting(
+                    opentelemetry_otlp::MetricExporter::builder().with_http(),
+                    client,
+                    signal,
+                )
+                .build()
+                .map_err(error)?,
                 reader,
             )),
             None => None,
