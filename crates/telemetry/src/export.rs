@@ -142,6 +142,9 @@ pub(crate) struct Exporter {
     metrics: Option<(opentelemetry_otlp::MetricExporter, Reader)>,
     /// Whether a failed post was said (once per run).
     warned: AtomicBool,
+    /// Held through each post: the end of the run waits for one under way instead of
+    /// cancelling it with the spans it took.
+    posting: tokio::sync::Mutex<()>,
 }
 
 fn otlp_protocol(protocol: Protocol) -> opentelemetry_otlp::Protocol {
@@ -210,11 +213,13 @@ impl Exporter {
             spans,
             metrics,
             warned: AtomicBool::new(false),
+            posting: tokio::sync::Mutex::new(()),
         })
     }
 
     /// Posts what waits, spans then metrics (when `metrics`).
     async fn post(&self, metrics: bool) {
+        let _posting = self.posting.lock().await;
         let batch = self.queue.take();
         if let Some(exporter) = &self.spans
             && !batch.is_empty()

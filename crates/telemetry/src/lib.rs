@@ -157,8 +157,9 @@ impl Telemetry {
 
     /// Exports what is left, waiting at most `bound`; then stops exporting.
     pub async fn flush(&self, bound: Duration) {
-        self.task.abort();
+        // After the last post: one under way finishes first (within the bound).
         self.exporter.flush(bound).await;
+        self.task.abort();
     }
 }
 

@@ -162,27 +162,29 @@ impl Run {
     }
 
     pub fn tool_started(&self, call: &ToolUse) {
-        let mut attributes = vec![
-            KeyValue::new(GEN_AI_OPERATION_NAME, "execute_tool"),
-            KeyValue::new(GEN_AI_TOOL_NAME, call.name.clone()),
-            KeyValue::new(GEN_AI_TOOL_CALL_ID, call.id.clone()),
-            KeyValue::new(GEN_AI_TOOL_TYPE, "function"),
-        ];
-        if self.content {
-            attributes.push(KeyValue::new(
-                GEN_AI_TOOL_CALL_ARGUMENTS,
-                call.input.to_string(),
-            ));
-        }
-        let span = self
-            .tracer
-            .span_builder(format!("execute_tool {}", call.name))
-            .with_kind(SpanKind::Internal)
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, &self.root);
+        let arguments = self.content.then(|| call.input.to_string());
+        let span = self.tool_span(&call.id, &call.name, arguments);
         if let Ok(mut tools) = self.tools.lock() {
             tools.insert(call.id.clone(), span);
         }
+    }
+
+    /// An `execute_tool` span, started now.
+    fn tool_span(&self, id: &str, name: &str, arguments: Option<String>) -> Span {
+        let mut attributes = vec![
+            KeyValue::new(GEN_AI_OPERATION_NAME, "execute_tool"),
+            KeyValue::new(GEN_AI_TOOL_NAME, name.to_owned()),
+            KeyValue::new(GEN_AI_TOOL_CALL_ID, id.to_owned()),
+            KeyValue::new(GEN_AI_TOOL_TYPE, "function"),
+        ];
+        if let Some(arguments) = arguments {
+            attributes.push(KeyValue::new(GEN_AI_TOOL_CALL_ARGUMENTS, arguments));
+        }
+        self.tracer
+            .span_builder(format!("execute_tool {name}"))
+            .with_kind(SpanKind::Internal)
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, &self.root)
     }
 
     pub fn tool_finished(&self, result: &ToolResult) {
@@ -204,21 +206,8 @@ impl Run {
             .ok()
             .and_then(|mut t| t.remove(&result.tool_use_id));
         // A call that was refused before it started (denied, invalid) has no span yet.
-        let mut span = span.unwrap_or_else(|| {
-            self.tool_started(&ToolUse {
-                id: result.tool_use_id.clone(),
-                name: result.name.clone(),
-                input: serde_json::Value::Null,
-                raw_input: None,
-                defect: None,
-                signature: None,
-            });
-            self.tools
-                .lock()
-                .ok()
-                .and_then(|mut t| t.remove(&result.tool_use_id))
-                .unwrap_or_else(|| self.tracer.start_with_context("execute_tool", &self.root))
-        });
+        let mut span =
+            span.unwrap_or_else(|| self.tool_span(&result.tool_use_id, &result.name, None));
         span.set_attribute(KeyValue::new(TOOL_OUTCOME, outcome.clone()));
         span.set_attribute(KeyValue::new(DURATION_MS, int(result.duration_ms)));
         if let Some(code) = result.exit_code {
