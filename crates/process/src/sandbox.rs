@@ -335,17 +335,8 @@ impl Sandbox {
                 None if word == "network" => sandbox.network = true,
                 Some(("write", dir)) => sandbox.write.push(unhex(dir).ok_or_else(bad)?),
                 Some(("pin", pin)) => {
-                    let mut parts = pin.split(',');
-                    let (Some(dir), Some(dev), Some(ino), None) =
-                        (parts.next(), parts.next(), parts.next(), parts.next())
-                    else {
-                        return Err(bad());
-                    };
-                    sandbox.pins.push(Pin {
-                        dir: unhex(dir).ok_or_else(bad)?,
-                        dev: dev.parse().map_err(|_| bad())?,
-                        ino: ino.parse().map_err(|_| bad())?,
-                    });
+                    let (dir, dev, ino) = identified(pin).ok_or_else(bad)?;
+                    sandbox.pins.push(Pin { dir, dev, ino });
                 }
                 Some((key, value)) if sandbox.surveyed.read(key, value)? => {}
                 _ => return Err(bad()),
@@ -514,6 +505,17 @@ fn hex(path: &Path) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// A path with the identity it had, as `HEX,DEV,INO` (a pin's, a surveyed `.git`'s).
+fn identified(value: &str) -> Option<(PathBuf, u64, u64)> {
+    let mut parts = value.split(',');
+    let (Some(path), Some(dev), Some(ino), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    Some((unhex(path)?, dev.parse().ok()?, ino.parse().ok()?))
 }
 
 fn unhex(text: &str) -> Option<PathBuf> {

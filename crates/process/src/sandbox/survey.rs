@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 
 use super::git::{self, Found};
-use super::{EnvError, Mode, Sandbox, hex, unhex};
+use super::{EnvError, Mode, Sandbox, hex, identified, unhex};
 
 /// At most this many bytes of the supervisor's environment value name surveyed `.git`
 /// directories (an environment string may not pass 128 KiB); a temp dir with more is walked
@@ -94,17 +94,8 @@ impl Survey {
         match key {
             "surveyed" => self.root = Some(unhex(value).ok_or_else(bad)?),
             "git" => {
-                let mut parts = value.split(',');
-                let (Some(path), Some(dev), Some(ino), None) =
-                    (parts.next(), parts.next(), parts.next(), parts.next())
-                else {
-                    return Err(bad());
-                };
-                self.found.push(Found {
-                    path: unhex(path).ok_or_else(bad)?,
-                    dev: dev.parse().map_err(|_| bad())?,
-                    ino: ino.parse().map_err(|_| bad())?,
-                });
+                let (path, dev, ino) = identified(value).ok_or_else(bad)?;
+                self.found.push(Found { path, dev, ino });
             }
             _ => return Ok(false),
         }
