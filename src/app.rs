@@ -21,6 +21,8 @@ use crate::tools::mcp::McpServers;
 use crate::tools::pipeline::{Settings, Toolbox};
 use crate::transcript::{End, Line, Start, WriteError};
 
+mod subagents;
+
 /// Why a run could not start. Every one of these comes before any model call.
 #[derive(Debug, thiserror::Error)]
 enum SetupError {
@@ -30,6 +32,9 @@ enum SetupError {
     /// A tool source is wrong: a manifest, an MCP server that did not start, a rule.
     #[error(transparent)]
     Tools(#[from] AssembleError),
+    /// An agent's tool rules do not compile.
+    #[error("agent {0:?}: {1}")]
+    Agent(String, crate::tools::policy::PolicyError),
     /// The default transcript (under `ROUNDS_HOME`) cannot be written: say how to run anyway.
     #[error("{0}; pass --no-transcript, or set ROUNDS_HOME to a writable directory")]
     DefaultTranscript(WriteError),
@@ -46,6 +51,7 @@ impl SetupError {
             SetupError::Provider(BuildError::Client(_)) => Status::Error,
             SetupError::Provider(BuildError::Config(_))
             | SetupError::Tools(_)
+            | SetupError::Agent(..)
             | SetupError::DefaultTranscript(_)
             | SetupError::Records(_) => Status::Usage,
         }
@@ -144,7 +150,7 @@ fn finish(ran: Result<Outcome, SetupError>, started: Instant, redactor: &Redacto
 struct Ready {
     agent: Agent,
     servers: McpServers,
-    records: Records,
+    records: Arc<Records>,
     history: Vec<Message>,
     /// `--output-last-message`: where the final answer also goes.
     output_last_message: Option<Target>,
@@ -169,15 +175,15 @@ async fn execute(
     let Ready {
         agent,
         servers,
-        mut records,
+        records,
         mut history,
         output_last_message,
         transcript,
         run_id,
-    } = set_up(config, observer.clone(), &sources).await?;
+    } = set_up(config, observer.clone(), &sources, &cancel).await?;
 
     let signals = watch.then(|| watch_signals(&cancel));
-    let mut outcome = agent.run(&mut history, &mut records, &cancel).await;
+    let mut outcome = agent.run(&mut history, &records, &cancel).await;
     // Every ending's text (a provider's error body quoting a key, a token endpoint's quoting a
     // client secret) is redacted here, once, before the end line, stream-json, the step
     // summary or stderr show it.
@@ -209,7 +215,7 @@ async fn execute(
     {
         outcome = failed_record(outcome, e);
     }
-    Ok(close(outcome, &mut records, observer.as_ref()).await)
+    Ok(close(outcome, &records, observer.as_ref()).await)
 }
 
 /// Builds the provider and the toolbox, opens the records and writes the start line. Every
@@ -218,6 +224,7 @@ async fn set_up(
     config: Config,
     observer: Arc<dyn Observer>,
     sources: &Sources,
+    cancel: &Cancel,
 ) -> Result<Ready, SetupError> {
     let mut turn = config.user_turn();
     let Config {
@@ -240,11 +247,13 @@ async fn set_up(
         transcript,
         transcript_is_default,
         store,
+        agents,
         ..
     } = config;
     let provider = build_provider(sources, &choice, &model, idle_timeout)?;
     let (tool_timeout, redactor) = (tool_settings.timeout, tool_settings.redactor.clone());
     let (toolbox, servers) = toolbox(&tools, workspace, tool_settings).await?;
+    let run_system = system.clone();
     // Without native structured output, the model is told the schema.
     let mut system = match &output_schema {
         Some(schema) if !provider.structured_output() => system + &schema.instruction(),
@@ -252,7 +261,25 @@ async fn set_up(
     };
     redact_prompt(&redactor, &mut turn, &mut system);
     let store_at = (store.as_deref(), sources.store.as_deref());
-    let mut records = open_records(transcript.as_ref(), store_at, transcript_is_default).await?;
+    let records = Arc::new(open_records(transcript.as_ref(), store_at, transcript_is_default).await?);
+    let spend = Arc::new(crate::agent::Spend::default());
+    let shared = subagents::Shared {
+        agents,
+        sources,
+        choice: &choice,
+        idle: idle_timeout,
+        provider: provider.clone(),
+        price: model_info.price,
+        system: run_system,
+        project_docs: project_docs.sent.clone(),
+        limits: &limits,
+        cache: cache.clone(),
+        redactor: redactor.clone(),
+        records: records.clone(),
+        cancel: cancel.clone(),
+        spend: spend.clone(),
+    };
+    let toolbox = Arc::new(subagents::delegating(toolbox, shared, observer.clone())?);
     let start = Start {
         run_id: run_id.clone(),
         time: crate::agent::now_rfc3339(),
@@ -282,6 +309,8 @@ async fn set_up(
             output_schema,
             observer,
             redactor,
+            spend,
+            at: None,
         },
         output_last_message,
         transcript,
@@ -313,7 +342,7 @@ async fn toolbox(
     tools: &ToolSources,
     workspace: Workspace,
     settings: Settings,
-) -> Result<(Arc<Toolbox>, McpServers), SetupError> {
+) -> Result<(Toolbox, McpServers), SetupError> {
     let processes = ProcessContext {
         cwd: workspace.root(),
         env: &settings.env,
@@ -325,7 +354,7 @@ async fn toolbox(
         servers,
     } = assemble(tools, &processes).await?;
     let toolbox = Toolbox::new(registry, policy, workspace, settings);
-    Ok((Arc::new(toolbox), servers))
+    Ok((toolbox, servers))
 }
 
 /// Opens the transcript and the store. The default transcript is one the user did not ask
@@ -384,7 +413,7 @@ fn conversation(resume: Option<Resume>, prompt: String) -> Vec<Message> {
 
 /// Writes the end line and tells the observer. A run whose record could not be closed failed,
 /// whatever it did before.
-async fn close(mut outcome: Outcome, records: &mut Records, observer: &dyn Observer) -> Outcome {
+async fn close(mut outcome: Outcome, records: &Records, observer: &dyn Observer) -> Outcome {
     if let Err(e) = records.write(&Line::End(End::from(&outcome))).await {
         outcome = failed_record(outcome, e);
     }

@@ -21,6 +21,7 @@ use crate::tools::workspace::WorkspaceError;
 use crate::tools::{Outputs, Workspace, builtin};
 use crate::transcript::ReadError;
 
+pub(crate) mod agents;
 mod limits;
 mod project_doc;
 mod prompt;
@@ -78,6 +79,8 @@ pub(crate) struct Config {
     pub(crate) cache: Option<Cache>,
     /// The model's price and context window, from the compiled-in table and `--prices`.
     pub(crate) model_info: ModelInfo,
+    /// The subagents `task` may start, and how deep they may nest.
+    pub(crate) agents: agents::Agents,
     /// `--output-schema`, compiled.
     pub(crate) output_schema: Option<OutputSchema>,
     /// `--output-last-message`: its directory opened before any tool runs.
@@ -231,6 +234,9 @@ pub enum ConfigError {
     },
     #[error("--tool-env {0}: provider keys and credentials are never passed to tools")]
     SecretToolEnv(String),
+    /// An agent definition of the user's that cannot apply (`--agents`, their settings file).
+    #[error("{0}")]
+    Agents(String),
     /// A value that did not come from the command line, with where it came from.
     #[error("{origin}: {error}")]
     At {
@@ -277,6 +283,8 @@ pub(crate) struct Inputs<'a> {
     pub(crate) cwd: PathBuf,
     /// Model aliases from the settings files (`[alias]`), over the built-in ones.
     pub(crate) aliases: std::collections::BTreeMap<String, String>,
+    /// The settings files' `[agents.NAME]` tables, with their sources.
+    pub(crate) agents: Vec<crate::settings::agents::Written>,
     /// Where the transcript goes when the caller has opened its directory already (a batch's
     /// `--out`, opened once before any job ran); `None`: from the flags.
     pub(crate) transcript: Option<Target>,
@@ -312,7 +320,9 @@ impl Config {
         let workspace = workspace(&cli.tools, &inputs.cwd)?;
         let project_docs = project_docs(&cli, resume.is_some(), recorded, &workspace)?;
         let system = system_prompt(&cli, recorded, &inputs.cwd)?;
-        let (tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
+        let (mut tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
+        let agents = agents::resolve(&cli, &inputs.agents, &provider, &inputs.aliases, &inputs.cwd)?;
+        tools.builtin.agents = agents.briefs();
         let run_id = new_run_id();
         let transcript = records::transcript(
             &cli,
@@ -337,6 +347,7 @@ impl Config {
         let cache = limits::cache(&cli, resume.as_ref(), &run_id);
         let (output_last_message, output_schema) = answer_files(&cli, &inputs.cwd)?;
         Ok(Config {
+            agents,
             cache,
             model_info,
             output_schema,
@@ -522,6 +533,7 @@ pub(crate) fn tool_setup(
         builtin: builtin::Options {
             search_url: flags.search_url.clone(),
             web_allow_private: flags.web_allow_private,
+            agents: Vec::new(),
         },
         allow: flags.allow.clone(),
         deny: flags.deny.clone(),

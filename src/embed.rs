@@ -167,6 +167,7 @@ impl Run {
             read_stdin: &mut no_stdin,
             cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
             aliases: Default::default(),
+            agents: Vec::new(),
             transcript: None,
         };
         let config =

@@ -130,6 +130,7 @@ fn run_one(cli: Cli, layers: settings::Layers, started: std::time::Instant) -> R
         read_stdin: &mut read_stdin,
         cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
         aliases: layers.aliases,
+        agents: layers.agents,
         transcript: None,
     };
     let asked = otel::config(&cli, &env).map_err(|e| Failure::Config(e.into()));

@@ -28,11 +28,18 @@ pub(crate) enum RecordsError {
     Store(#[source] StoreError),
 }
 
-/// The transcript writer and the optional store, written together.
+/// The transcript writer and the optional store, written together. Shared by the run and its
+/// subagents, whose lines go between the run's own: one line at a time, each whole.
 #[derive(Default)]
 pub(crate) struct Records {
-    pub(crate) transcript: Option<Writer>,
-    pub(crate) store: Option<Box<dyn Store>>,
+    inner: tokio::sync::Mutex<Inner>,
+    path: Option<PathBuf>,
+}
+
+#[derive(Default)]
+struct Inner {
+    transcript: Option<Writer>,
+    store: Option<Box<dyn Store>>,
 }
 
 impl Records {
@@ -43,30 +50,33 @@ impl Records {
         store: Option<&str>,
         source: Option<&dyn StoreSource>,
     ) -> Result<Records, RecordsError> {
+        let transcript = match transcript {
+            Some(target) => Some(Writer::create_at(target)?),
+            None => None,
+        };
+        let store: Option<Box<dyn Store>> = match (source, store) {
+            (Some(source), _) => Some(source.open()),
+            (None, Some(url)) => Some(Box::new(crate::store::connect(url).await?)),
+            (None, None) => None,
+        };
         Ok(Records {
-            transcript: match transcript {
-                Some(target) => Some(Writer::create_at(target)?),
-                None => None,
-            },
-            store: match (source, store) {
-                (Some(source), _) => Some(source.open()),
-                (None, Some(url)) => Some(Box::new(crate::store::connect(url).await?)),
-                (None, None) => None,
-            },
+            path: transcript.as_ref().map(|w| w.path().to_owned()),
+            inner: tokio::sync::Mutex::new(Inner { transcript, store }),
         })
     }
 
-    pub(crate) async fn write(&mut self, line: &Line) -> Result<(), RecordsError> {
-        if let Some(w) = self.transcript.as_mut() {
+    pub(crate) async fn write(&self, line: &Line) -> Result<(), RecordsError> {
+        let mut inner = self.inner.lock().await;
+        if let Some(w) = inner.transcript.as_mut() {
             w.write(line)?;
         }
-        if let Some(store) = self.store.as_mut() {
+        if let Some(store) = inner.store.as_mut() {
             store.write(line).await.map_err(RecordsError::Store)?;
         }
         Ok(())
     }
 
     pub(crate) fn transcript_path(&self) -> Option<PathBuf> {
-        self.transcript.as_ref().map(|w| w.path().to_owned())
+        self.path.clone()
     }
 }

@@ -19,7 +19,9 @@ use crate::process::sandbox::Summary;
 use crate::progress::Progress;
 use crate::terminal;
 use crate::tools::presets::Preset;
-use crate::transcript::{End, Event, RetryNote, Round, Start, VERSION};
+use crate::transcript::{
+    AgentEnd, AgentRef, AgentRound, AgentStart, End, Event, RetryNote, Round, Start, VERSION,
+};
 
 /// Who hears about a run as it happens: events on stdout in stream-json mode, the answer's
 /// text as it streams in text mode when stdout is a terminal (a pipe gets the final answer
@@ -277,18 +279,22 @@ struct Versioned<'a> {
 
 /// `--output stream-json`: every event as one line on stdout, flushed at once. When the reader
 /// goes away (broken pipe), the events stop and the run is cancelled (exit 141, as SIGPIPE).
+/// A subagent's events come through a scoped `StreamJson` that marks each with its `agent`.
 pub(crate) struct StreamJson {
     round: AtomicU32,
-    closed: AtomicBool,
+    closed: Arc<AtomicBool>,
     cancel: Cancel,
+    /// The subagent whose events these are (`None`: the run's).
+    at: Option<AgentRef>,
 }
 
 impl StreamJson {
     pub(crate) fn new(cancel: Cancel) -> StreamJson {
         StreamJson {
             round: AtomicU32::new(0),
-            closed: AtomicBool::new(false),
+            closed: Arc::new(AtomicBool::new(false)),
             cancel,
+            at: None,
         }
     }
 
@@ -326,37 +332,64 @@ impl Observer for StreamJson {
         self.emit(Event::TextDelta {
             round: self.round(),
             text,
+            agent: self.at.as_ref(),
         });
     }
     fn thinking_delta(&self, text: &str) {
         self.emit(Event::ThinkingDelta {
             round: self.round(),
             text,
+            agent: self.at.as_ref(),
         });
     }
     fn tool_use(&self, call: &ToolUse) {
         self.emit(Event::ToolUse {
             round: self.round(),
             call,
+            agent: self.at.as_ref(),
         });
     }
     fn tool_finished(&self, result: &ToolResult) {
         self.emit(Event::ToolResult {
             round: self.round(),
             result,
+            agent: self.at.as_ref(),
         });
     }
     fn retry(&self, note: &RetryNote) {
-        self.emit(Event::Retry(note));
+        // A subagent's retries are in its `agent_round` line.
+        if self.at.is_none() {
+            self.emit(Event::Retry(note));
+        }
     }
     fn check_finished(&self, round: u32, check: &CheckRun) {
         self.emit(Event::Check { round, check });
     }
     fn round_finished(&self, round: &Round) {
-        self.emit(Event::Round(round));
+        match &self.at {
+            None => self.emit(Event::Round(round)),
+            Some(at) => self.emit(Event::AgentRound(&AgentRound {
+                at: at.clone(),
+                round: round.clone(),
+            })),
+        }
     }
     fn finished(&self, end: &End) {
         self.emit(Event::End(end));
+    }
+    fn scoped(&self, at: &AgentRef) -> Option<Arc<dyn Observer>> {
+        Some(Arc::new(StreamJson {
+            round: AtomicU32::new(0),
+            closed: self.closed.clone(),
+            cancel: self.cancel.clone(),
+            at: Some(at.clone()),
+        }))
+    }
+    fn agent_started(&self, start: &AgentStart) {
+        self.emit(Event::AgentStart(start));
+    }
+    fn agent_finished(&self, end: &AgentEnd) {
+        self.emit(Event::AgentEnd(end));
     }
 }
 

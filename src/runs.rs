@@ -272,7 +272,8 @@ pub(crate) fn summarize(path: &Path) -> Summary {
             summary.cost_usd = end.cost_usd;
         }
         Ok(Line::Round(round)) => summary.rounds = round.round,
-        Ok(Line::Start(_)) => {}
+        // The last line of a run killed while a subagent worked: its rounds are not known here.
+        Ok(Line::Start(_) | Line::AgentStart(_) | Line::AgentRound(_) | Line::AgentEnd(_)) => {}
         // A torn last line: the run was killed while writing it.
         Err(e) => summary.error = Some(format!("the last line is unreadable: {e}")),
     }

@@ -23,6 +23,7 @@ use toml::de::{DeTable, DeValue};
 use crate::cli::Cli;
 use crate::trust::{Refusal, Source};
 
+pub(crate) mod agents;
 mod settle;
 pub(crate) use settle::settle;
 
@@ -48,6 +49,8 @@ pub struct Read {
     pub project_aliases: BTreeMap<String, String>,
     /// The names of every `[profile.NAME]` in the files, each once.
     pub profiles: std::collections::BTreeSet<String>,
+    /// The `[agents.NAME]` tables of the user's file, then the project's.
+    pub agents: Vec<agents::Written>,
 }
 
 /// What applies of the settings, after `trust`: what `rounds config` shows and a run warns of.
@@ -63,6 +66,9 @@ pub struct Layers {
     pub refused: Vec<Refusal>,
     /// The flags whose value came from an environment variable, by long name: the variable.
     pub env: BTreeMap<String, String>,
+    /// The `[agents.NAME]` tables of the settings files, each with its source (`trust::agents`
+    /// decides what applies once the run's provider is known).
+    pub agents: Vec<agents::Written>,
 }
 
 impl Layers {
@@ -267,6 +273,10 @@ fn read_file(
                     })?;
                     aliases.insert(name.get_ref().to_string(), target.to_owned());
                 }
+            }
+            ("agents", value @ DeValue::Table(_)) => {
+                read.agents
+                    .extend(agents::read(value, &|span| at(span, false))?);
             }
             (name, value) => top.push(setting(known, name, value, at(key.span(), false))?),
         }

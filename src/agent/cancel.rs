@@ -37,6 +37,16 @@ impl Cancel {
         earlier
     }
 
+    /// A cancellation inside this one, for a subagent: it stops when `token` does (a child of
+    /// this one's token: the `task` call's), and says why with this one's reason. What cancels
+    /// it with a reason (the run's budget) cancels this one too: a budget is the run's.
+    pub(crate) fn within(&self, token: CancellationToken) -> Cancel {
+        Cancel {
+            token,
+            reason: self.reason.clone(),
+        }
+    }
+
     /// The token tasks select on; cancelling it directly records no reason.
     pub(crate) fn token(&self) -> &CancellationToken {
         &self.token

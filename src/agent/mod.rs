@@ -11,25 +11,27 @@ use crate::provider::{Cache, Provider, ProviderError, Request, ToolChoice};
 use crate::records::Records;
 use crate::redact::Redactor;
 use crate::tools::pipeline::Toolbox;
-use crate::transcript::{Line, Round};
+use crate::transcript::{AgentRef, AgentRound, Line, Round};
 
 mod answer;
 mod cancel;
 mod check;
 mod context;
+pub(crate) mod delegate;
 mod guards;
 mod limits;
 mod observer;
 mod round;
 pub(crate) mod scheduler;
+mod spend;
 
 pub(crate) use answer::OutputSchema;
 pub(crate) use cancel::Cancel;
 use check::Answer;
 pub(crate) use limits::{FailOn, LoopLimits, OnMaxRounds};
-#[cfg(test)]
 pub(crate) use observer::Quiet;
 pub(crate) use observer::{Fanout, Observer};
+pub(crate) use spend::Spend;
 
 /// The parts of a run the loop drives.
 pub(crate) struct Agent {
@@ -47,6 +49,10 @@ pub(crate) struct Agent {
     /// The run's secrets: the model's text, thinking and tool calls, and every error, are
     /// redacted as they arrive, before any observer, record or later request sees them.
     pub(crate) redactor: Redactor,
+    /// What the run has spent, its subagents included: the budgets are checked against it.
+    pub(crate) spend: Arc<Spend>,
+    /// Which subagent this is (`None`: the run itself): its rounds are recorded as its lines.
+    pub(crate) at: Option<AgentRef>,
 }
 
 /// How one round ended: its record (when the model answered, or tools ran before a failure or
@@ -75,11 +81,25 @@ impl Agent {
     /// cancellation ends the run with the status its reason names. The loop arms the deadline
     /// from its own start only as a floor: `app` arms it from rounds' start (stdin and setup
     /// count), so there the loop finds the run already cancelled. The outcome's duration and
-    /// transcript are the caller's to fill in.
+    /// transcript are the caller's to fill in. The run's outcome counts what its subagents
+    /// spent.
     pub(crate) async fn run(
         &self,
         history: &mut Vec<Message>,
-        records: &mut Records,
+        records: &Records,
+        cancel: &Cancel,
+    ) -> Outcome {
+        let mut done = self.run_rounds(history, records, cancel).await;
+        if self.at.is_none() {
+            self.spend.roll_up(&mut done);
+        }
+        done
+    }
+
+    async fn run_rounds(
+        &self,
+        history: &mut Vec<Message>,
+        records: &Records,
         cancel: &Cancel,
     ) -> Outcome {
         let deadline = self.limits.deadline;
@@ -100,7 +120,7 @@ impl Agent {
             if summary && self.limits.on_max_rounds == OnMaxRounds::Stop {
                 return done;
             }
-            if let Some(why) = self.over_budget(&done, next_input) {
+            if let Some(why) = self.over_budget(next_input) {
                 return done.end(Status::Budget, why);
             }
             if summary {
@@ -125,7 +145,9 @@ impl Agent {
                 .judge(&mut round, &mut checks, stop, may_check, cancel)
                 .await;
             count(&mut done, &round);
-            if let Err(e) = records.write(&Line::Round(round.clone())).await {
+            self.spend
+                .add(&round.usage, round.cost_usd, self.at.is_some());
+            if let Err(e) = records.write(&self.line(&round)).await {
                 return done.fail(FailureRecord::new(Failure::Write, None), e);
             }
             self.observer.round_finished(&round);
@@ -154,6 +176,17 @@ impl Agent {
                     Answer::Corrected => {}
                 }
             }
+        }
+    }
+
+    /// A finished round as its line: the run's `round`, or its subagent's `agent_round`.
+    fn line(&self, round: &Round) -> Line {
+        match &self.at {
+            None => Line::Round(round.clone()),
+            Some(at) => Line::AgentRound(AgentRound {
+                at: at.clone(),
+                round: round.clone(),
+            }),
         }
     }
 
@@ -189,12 +222,12 @@ impl Agent {
     }
 
     /// Why the next request, of about `next_input` tokens, would take the run past a budget.
-    fn over_budget(&self, done: &Outcome, next_input: u64) -> Option<String> {
-        if let Some(why) = self.over_budget_usd(done, next_input) {
+    fn over_budget(&self, next_input: u64) -> Option<String> {
+        if let Some(why) = self.over_budget_usd(next_input) {
             return Some(why);
         }
         let budget = self.limits.budget_tokens?;
-        let used = done.usage.total();
+        let used = self.spend.tokens();
         (used.saturating_add(next_input) > budget).then(|| {
             format!(
                 "the token budget of {budget} would be exceeded: {used} used, the next request \
@@ -270,9 +303,9 @@ impl Agent {
 
     /// Why the next request, of about `next_input` tokens, would take the run past
     /// `--budget-usd`: priced as uncached input, the most it can cost before its answer.
-    fn over_budget_usd(&self, done: &Outcome, next_input: u64) -> Option<String> {
+    fn over_budget_usd(&self, next_input: u64) -> Option<String> {
         let (budget, price) = (self.limits.budget_usd?, self.price?);
-        let spent = done.cost_usd.unwrap_or(0.0);
+        let spent = self.spend.cost();
         let next = next_input as f64 * price.input / 1e6;
         (spent + next > budget).then(|| {
             format!(

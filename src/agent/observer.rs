@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::conversation::{ToolResult, ToolUse};
 use crate::outcome::CheckRun;
-use crate::transcript::{End, RetryNote, Round, Start};
+use crate::transcript::{AgentEnd, AgentRef, AgentStart, End, RetryNote, Round, Start};
 
 pub(crate) trait Observer: Send + Sync {
     fn started(&self, start: &Start) {
@@ -49,12 +49,24 @@ pub(crate) trait Observer: Send + Sync {
     fn finished(&self, end: &End) {
         let _ = end;
     }
+    /// The observer of the subagent `at`'s events (its rounds, deltas and calls, and its
+    /// `agent_started`/`agent_finished`), or `None` to hear nothing of them.
+    fn scoped(&self, at: &AgentRef) -> Option<Arc<dyn Observer>> {
+        let _ = at;
+        None
+    }
+    /// A subagent started (told to its scoped observer).
+    fn agent_started(&self, start: &AgentStart) {
+        let _ = start;
+    }
+    /// A subagent ended (told to its scoped observer).
+    fn agent_finished(&self, end: &AgentEnd) {
+        let _ = end;
+    }
 }
 
 /// An observer that ignores everything.
-#[cfg(test)]
 pub(crate) struct Quiet;
-#[cfg(test)]
 impl Observer for Quiet {}
 
 /// Several observers as one.
@@ -96,5 +108,15 @@ impl Observer for Fanout {
     }
     fn finished(&self, end: &End) {
         self.0.iter().for_each(|o| o.finished(end));
+    }
+    fn scoped(&self, at: &AgentRef) -> Option<Arc<dyn Observer>> {
+        let scoped: Vec<Arc<dyn Observer>> = self.0.iter().filter_map(|o| o.scoped(at)).collect();
+        (!scoped.is_empty()).then(|| Arc::new(Fanout(scoped)) as Arc<dyn Observer>)
+    }
+    fn agent_started(&self, start: &AgentStart) {
+        self.0.iter().for_each(|o| o.agent_started(start));
+    }
+    fn agent_finished(&self, end: &AgentEnd) {
+        self.0.iter().for_each(|o| o.agent_finished(end));
     }
 }

@@ -139,6 +139,7 @@ impl Setup {
             read_stdin: &mut no_stdin,
             cwd: self.cwd.clone(),
             aliases: Default::default(),
+            agents: Vec::new(),
             transcript: Some(at.transcript.clone()),
         };
         Ok(Config::resolve(cli, inputs)?)

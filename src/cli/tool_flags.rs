@@ -100,6 +100,20 @@ pub struct ToolFlags {
     #[arg(help_heading = "Tools & allowlist", short, long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
+    /// Define subagents from a TOML file of [agents.NAME] tables (description, prompt, tools,
+    /// deny, model, max-rounds; see docs/tools.md), repeatable.
+    ///
+    /// The model hands them work with the task tool, which only a rule naming it allows (-a
+    /// task, or -a 'task(NAME)' for one agent). An agent's tools are a subset of the run's.
+    #[arg(help_heading = "Subagents", long = "agents", value_name = "FILE")]
+    pub agents: Vec<PathBuf>,
+
+    /// How deep subagents may nest: 1 lets only the run delegate; 2 lets its subagents delegate
+    /// too (when their tools name task).
+    #[arg(help_heading = "Subagents", long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub max_depth: u32,
+
     /// Add command tools from a manifest (TOML or JSON; see docs/tools.md), repeatable.
     #[arg(
         help_heading = "Tools & allowlist",

@@ -42,6 +42,7 @@ impl World {
             read_stdin: &mut read,
             cwd: self.dir.path().to_owned(),
             aliases: Default::default(),
+            agents: Vec::new(),
             transcript: None,
         };
         Config::resolve(cli, inputs)

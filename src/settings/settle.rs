@@ -21,6 +21,7 @@ pub(crate) fn settle(
 ) -> (Vec<OsString>, Layers) {
     let mut layers = Layers {
         aliases: read.aliases.clone(),
+        agents: read.agents.clone(),
         ..Layers::default()
     };
     let project = Source::ProjectFile {

@@ -159,6 +159,8 @@ pub(crate) const MAY_SET: &[(&str, Rule)] = &[
     // Fewer attempts at the user's check only end a run sooner; the check itself runs code.
     ("max-checks", Rule::Tighten),
     ("max-retries", Rule::Tighten),
+    // Shallower delegation only spends less; an agent's tools are the run's at any depth.
+    ("max-depth", Rule::Tighten),
     ("deny", Rule::Grow),
     ("fail-on", Rule::Grow),
 ];
@@ -416,6 +418,7 @@ pub(crate) fn tightens(key: &str, value: &str, current: Option<&str>) -> Option<
     Some(new < old)
 }
 
+pub(crate) mod agents;
 mod overlay;
 
 pub(crate) use overlay::Overlay;

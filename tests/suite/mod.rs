@@ -62,6 +62,7 @@ mod settings;
 mod shell_rules;
 mod small_models;
 mod store;
+mod subagents;
 mod stream_bounds;
 mod terminal;
 mod tool_errors;

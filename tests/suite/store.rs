@@ -107,7 +107,7 @@ fn the_schema_is_created_on_first_use_and_not_migrated_again() {
     let first = applied(&schema.url);
     assert_eq!(
         first.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
-        [1, 2, 3, 4, 5, 6, 7]
+        [1, 2, 3, 4, 5, 6, 7, 8]
     );
 
     let server = MockServer::start(vec![sse::answer("second")]);

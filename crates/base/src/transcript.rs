@@ -17,8 +17,10 @@ use crate::conversation::{Block, ErrorKind, StopReason, ToolResult, Usage};
 use crate::outcome::CheckRun;
 use sandbox::Summary;
 
+mod agent;
 mod end;
 mod event;
+pub use agent::{AgentEnd, AgentRef, AgentRound, AgentStart};
 pub mod sandbox;
 pub use end::End;
 pub mod turn;
@@ -42,6 +44,28 @@ pub enum Line {
     Start(Start),
     Round(Round),
     End(End),
+    /// A subagent's lines (`agent`): between the run's rounds, as they happen.
+    AgentStart(AgentStart),
+    AgentRound(AgentRound),
+    AgentEnd(AgentEnd),
+}
+
+/// A subagent's line, as a transcript read back holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentLine {
+    Start(AgentStart),
+    Round(AgentRound),
+    End(AgentEnd),
+}
+
+impl AgentLine {
+    pub fn at(&self) -> &AgentRef {
+        match self {
+            AgentLine::Start(s) => &s.at,
+            AgentLine::Round(r) => &r.at,
+            AgentLine::End(e) => &e.at,
+        }
+    }
 }
 
 /// The first line: what the run was asked and with which limits, tools and sandbox.
@@ -314,6 +338,9 @@ pub struct Transcript {
     pub start: Start,
     pub rounds: Vec<Round>,
     pub end: Option<End>,
+    /// The subagents' lines, in the order written, each with the number of run rounds
+    /// before it (so a reader can place it inside the round whose call started it).
+    pub agents: Vec<(usize, AgentLine)>,
     /// The last line was cut off (the run was killed mid-write) and was skipped.
     pub torn_tail: bool,
 }
@@ -388,6 +415,7 @@ fn parse(path: &Path, text: &str) -> Result<Transcript, ReadError> {
     let mut start = None;
     let mut rounds = Vec::new();
     let mut end = None;
+    let mut agents = Vec::new();
     let mut torn_tail = false;
     for (i, raw) in lines.iter().enumerate() {
         if raw.trim().is_empty() {
@@ -412,6 +440,9 @@ fn parse(path: &Path, text: &str) -> Result<Transcript, ReadError> {
             Line::Start(_) => return Err(invalid(i + 1, "a second start line".into())),
             Line::Round(r) => rounds.push(r),
             Line::End(e) => end = Some(e),
+            Line::AgentStart(s) => agents.push((rounds.len(), AgentLine::Start(s))),
+            Line::AgentRound(r) => agents.push((rounds.len(), AgentLine::Round(r))),
+            Line::AgentEnd(e) => agents.push((rounds.len(), AgentLine::End(e))),
         }
     }
     let start = start.ok_or_else(|| invalid(1, "no start line".into()))?;
@@ -419,6 +450,7 @@ fn parse(path: &Path, text: &str) -> Result<Transcript, ReadError> {
         start,
         rounds,
         end,
+        agents,
         torn_tail,
     })
 }

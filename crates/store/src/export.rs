@@ -95,12 +95,29 @@ async fn export_from(
         )
         .await
         .map_err(&fail)?;
+    // Subagents' lines came with schema version 8: an older database has no such table.
+    let has_agents: bool = tx
+        .query_one("SELECT to_regclass('agent_lines') IS NOT NULL", &[])
+        .await
+        .map_err(&fail)?
+        .try_get(0)
+        .map_err(&fail)?;
+    let agents = if has_agents {
+        tx.query(
+            "SELECT after_round, line FROM agent_lines WHERE run_id = $1 ORDER BY sequence",
+            &[&key],
+        )
+        .await
+        .map_err(&fail)?
+    } else {
+        Vec::new()
+    };
     tx.commit().await.map_err(&fail)?;
     let corrupt = |problem| StoreError::Corrupt {
         run_id: run_id.to_owned(),
         problem,
     };
-    let lines = rebuild(run_id, &run, &rounds, &blocks).map_err(corrupt)?;
+    let lines = rebuild(run_id, &run, &rounds, &blocks, &agents).map_err(corrupt)?;
     let mut jsonl = String::new();
     for line in lines {
         let text = serde_json::to_string(&Record { v: VERSION, line }).map_err(encode)?;
@@ -110,11 +127,28 @@ async fn export_from(
     Ok(jsonl)
 }
 
-/// The transcript lines of one run from its rows: its start, its rounds and, if it ended, its
-/// end.
-fn rebuild(run_id: &str, run: &Row, rounds: &[Row], blocks: &[Row]) -> Result<Vec<Line>, RowError> {
+/// The transcript lines of one run from its rows: its start, its rounds with its subagents'
+/// lines where they were written and, if it ended, its end.
+fn rebuild(
+    run_id: &str,
+    run: &Row,
+    rounds: &[Row],
+    blocks: &[Row],
+    agents: &[Row],
+) -> Result<Vec<Line>, RowError> {
     let mut lines = vec![Line::Start(start_line(run_id, run)?)];
-    lines.extend(round_lines(rounds, blocks)?.into_iter().map(Line::Round));
+    let mut agents = agents.iter().peekable();
+    let mut before = |lines: &mut Vec<Line>, done: i32| -> Result<(), RowError> {
+        while let Some(row) = agents.next_if(|row| get::<i32>(row, "after_round").is_ok_and(|n| n <= done)) {
+            lines.push(decode(row, "line")?);
+        }
+        Ok(())
+    };
+    for (done, round) in round_lines(rounds, blocks)?.into_iter().enumerate() {
+        before(&mut lines, done as i32)?;
+        lines.push(Line::Round(round));
+    }
+    before(&mut lines, i32::MAX)?;
     lines.extend(end_line(run)?.map(Line::End));
     Ok(lines)
 }

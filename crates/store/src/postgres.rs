@@ -32,6 +32,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (5, include_str!("migrations/0005_failure.sql")),
     (6, include_str!("migrations/0006_fencing.sql")),
     (7, include_str!("migrations/0007_trace_context.sql")),
+    (8, include_str!("migrations/0008_agent_lines.sql")),
 ];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new
@@ -210,7 +211,40 @@ async fn apply(
         Line::End(end) => write_end(client, database, fence, current()?, end)
             .await
             .map(|()| None),
+        Line::AgentStart(_) | Line::AgentRound(_) | Line::AgentEnd(_) => {
+            write_agent_line(client, database, fence, current()?, line)
+                .await
+                .map(|()| None)
+        }
     }
+}
+
+/// A subagent's line, whole, after the run's rounds so far (see migration 8).
+async fn write_agent_line(
+    client: &mut ClientWrapper,
+    database: &str,
+    fence: Option<&Fence>,
+    run_id: &str,
+    line: &Line,
+) -> Result<(), StoreError> {
+    let fail = database_error(database);
+    let content = escape_value(to_json(line)?);
+    let tx = client.transaction().await.map_err(&fail)?;
+    hold(&tx, database, fence).await?;
+    tx.execute(
+        &tx.prepare_cached(
+            "INSERT INTO agent_lines (run_id, sequence, after_round, line) VALUES ($1, \
+             (SELECT count(*) FROM agent_lines WHERE run_id = $1), \
+             (SELECT count(*) FROM turn_rounds WHERE run_id = $1)::integer, $2)",
+        )
+        .await
+        .map_err(&fail)?,
+        &[&run_id, &content],
+    )
+    .await
+    .map_err(&fail)?;
+    tx.commit().await.map_err(&fail)?;
+    Ok(())
 }
 
 /// Refuses the write when the job's lease is no longer this worker's, holding the job's row

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 pub mod assemble;
 pub mod builtin;
 pub(crate) mod check;
+pub mod delegate;
 pub mod hooks;
 pub mod manifest;
 pub mod mcp;
@@ -237,6 +238,12 @@ pub trait Tool: Send + Sync {
         Vec::new()
     }
 
+    /// Whether calls to the tool are handed to the run's [`delegate::Delegate`] (`task`) instead
+    /// of `run`.
+    fn delegates(&self) -> bool {
+        false
+    }
+
     /// Runs the call and returns the text the model sees.
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<String, ToolError>;
 
@@ -383,7 +390,7 @@ impl Registry {
         self.entries.iter().map(|e| &e.tool)
     }
 
-    pub(crate) fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.entries.iter().map(|e| e.tool.spec())
     }
 }

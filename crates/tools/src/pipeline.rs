@@ -16,7 +16,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::hooks::{HookRun, Hooks, Verdict};
-use super::policy::{Decision, Policy, Subject};
+use super::delegate::{Delegate, TaskInput};
+use super::policy::{Decision, Policy, PolicyError, Subject};
 use super::{
     Class, Entry, Gate, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolOutput, ToolSpec,
     Workspace,
@@ -46,7 +47,8 @@ pub struct Settings {
 
 /// The tools of one run with the rules and limits that govern them.
 pub struct Toolbox {
-    registry: Registry,
+    /// Shared with the toolboxes of the run's subagents.
+    registry: Arc<Registry>,
     /// Shared with every call's `Gate`.
     policy: Arc<Policy>,
     workspace: Arc<Workspace>,
@@ -57,6 +59,9 @@ pub struct Toolbox {
     hooks: Hooks,
     sandbox: Arc<Sandbox>,
     redactor: Redactor,
+    /// Who runs `task` calls; none where delegation is not available (a subagent at the
+    /// depth limit, `rounds tools`).
+    delegate: Option<Arc<dyn Delegate>>,
 }
 
 impl Toolbox {
@@ -67,7 +72,8 @@ impl Toolbox {
         settings: Settings,
     ) -> Toolbox {
         Toolbox {
-            registry,
+            registry: Arc::new(registry),
+            delegate: None,
             policy: Arc::new(policy),
             workspace: Arc::new(workspace),
             timeout: settings.timeout,
@@ -78,6 +84,43 @@ impl Toolbox {
             sandbox: Arc::new(settings.sandbox),
             redactor: settings.redactor,
         }
+    }
+
+    /// The same toolbox, handing `task` calls to `delegate`.
+    pub fn delegating(self, delegate: Arc<dyn Delegate>) -> Toolbox {
+        Toolbox {
+            delegate: Some(delegate),
+            ..self
+        }
+    }
+
+    /// A subagent's toolbox: the same tools, workspace, sandbox, hooks, limits and saved
+    /// outputs, under `policy` (see [`Toolbox::narrow`]), with `delegate` for its own `task`
+    /// calls, if it may make any.
+    pub fn narrowed(&self, policy: Policy, delegate: Option<Arc<dyn Delegate>>) -> Toolbox {
+        Toolbox {
+            registry: self.registry.clone(),
+            policy: Arc::new(policy),
+            workspace: self.workspace.clone(),
+            timeout: self.timeout,
+            max_result_bytes: self.max_result_bytes,
+            env: self.env.clone(),
+            outputs: self.outputs.clone(),
+            hooks: self.hooks.clone(),
+            sandbox: self.sandbox.clone(),
+            redactor: self.redactor.clone(),
+            delegate,
+        }
+    }
+
+    /// This toolbox's policy narrowed by a subagent's rules (see [`Policy::within`]).
+    pub fn narrow(&self, allow: Option<&[String]>, deny: &[String]) -> Result<Policy, PolicyError> {
+        let known: Vec<&str> = self.registry.names().collect();
+        Policy::within(self.policy.clone(), allow, deny, &known)
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     pub fn outputs(&self) -> &Outputs {
@@ -105,7 +148,14 @@ impl Toolbox {
     pub fn class_of(&self, call: &ToolUse) -> Class {
         match self.registry.get(&call.name) {
             Some(entry) if call.defect.is_none() && self.policy.offers(&call.name) => {
-                entry.tool.spec().class
+                if !entry.tool.delegates() {
+                    return entry.tool.spec().class;
+                }
+                let agent = call.input.get("subagent_type").and_then(Value::as_str);
+                match &self.delegate {
+                    Some(delegate) => delegate.class(agent.unwrap_or(crate::delegate::GENERAL)),
+                    None => Class::Safe,
+                }
             }
             _ => Class::Safe,
         }
@@ -314,6 +364,9 @@ impl Toolbox {
         input: Value,
         cancel: CancellationToken,
     ) -> ToolResult {
+        if entry.tool.delegates() {
+            return self.delegated(call, input, cancel).await;
+        }
         let ctx = ToolContext {
             workspace: self.workspace.clone(),
             cancel: cancel.child_token(),
@@ -369,6 +422,33 @@ impl Toolbox {
                     ),
                 )
             }
+        }
+    }
+
+    /// A `task` call, handed to the run's delegate. No tool timeout: the subagent is bounded by
+    /// the run's deadline and budgets and its own round limit, and stops when `cancel` does.
+    async fn delegated(&self, call: &ToolUse, input: Value, cancel: CancellationToken) -> ToolResult {
+        let Some(delegate) = &self.delegate else {
+            return ToolResult::error(
+                call,
+                ErrorKind::Denied,
+                "task is not available here: a subagent cannot delegate further unless the user \
+                 raises --max-depth",
+            );
+        };
+        let task: TaskInput = match serde_json::from_value(input) {
+            Ok(task) => task,
+            Err(e) => return ToolResult::error(call, ErrorKind::Schema, e.to_string()),
+        };
+        let ran = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return cancelled(call),
+            ran = delegate.delegate(self, call, task, cancel.child_token()) => ran,
+        };
+        match ran {
+            Ok(answer) => ToolResult::ok(call, answer),
+            Err(ToolError::TimedOut(message)) => ToolResult::error(call, ErrorKind::Timeout, message),
+            Err(e) => ToolResult::error(call, ErrorKind::Failed, e.to_string()),
         }
     }
 

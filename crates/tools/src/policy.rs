@@ -32,6 +32,10 @@ pub(crate) use url::UrlPatternError;
 /// The tools allowed when the user says nothing.
 pub(crate) const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "grep"];
 
+/// Tools an allow rule offers only when it names them (`task`, `task(reviewer)`), never through
+/// a glob or `all`: delegating multiplies what a run spends, so it is asked for by name.
+pub(crate) const NAMED_ONLY: &[&str] = &[crate::delegate::TASK];
+
 /// What an allowlist pattern is matched against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
@@ -148,6 +152,8 @@ struct Rule {
     text: String,
     tool: GlobMatcher,
     pattern: Option<Pattern>,
+    /// An allow rule whose tool part is a glob (`all`, `*`): it never reaches [`NAMED_ONLY`].
+    glob_allow: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -175,7 +181,7 @@ impl Pattern {
 
 impl Rule {
     fn matches_tool(&self, tool: &str) -> bool {
-        self.tool.is_match(tool)
+        self.tool.is_match(tool) && !(self.glob_allow && NAMED_ONLY.contains(&tool))
     }
 
     /// Whether the rule matches the call, `None` when that cannot be decided. A `Located`
@@ -231,6 +237,9 @@ pub(crate) enum Decision {
 pub struct Policy {
     allow: Vec<Rule>,
     deny: Vec<Rule>,
+    /// The policy this one narrows (a subagent's inside its parent's): a call must pass both,
+    /// and a tool is offered only when both offer it.
+    within: Option<Arc<Policy>>,
 }
 
 impl Policy {
@@ -265,11 +274,44 @@ impl Policy {
         Ok(Policy {
             allow: compile_all(allow_rules, "--allow")?,
             deny: compile_all(deny_rules, "--deny")?,
+            within: None,
+        })
+    }
+
+    /// A policy inside `parent`, for a subagent: a call runs only if `parent` permits it and
+    /// these rules do, a tool is offered only if both offer it, and a deny of either wins. `allow`
+    /// `None` keeps every tool the parent offers (except [`NAMED_ONLY`] ones, which only a rule
+    /// naming them reaches).
+    pub fn within(
+        parent: Arc<Policy>,
+        allow: Option<&[String]>,
+        deny: &[String],
+        known: &[&str],
+    ) -> Result<Policy, PolicyError> {
+        let every = ["*".to_owned()];
+        let allow = allow.unwrap_or(&every);
+        let compile_all = |values: &[String], flag| -> Result<Vec<Rule>, PolicyError> {
+            let mut rules = Vec::new();
+            for value in values {
+                for rule in split_rules(value, flag)? {
+                    rules.push(compile(&rule, flag, known)?);
+                }
+            }
+            Ok(rules)
+        };
+        Ok(Policy {
+            allow: compile_all(allow, "tools")?,
+            deny: compile_all(deny, "deny")?,
+            within: Some(parent),
         })
     }
 
     /// Whether the model is told about `tool` at all.
     pub fn offers(&self, tool: &str) -> bool {
+        self.offers_here(tool) && self.within.as_ref().is_none_or(|p| p.offers(tool))
+    }
+
+    fn offers_here(&self, tool: &str) -> bool {
         self.allow.iter().any(|r| r.matches_tool(tool))
             && !self
                 .deny
@@ -279,6 +321,15 @@ impl Policy {
 
     /// Whether one call may run.
     pub(crate) fn permits(&self, tool: &str, subject: Option<&Subject>) -> Decision {
+        if let Some(parent) = &self.within
+            && let denied @ Decision::Denied(_) = parent.permits(tool, subject)
+        {
+            return denied;
+        }
+        self.permits_here(tool, subject)
+    }
+
+    fn permits_here(&self, tool: &str, subject: Option<&Subject>) -> Decision {
         match subject {
             Some(Subject::Command(command)) => return self.permits_command(tool, command),
             Some(Subject::Located { path, real }) => {
@@ -366,11 +417,13 @@ impl Policy {
     /// is reading it, or for `tool` itself. `rel` is where the file really is.
     pub(crate) fn hides(&self, tool: &str, rel: &str) -> Option<&str> {
         let subject = Subject::Path(rel.to_owned());
-        self.deny
+        let here = self
+            .deny
             .iter()
             .filter(|r| r.pattern.is_some())
             .find(|r| r.denies("read_file", Some(&subject)) || r.denies(tool, Some(&subject)))
-            .map(|r| r.text.as_str())
+            .map(|r| r.text.as_str());
+        here.or_else(|| self.within.as_ref()?.hides(tool, rel))
     }
 
     /// A shell command is denied if a deny rule matches its text or any command in it (best
@@ -621,6 +674,7 @@ fn compile(rule: &str, flag: &'static str, known: &[&str]) -> Result<Rule, Polic
         text: rule.to_owned(),
         tool: glob(tool, false)?,
         pattern,
+        glob_allow: is_glob && !flag.ends_with("deny"),
     })
 }
 

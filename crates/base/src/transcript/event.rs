@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{End, RetryNote, Round, Start};
+use super::{AgentEnd, AgentRef, AgentRound, AgentStart, End, RetryNote, Round, Start};
 use crate::conversation::{ToolResult, ToolUse};
 use crate::outcome::CheckRun;
 
@@ -23,6 +23,9 @@ pub enum Event<'a> {
         #[schemars(range(min = 1))]
         round: u32,
         text: &'a str,
+        /// The subagent it comes from (absent: the run itself); `round` is then the subagent's.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<&'a AgentRef>,
     },
     /// A piece of the model's reasoning, as it streams.
     ThinkingDelta {
@@ -30,6 +33,9 @@ pub enum Event<'a> {
         #[schemars(range(min = 1))]
         round: u32,
         text: &'a str,
+        /// The subagent it comes from (absent: the run itself); `round` is then the subagent's.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<&'a AgentRef>,
     },
     /// A tool call, once it is complete (before it runs).
     ToolUse {
@@ -38,6 +44,9 @@ pub enum Event<'a> {
         round: u32,
         #[serde(flatten)]
         call: &'a ToolUse,
+        /// The subagent that called it (absent: the run itself).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<&'a AgentRef>,
     },
     /// A tool call's result, as soon as the call finished.
     ToolResult {
@@ -46,6 +55,9 @@ pub enum Event<'a> {
         round: u32,
         #[serde(flatten)]
         result: &'a ToolResult,
+        /// The subagent that called it (absent: the run itself).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<&'a AgentRef>,
     },
     /// `--check` ran after the round's answer (the round's record, next, holds it too).
     Check {
@@ -58,4 +70,7 @@ pub enum Event<'a> {
     Retry(&'a RetryNote),
     Round(&'a Round),
     End(&'a End),
+    AgentStart(&'a AgentStart),
+    AgentRound(&'a AgentRound),
+    AgentEnd(&'a AgentEnd),
 }

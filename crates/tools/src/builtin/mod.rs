@@ -1,4 +1,4 @@
-//! The nine tools rounds ships with. Each file is one tool: its typed input (the schema is
+//! The tools rounds ships with (`task`, the tenth, is `delegate`'s). Each file is one tool: its typed input (the schema is
 //! derived from it), its name, class, subject field and description, and its work, as a
 //! [`typed::BuiltinTool`]; [`typed::Typed`] makes it a `Tool` (spec, decoding, subject, the
 //! blocking pool and path checks for file work). What the two web tools share is in `tools::web`.
@@ -29,6 +29,8 @@ pub struct Options {
     pub search_url: Option<String>,
     /// Lets `web_fetch` reach loopback, private and link-local addresses.
     pub web_allow_private: bool,
+    /// The agents `task` may name, besides `general`.
+    pub agents: Vec<crate::delegate::AgentBrief>,
 }
 
 /// A registry holding the built-in tools, in the order they are offered.
@@ -47,6 +49,7 @@ pub(crate) fn registry(options: &Options) -> Registry {
     registry.register(Arc::new(Typed::new(web_search::WebSearch::new(
         options.search_url.clone(),
     ))));
+    registry.register(Arc::new(crate::delegate::Task::new(&options.agents)));
     registry
 }
 
@@ -69,7 +72,8 @@ mod tests {
                 "edit_file",
                 "bash",
                 "web_fetch",
-                "web_search"
+                "web_search",
+                "task"
             ]
         );
         for name in names {
