@@ -440,14 +440,17 @@ impl Toolbox {
             Ok(task) => task,
             Err(e) => return ToolResult::error(call, ErrorKind::Schema, e.to_string()),
         };
-        let ran = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return cancelled(call),
-            ran = delegate.delegate(self, call, task, cancel.child_token()) => ran,
-        };
+        // Not raced against `cancel`: the subagent stops on it by itself, and finishes its
+        // record (its last round, its end line) before it returns.
+        let ran = delegate.delegate(self, call, task, cancel.clone()).await;
         match ran {
             Ok(answer) => ToolResult::ok(call, answer),
-            Err(ToolError::TimedOut(message)) => ToolResult::error(call, ErrorKind::Timeout, message),
+            Err(e) if cancel.is_cancelled() => {
+                ToolResult::error(call, ErrorKind::Cancelled, e.to_string())
+            }
+            Err(ToolError::TimedOut(message)) => {
+                ToolResult::error(call, ErrorKind::Timeout, message)
+            }
             Err(e) => ToolResult::error(call, ErrorKind::Failed, e.to_string()),
         }
     }
