@@ -261,7 +261,8 @@ async fn set_up(
     };
     redact_prompt(&redactor, &mut turn, &mut system);
     let store_at = (store.as_deref(), sources.store.as_deref());
-    let records = Arc::new(open_records(transcript.as_ref(), store_at, transcript_is_default).await?);
+    let records =
+        Arc::new(open_records(transcript.as_ref(), store_at, transcript_is_default).await?);
     let spend = Arc::new(crate::agent::Spend::default());
     let shared = subagents::Shared {
         agents,

@@ -321,7 +321,13 @@ impl Config {
         let project_docs = project_docs(&cli, resume.is_some(), recorded, &workspace)?;
         let system = system_prompt(&cli, recorded, &inputs.cwd)?;
         let (mut tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
-        let agents = agents::resolve(&cli, &inputs.agents, &provider, &inputs.aliases, &inputs.cwd)?;
+        let agents = agents::resolve(
+            &cli,
+            &inputs.agents,
+            &provider,
+            &inputs.aliases,
+            &inputs.cwd,
+        )?;
         tools.builtin.agents = agents.briefs();
         let run_id = new_run_id();
         let transcript = records::transcript(

@@ -11,6 +11,7 @@ use crate::process::ProcessContext;
 use crate::process::sandbox::Summary;
 use crate::tools::Class;
 use crate::tools::assemble::{AssembleError, assemble};
+use crate::tools::delegate::AgentBrief;
 use crate::tools::policy::Policy;
 use crate::tools::presets::Preset;
 
@@ -36,6 +37,8 @@ pub(crate) struct Inventory {
     pub(crate) sandbox: Summary,
     /// The presets the flags turned on.
     pub(crate) presets: Vec<Preset>,
+    /// The agents `task` may name (from `--agents`), besides `general`.
+    pub(crate) agents: Vec<AgentBrief>,
 }
 
 /// Why the tools could not be listed: a flag or a tool source is wrong.
@@ -45,6 +48,8 @@ pub enum InventoryError {
     Flags(#[from] config::ConfigError),
     #[error(transparent)]
     Tools(#[from] AssembleError),
+    #[error(transparent)]
+    Agents(#[from] crate::settings::SettingsError),
 }
 
 /// Assembles the tools the flags name (starting and stopping MCP servers) and lists them; the
@@ -53,7 +58,17 @@ pub(crate) async fn list(flags: &ToolFlags) -> Result<Inventory, InventoryError>
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env_all: Vec<_> = std::env::vars_os().collect();
     let workspace = config::workspace(flags, &cwd)?;
-    let (sources, env) = config::tool_setup(flags, &cwd, &env_all)?;
+    let (mut sources, env) = config::tool_setup(flags, &cwd, &env_all)?;
+    // The agents of the files `--agents` names, as `task`'s description lists them.
+    for file in &flags.agents {
+        for written in crate::settings::agents::read_file(&cwd.join(file))? {
+            let description = written.keys.get("description").and_then(|d| d.as_str());
+            sources.builtin.agents.push(AgentBrief {
+                name: written.name,
+                description: description.unwrap_or_default().to_owned(),
+            });
+        }
+    }
     // MCP servers start in the sandbox a run would give them.
     let (sandbox, summary) = config::sandbox(flags, workspace.root(), &cwd, false)?;
     let processes = ProcessContext {
@@ -96,5 +111,6 @@ pub(crate) async fn list(flags: &ToolFlags) -> Result<Inventory, InventoryError>
         tools: listed,
         sandbox: summary,
         presets: sources.presets,
+        agents: sources.builtin.agents,
     })
 }

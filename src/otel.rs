@@ -14,7 +14,7 @@ use crate::agent::Observer;
 use crate::cli::Cli;
 use crate::conversation::{ToolResult, ToolUse};
 use crate::outcome::CheckRun;
-use crate::transcript::{End, RetryNote, Round, Start};
+use crate::transcript::{AgentEnd, AgentRef, AgentStart, End, RetryNote, Round, Start};
 
 /// What telemetry the flags and the environment ask for (`None`: off).
 pub(crate) fn config(
@@ -138,5 +138,16 @@ impl Observer for Traced {
     }
     fn finished(&self, end: &End) {
         self.0.finished(end);
+    }
+    fn scoped(&self, at: &AgentRef) -> Option<Arc<dyn Observer>> {
+        // The innermost call of the way down is the one whose span it nests under.
+        let call = at.call.rsplit('/').next().unwrap_or(&at.call);
+        Some(Arc::new(Traced(Arc::new(self.0.subagent(call, &at.agent)))))
+    }
+    fn agent_started(&self, start: &AgentStart) {
+        self.0.agent_started(start);
+    }
+    fn agent_finished(&self, end: &AgentEnd) {
+        self.0.agent_finished(end);
     }
 }

@@ -448,6 +448,7 @@ pub(crate) fn print_tool_list(json: bool, inventory: &Inventory) {
             }
         }
         out.push_str(&presets_line(&inventory.presets));
+        out.push_str(&agents_line(&inventory.agents));
         out.push_str(&sandbox_line(&inventory.sandbox));
     }
     let mut stdout = std::io::stdout().lock();
@@ -498,6 +499,22 @@ fn presets_line(on: &[Preset]) -> String {
     format!(
         "\nPresets: {}; bash runs in the sandbox below.\n",
         each.join("; ")
+    )
+}
+
+/// The agents `task` may start (`-a task` offers it; `--agents FILE` defines more).
+fn agents_line(agents: &[crate::tools::delegate::AgentBrief]) -> String {
+    let mut names = vec!["general (the run's tools)".to_owned()];
+    names.extend(agents.iter().map(|a| {
+        format!(
+            "{} ({})",
+            terminal::line(&a.name),
+            terminal::line(first_sentence(&a.description))
+        )
+    }));
+    format!(
+        "Agents for task: {}; only -a task (or task(NAME)) offers it.\n",
+        names.join(", ")
     )
 }
 

@@ -16,15 +16,15 @@ use std::time::Instant;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, Cancel, LoopLimits, OnMaxRounds, Observer, Quiet, Spend};
+use super::{Agent, Cancel, LoopLimits, Observer, OnMaxRounds, Quiet, Spend};
 use crate::conversation::{Message, ToolUse};
 use crate::outcome::{Outcome, Status};
 use crate::pricing::Price;
 use crate::provider::{Cache, Provider};
 use crate::records::Records;
 use crate::redact::Redactor;
-use crate::tools::delegate::{Delegate, GENERAL, TASK, TaskInput};
-use crate::tools::pipeline::Toolbox;
+use crate::tools::delegate::{GENERAL, TASK, TaskInput};
+use crate::tools::pipeline::{Delegate, Toolbox};
 use crate::tools::{Class, ToolError};
 use crate::transcript::{AgentEnd, AgentRef, AgentStart, Line};
 
@@ -163,10 +163,7 @@ impl Delegate for Delegation {
             agent: name.clone(),
             depth,
         };
-        let observer = self
-            .observer
-            .scoped(&at)
-            .unwrap_or_else(|| Arc::new(Quiet));
+        let observer = self.observer.scoped(&at).unwrap_or_else(|| Arc::new(Quiet));
         // Below the depth limit a subagent may delegate in turn (if its rules name `task`);
         // at it, `task` is denied, whatever the agent's rules say.
         let mut deny = definition.deny.clone();
@@ -198,11 +195,8 @@ impl Delegate for Delegation {
             "" => format!("{base}\n\n{PREAMBLE}"),
             own => format!("{base}\n\n{PREAMBLE}\n\n{own}"),
         };
-        let mut turn = crate::transcript::turn::compose(
-            &shared.workspace,
-            &shared.project_docs,
-            &task.prompt,
-        );
+        let mut turn =
+            crate::transcript::turn::compose(&shared.workspace, &shared.project_docs, &task.prompt);
         shared.redactor.redact(&mut turn);
         let max_rounds = definition.max_rounds.unwrap_or(shared.limits.max_rounds);
         let limits = LoopLimits {
@@ -295,7 +289,10 @@ fn answer(name: &str, outcome: Outcome, max_rounds: u32) -> Result<String, ToolE
         ))),
         Status::Timeout => Err(ToolError::TimedOut(format!(
             "the subagent {name} was stopped: {}.{so_far}",
-            outcome.error.as_deref().unwrap_or("the run's deadline passed")
+            outcome
+                .error
+                .as_deref()
+                .unwrap_or("the run's deadline passed")
         ))),
         status => Err(ToolError::Failed(format!(
             "the subagent {name} ended with {}: {}.{so_far}",
@@ -317,7 +314,10 @@ mod tests {
         done.status = Status::MaxRounds;
         done.rounds = 6;
         let e = answer("reviewer", done.clone(), 5).unwrap_err().to_string();
-        assert!(e.contains("round limit (5)") && e.contains("two bugs"), "{e}");
+        assert!(
+            e.contains("round limit (5)") && e.contains("two bugs"),
+            "{e}"
+        );
         let mut silent = Outcome::new(Status::Completed, None);
         silent.final_text = " ".into();
         assert!(answer("general", silent, 9).is_err());

@@ -13,8 +13,8 @@ use crate::pricing::Price;
 use crate::provider::{Cache, Provider, ProviderChoice};
 use crate::records::Records;
 use crate::redact::Redactor;
-use crate::tools::delegate::{GENERAL, TASK, class_under};
-use crate::tools::pipeline::Toolbox;
+use crate::tools::delegate::{GENERAL, TASK};
+use crate::tools::pipeline::{Toolbox, class_under};
 
 /// What the run gives its subagents.
 pub(super) struct Shared<'a> {
@@ -56,11 +56,14 @@ pub(super) fn delegating(
             Some(agent) => {
                 let model = match (&agent.admitted.model, agent.model_info) {
                     (Some(model), Some(info)) => Some(Model {
-                        provider: build_provider(shared.sources, shared.choice, model, shared.idle)?,
+                        provider: build_provider(
+                            shared.sources,
+                            shared.choice,
+                            model,
+                            shared.idle,
+                        )?,
                         price: info.price,
-                        context_window: info
-                            .context_window
-                            .unwrap_or(shared.limits.context_window),
+                        context_window: info.context_window.unwrap_or(shared.limits.context_window),
                     }),
                     _ => None,
                 };

@@ -51,13 +51,13 @@ pub(crate) fn resolve(
 ) -> Result<Agents, ConfigError> {
     // Ascending precedence: the project's tables, the user's, then the files named on the
     // command line.
-    let (mut written, user): (Vec<Written>, Vec<Written>) = settings
-        .iter()
-        .cloned()
-        .partition(|w| !w.origin.trusted());
+    let (mut written, user): (Vec<Written>, Vec<Written>) =
+        settings.iter().cloned().partition(|w| !w.origin.trusted());
     written.extend(user);
     for file in &cli.tools.agents {
-        written.extend(agents::read_file(&cwd.join(file)).map_err(|e| ConfigError::Agents(e.to_string()))?);
+        written.extend(
+            agents::read_file(&cwd.join(file)).map_err(|e| ConfigError::Agents(e.to_string()))?,
+        );
     }
     let run = Run {
         provider: provider.name(),
@@ -84,7 +84,13 @@ pub(crate) fn resolve(
                 Some(info)
             }
         };
-        defined.insert(name, AgentConfig { admitted, model_info });
+        defined.insert(
+            name,
+            AgentConfig {
+                admitted,
+                model_info,
+            },
+        );
     }
     Ok(Agents {
         defined,

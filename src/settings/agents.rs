@@ -8,15 +8,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::SettingsError;
 use crate::trust::Source;
-
-/// One agent's table as written, with where it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Written {
-    pub name: String,
-    /// Its keys, as TOML values (`description`, `prompt`, `tools`, …).
-    pub keys: BTreeMap<String, toml::Value>,
-    pub origin: Source,
-}
+pub use crate::trust::agents::Written;
 
 /// The `[agents.NAME]` tables of a TOML document: `agents` is its `agents` value, `at` makes
 /// the source of a table from where its name is in the text.
@@ -25,7 +17,9 @@ pub(crate) fn read(
     at: &dyn Fn(std::ops::Range<usize>) -> Source,
 ) -> Result<Vec<Written>, SettingsError> {
     let DeValue::Table(table) = agents else {
-        return Err(SettingsError("agents must be a table of [agents.NAME] tables".into()));
+        return Err(SettingsError(
+            "agents must be a table of [agents.NAME] tables".into(),
+        ));
     };
     let mut written = Vec::new();
     for (name, body) in table {
@@ -77,7 +71,8 @@ fn plain(value: &DeValue<'_>) -> toml::Value {
 
 /// The agents of a file `--agents` names: its `[agents.NAME]` tables (nothing else).
 pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<Written>, SettingsError> {
-    let fail = |e: &dyn std::fmt::Display| SettingsError(format!("--agents {}: {e}", path.display()));
+    let fail =
+        |e: &dyn std::fmt::Display| SettingsError(format!("--agents {}: {e}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
     let doc = DeTable::parse(&text).map_err(|e| fail(&e))?;
     let at = |span: std::ops::Range<usize>| Source::UserFile {

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use super::{defect_text, duration, end_head, input_text, result_head, time};
 use crate::conversation::{Block, ToolResult, ToolUse};
-use crate::transcript::{Round, Transcript};
+use crate::transcript::{AgentLine, Round, Transcript};
 
 /// `raw` made safe as HTML text or as a quoted attribute value.
 pub(crate) fn escape(raw: &str) -> String {
@@ -94,8 +94,12 @@ pub(crate) fn render(t: &Transcript, path: &str) -> String {
         .as_ref()
         .is_some_and(|e| !e.final_text.is_empty() && super::answer_is_last_text(t, &e.final_text));
     let last = t.rounds.len();
+    let agents = Nest {
+        lines: t.agents.iter().map(|(_, l)| l).collect(),
+        path: String::new(),
+    };
     for (i, round) in t.rounds.iter().enumerate() {
-        render_round(&mut out, round, answered && i + 1 == last);
+        render_round(&mut out, round, answered && i + 1 == last, &agents);
     }
     out.push_str("</body>\n</html>\n");
     out
@@ -145,7 +149,14 @@ fn outcome(out: &mut String, t: &Transcript) {
 
 /// A round: its head line, retries, what the model said and called with each call's result,
 /// then what went wrong or was elided. `answer`: its text is the run's answer, shown above.
-fn render_round(out: &mut String, round: &Round, answer: bool) {
+/// The transcript's subagent lines, each shown inside the `task` call that started it, and the
+/// calls that lead to the rounds being rendered (empty: the run's own).
+struct Nest<'a> {
+    lines: Vec<&'a AgentLine>,
+    path: String,
+}
+
+fn render_round(out: &mut String, round: &Round, answer: bool, agents: &Nest<'_>) {
     let _ = writeln!(
         out,
         "<section class=\"round\" id=\"round-{n}\">\n<h2>Round {n}{summary} <span \
@@ -184,7 +195,7 @@ fn render_round(out: &mut String, round: &Round, answer: bool) {
                     );
                 }
             }
-            _ => render_block(out, round, block),
+            _ => render_block(out, round, block, agents),
         }
     }
     if let Some(check) = &round.check {
@@ -225,7 +236,7 @@ fn render_round(out: &mut String, round: &Round, answer: bool) {
 }
 
 /// One block of the model's turn: text, thinking (folded), or a tool call with its result.
-fn render_block(out: &mut String, round: &Round, block: &Block) {
+fn render_block(out: &mut String, round: &Round, block: &Block, agents: &Nest<'_>) {
     match block {
         Block::Text { text, .. } => {
             let _ = writeln!(out, "<pre class=\"text\">{}</pre>", escape(text));
@@ -251,13 +262,13 @@ fn render_block(out: &mut String, round: &Round, block: &Block) {
                 escape(&summary.join("\n\n"))
             );
         }
-        Block::ToolUse(call) => render_call(out, round, call),
+        Block::ToolUse(call) => render_call(out, round, call, agents),
     }
 }
 
 /// A tool call: its name, id and input (pretty JSON when it parsed), why it did not run if it
 /// did not, and its result.
-fn render_call(out: &mut String, round: &Round, call: &ToolUse) {
+fn render_call(out: &mut String, round: &Round, call: &ToolUse, agents: &Nest<'_>) {
     let input = match serde_json::to_string_pretty(&call.input) {
         Ok(pretty) if call.defect.is_none() => pretty,
         _ => input_text(call),
@@ -273,6 +284,9 @@ fn render_call(out: &mut String, round: &Round, call: &ToolUse) {
     if let Some(defect) = defect_text(call) {
         let _ = writeln!(out, "<p class=\"err\">Not run: {}</p>", escape(&defect));
     }
+    if call.name == crate::tools::delegate::TASK {
+        subagent(out, &call.id, agents);
+    }
     match super::result_of(round, call) {
         Some(r) => result(out, r),
         None if call.defect.is_none() => {
@@ -281,6 +295,60 @@ fn render_call(out: &mut String, round: &Round, call: &ToolUse) {
         None => {}
     }
     out.push_str("</div>\n");
+}
+
+/// The subagent a `task` call started, as `<details>`: its start, its rounds (rendered as the
+/// run's are), its end.
+fn subagent(out: &mut String, id: &str, agents: &Nest<'_>) {
+    let path = match agents.path.as_str() {
+        "" => id.to_owned(),
+        outer => format!("{outer}/{id}"),
+    };
+    let inner = Nest {
+        lines: agents.lines.clone(),
+        path: path.clone(),
+    };
+    let mine: Vec<&AgentLine> = agents
+        .lines
+        .iter()
+        .copied()
+        .filter(|l| l.at().call == path)
+        .collect();
+    if mine.is_empty() {
+        return;
+    }
+    out.push_str("<details class=\"subagent\" open>\n");
+    for line in mine {
+        match line {
+            AgentLine::Start(s) => {
+                let _ = writeln!(
+                    out,
+                    "<summary>subagent <b>{}</b> · {} <span class=\"meta\">{}</span></summary>",
+                    escape(&s.at.agent),
+                    escape(&s.description),
+                    escape(&s.model)
+                );
+            }
+            AgentLine::Round(r) => render_round(out, &r.round, false, &inner),
+            AgentLine::End(e) => {
+                let class = if e.status == crate::outcome::Status::Completed {
+                    "ok"
+                } else {
+                    "err"
+                };
+                let _ = writeln!(
+                    out,
+                    "<p class=\"{class}\">subagent {} · {} round{} · {} · {}</p>",
+                    escape(e.status.as_str()),
+                    e.rounds,
+                    if e.rounds == 1 { "" } else { "s" },
+                    escape(&super::usage_text(&e.usage, e.cost_usd)),
+                    duration(e.duration_ms)
+                );
+            }
+        }
+    }
+    out.push_str("</details>\n");
 }
 
 /// A result as `<details>`: the summary line says how it went and shows its first line; the

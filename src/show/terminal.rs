@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::{Options, defect_text, duration, end_head, fold, input_text, result_head, time};
 use crate::conversation::{Block, StopReason, ToolResult, ToolUse};
 use crate::terminal::{line, text};
-use crate::transcript::{Round, Transcript};
+use crate::transcript::{AgentLine, Round, Transcript};
 
 /// The longest tool input shown, in bytes, before it is cut.
 const INPUT_BYTES: usize = 240;
@@ -22,6 +22,10 @@ const CYAN: &str = "1;36";
 struct Out {
     buf: String,
     color: bool,
+    /// The transcript's subagent lines, shown under the `task` call that started each.
+    agents: std::rc::Rc<Vec<AgentLine>>,
+    /// The `task` calls that lead to the rounds being shown (empty: the run's own).
+    path: String,
 }
 
 impl Out {
@@ -75,6 +79,8 @@ pub(crate) fn render(t: &Transcript, path: &str, opts: Options) -> String {
     let mut out = Out {
         buf: String::new(),
         color: opts.color,
+        agents: std::rc::Rc::new(t.agents.iter().map(|(_, l)| l.clone()).collect()),
+        path: String::new(),
     };
     header(&mut out, t, path);
     for round in &t.rounds {
@@ -252,6 +258,9 @@ fn render_call(out: &mut Out, round: &Round, call: &ToolUse, result_lines: usize
         let note = out.paint(RED, &format!("not run: {defect}"));
         out.line(&format!("    {note}"));
     }
+    if call.name == crate::tools::delegate::TASK {
+        subagent(out, &call.id, result_lines);
+    }
     match super::result_of(round, call) {
         Some(r) => result(out, r, result_lines),
         None if call.defect.is_none() => {
@@ -259,6 +268,55 @@ fn render_call(out: &mut Out, round: &Round, call: &ToolUse, result_lines: usize
             out.line(&format!("    {note}"));
         }
         None => {}
+    }
+}
+
+/// The subagent a `task` call started: its start, its rounds (each as a run's, set in by a
+/// bar), its end.
+fn subagent(out: &mut Out, id: &str, result_lines: usize) {
+    let path = match out.path.as_str() {
+        "" => id.to_owned(),
+        outer => format!("{outer}/{id}"),
+    };
+    let agents = out.agents.clone();
+    for agent in agents.iter().filter(|l| l.at().call == path) {
+        match agent {
+            AgentLine::Start(s) => {
+                let name = out.paint(CYAN, &line(&s.at.agent));
+                out.line(&format!(
+                    "    ┌ subagent {name} · {} · {}",
+                    line(&s.description),
+                    line(&s.model)
+                ));
+            }
+            AgentLine::Round(r) => {
+                let mut inner = Out {
+                    buf: String::new(),
+                    color: out.color,
+                    agents: out.agents.clone(),
+                    path: path.clone(),
+                };
+                render_round(&mut inner, &r.round, result_lines);
+                for l in inner.buf.lines() {
+                    out.line(&format!("    │ {l}"));
+                }
+            }
+            AgentLine::End(e) => {
+                let style = if e.status == crate::outcome::Status::Completed {
+                    GREEN
+                } else {
+                    BOLD_RED
+                };
+                let status = out.paint(style, e.status.as_str());
+                let usage = super::usage_text(&e.usage, e.cost_usd);
+                out.line(&format!(
+                    "    └ {status} · {} round{} · {usage} · {}",
+                    e.rounds,
+                    plural(e.rounds as usize),
+                    duration(e.duration_ms)
+                ));
+            }
+        }
     }
 }
 
@@ -279,11 +337,15 @@ mod tests {
         let out = Out {
             buf: String::new(),
             color: true,
+            agents: Default::default(),
+            path: String::new(),
         };
         assert_eq!(out.paint(RED, "x"), "\x1b[31mx\x1b[0m");
         let mut out = Out {
             buf: String::new(),
             color: false,
+            agents: Default::default(),
+            path: String::new(),
         };
         out.block("  ", Some(RED), "a\x1b]0;t\x07\nb");
         assert_eq!(out.buf, "  a\\x1b]0;t\\x07\n  b\n");

@@ -16,7 +16,15 @@
 use std::collections::BTreeMap;
 
 use super::{Pin, Refusal, Source, refusal, untrusted_model};
-use crate::settings::agents::Written;
+
+/// One agent's table as written, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub name: String,
+    /// Its keys, as TOML values (`description`, `prompt`, `tools`, …).
+    pub keys: BTreeMap<String, toml::Value>,
+    pub origin: Source,
+}
 
 /// An agent as it applies.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +40,14 @@ pub(crate) struct Admitted {
 }
 
 /// The keys an agent table may hold.
-const KEYS: &[&str] = &["description", "prompt", "tools", "deny", "model", "max-rounds"];
+const KEYS: &[&str] = &[
+    "description",
+    "prompt",
+    "tools",
+    "deny",
+    "model",
+    "max-rounds",
+];
 
 /// The run an agent belongs to, as far as the rules need it.
 pub(crate) struct Run<'a> {
@@ -145,7 +160,10 @@ fn one(table: &Written, run: &Run<'_>, refused: &mut Vec<Refusal>) -> Result<Adm
             &key("max-rounds"),
             &[max_rounds.unwrap_or_default().to_string()],
             source,
-            format!("from a project a limit only tightens (the run's is {})", run.max_rounds),
+            format!(
+                "from a project a limit only tightens (the run's is {})",
+                run.max_rounds
+            ),
         ));
         max_rounds = None;
     }

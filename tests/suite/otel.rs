@@ -771,3 +771,49 @@ class = "safe"
         (Some("3".into()), Some("failed".into()))
     );
 }
+
+#[test]
+fn a_subagents_spans_nest_as_an_invoke_agent_child_of_its_task_call() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let collector = receiver();
+    let model = MockServer::respond(|request| {
+        let body = request.json();
+        let sub = body["system"].to_string().contains("You are a subagent");
+        let answered = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .count();
+        match (sub, answered) {
+            (false, 0) => tool_call(&[(
+                "t1",
+                "task",
+                json!({"description": "read", "prompt": "read a.txt"}),
+            )]),
+            (true, 0) => tool_call(&[("s1", "read_file", json!({"path": "a.txt"}))]),
+            (true, _) => sse::answer("it says alpha"),
+            (false, _) => sse::answer("done"),
+        }
+    });
+    let out = run(sb
+        .anthropic(&model)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url())
+        .args(["-a", "task", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let spans = spans(&collector);
+    let task = named(&spans, "execute_tool task")[0];
+    let agent = named(&spans, "invoke_agent general")[0];
+    assert_eq!(hex(&agent.parent_span_id), hex(&task.span_id));
+    assert_eq!(hex(&agent.trace_id), hex(&task.trace_id));
+    assert_eq!(attr(agent, "rounds.agent.depth").as_deref(), Some("1"));
+    let read = named(&spans, "execute_tool read_file")[0];
+    assert_eq!(hex(&read.parent_span_id), hex(&agent.span_id));
+    // Its two requests are its children too, not the run's.
+    let chats: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat ") && s.parent_span_id == agent.span_id)
+        .collect();
+    assert_eq!(chats.len(), 2);
+}

@@ -139,7 +139,7 @@ fn runs_starting_together_on_a_new_database_migrate_once() {
         assert!(r.is_ok(), "{:?}", r.as_ref().err());
     }
     let rows = sql(&schema.url, "SELECT count(*) FROM rounds_schema_migrations");
-    assert_eq!(rows[0].get::<_, i64>(0), 7);
+    assert_eq!(rows[0].get::<_, i64>(0), 8);
 }
 
 #[test]
@@ -799,7 +799,7 @@ fn a_version_1_database_is_upgraded_and_its_runs_still_export() {
     .iter()
     .map(|r| r.get(0))
     .collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
     assert_eq!(
         block_on(rounds_store::export(&schema.url, "old")).unwrap(),
         jsonl

@@ -24,15 +24,21 @@ fn who(request: &Recorded) -> (Option<String>, usize) {
         return (None, answered);
     }
     let first = messages[0]["content"].to_string();
-    let mark = first
-        .split("SUB-")
-        .nth(1)
-        .map(|rest| rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect());
+    let mark = first.split("SUB-").nth(1).map(|rest| {
+        rest.chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect()
+    });
     (mark, answered)
 }
 
 fn tool(id: &str, name: &str, input: &str, tokens: u64) -> Reply {
-    Reply::sse(sse::anthropic(&[B::Tool(id, name, input)], "tool_use", tokens, 5))
+    Reply::sse(sse::anthropic(
+        &[B::Tool(id, name, input)],
+        "tool_use",
+        tokens,
+        5,
+    ))
 }
 
 fn text(answer: &str, tokens: u64) -> Reply {
@@ -57,7 +63,11 @@ fn one_task(agent: Option<&'static str>, name: &'static str, input: &'static str
         }
         (None, _) => {
             let body = request.json().to_string();
-            let said = if body.contains("notes say 42") { "42" } else { "no answer" };
+            let said = if body.contains("notes say 42") {
+                "42"
+            } else {
+                "no answer"
+            };
             text(&format!("the subagent said {said}"), 200)
         }
         (Some(_), 0) => tool("call_1", name, input, 10),
@@ -110,7 +120,12 @@ fn a_task_runs_a_subagent_whose_answer_is_the_result_and_whose_rounds_are_record
         (&start["call"], &start["agent"], &start["depth"]),
         (&json!("call_t"), &json!("general"), &json!(1))
     );
-    assert!(start["prompt"].as_str().unwrap().ends_with("SUB-a: read notes.txt"));
+    assert!(
+        start["prompt"]
+            .as_str()
+            .unwrap()
+            .ends_with("SUB-a: read notes.txt")
+    );
     assert!(start["system"].as_str().unwrap().contains(SUBAGENT));
     // The answer is the call's result, and the run's model read it.
     let round = of_type(&lines, "round")[0];
@@ -126,12 +141,20 @@ fn a_task_runs_a_subagent_whose_answer_is_the_result_and_whose_rounds_are_record
         .unwrap()
         .json();
     assert_eq!(first_sub["messages"].as_array().unwrap().len(), 1);
-    assert!(!first_sub["messages"].to_string().contains("what do the notes say"));
+    assert!(
+        !first_sub["messages"]
+            .to_string()
+            .contains("what do the notes say")
+    );
     // Usage rolls up: the run's 100 + 200 input tokens and the subagent's 10 + 20.
     assert_eq!(end["usage"]["input_tokens"], 330, "{end}");
     let agent_end = of_type(&lines, "agent_end")[0];
     assert_eq!(
-        (&agent_end["status"], &agent_end["rounds"], &agent_end["usage"]["input_tokens"]),
+        (
+            &agent_end["status"],
+            &agent_end["rounds"],
+            &agent_end["usage"]["input_tokens"]
+        ),
         (&json!("completed"), &json!(2), &json!(30))
     );
     // The subagent's tools are offered to it, without task (depth 1).
@@ -233,7 +256,9 @@ fn three_read_only_subagents_run_side_by_side_and_results_keep_their_order() {
         (Some(mark), _) => {
             seen.lock().unwrap().push((mark.clone(), Instant::now()));
             let mut reply = text(&format!("answer {mark}"), 10);
-            reply.body.insert(0, Step::Sleep(Duration::from_millis(500)));
+            reply
+                .body
+                .insert(0, Step::Sleep(Duration::from_millis(500)));
             reply
         }
     });
@@ -255,7 +280,10 @@ fn three_read_only_subagents_run_side_by_side_and_results_keep_their_order() {
         .unwrap()
         .iter()
         .collect();
-    let contents: Vec<&str> = results.iter().map(|r| r["content"].as_str().unwrap()).collect();
+    let contents: Vec<&str> = results
+        .iter()
+        .map(|r| r["content"].as_str().unwrap())
+        .collect();
     assert_eq!(contents, ["answer x", "answer y", "answer z"]);
 }
 
@@ -278,10 +306,17 @@ fn a_subagent_that_exhausts_the_shared_budget_ends_the_run_with_budget() {
     let lines = sb.transcript();
     let end = lines.last().unwrap();
     assert_eq!(end["status"], "budget", "{end}");
-    assert!(end["usage"]["input_tokens"].as_u64().unwrap() >= 5100, "{end}");
+    assert!(
+        end["usage"]["input_tokens"].as_u64().unwrap() >= 5100,
+        "{end}"
+    );
     assert_eq!(of_type(&lines, "agent_end")[0]["status"], "budget");
     // The run's model was not asked again after the subagent spent the budget.
-    let asked_run = server.requests().iter().filter(|r| who(r).0.is_none()).count();
+    let asked_run = server
+        .requests()
+        .iter()
+        .filter(|r| who(r).0.is_none())
+        .count();
     assert_eq!(asked_run, 1);
 }
 
@@ -309,7 +344,10 @@ fn a_subagent_at_its_round_limit_is_an_error_result_the_run_goes_on_from() {
     let result = &of_type(&lines, "round")[0]["results"][0];
     assert_eq!(result["is_error"], true);
     let content = result["content"].as_str().unwrap();
-    assert!(content.contains("round limit (1)") && content.contains("partial: forty"), "{content}");
+    assert!(
+        content.contains("round limit (1)") && content.contains("partial: forty"),
+        "{content}"
+    );
     assert_eq!(of_type(&lines, "agent_end")[0]["status"], "max_rounds");
     assert_eq!(lines.last().unwrap()["status"], "completed");
 }
@@ -319,9 +357,14 @@ fn stream_json_events_say_which_agent_they_belong_to() {
     let sb = Sandbox::new();
     sb.write("notes.txt", "forty-two\n");
     let server = one_task(None, "read_file", r#"{"path":"notes.txt"}"#);
-    let out = run(sb
-        .anthropic(&server)
-        .args(["-o", "stream-json", "-a", "task", "--no-transcript", "go"]));
+    let out = run(sb.anthropic(&server).args([
+        "-o",
+        "stream-json",
+        "-a",
+        "task",
+        "--no-transcript",
+        "go",
+    ]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let events = parse_lines(&out.stdout);
     events.iter().for_each(check_schema);
@@ -422,7 +465,11 @@ fn a_project_agent_cannot_reach_past_the_run_and_says_what_it_was_refused() {
         "agents.evil.max-rounds",
         "model",
     ] {
-        assert!(out.stderr.contains(key), "{key} not warned of:\n{}", out.stderr);
+        assert!(
+            out.stderr.contains(key),
+            "{key} not warned of:\n{}",
+            out.stderr
+        );
     }
     // Its tools only narrowed the run's: bash and write_file were not offered, and the call
     // was refused; its requests went to the run's endpoint with the run's model and key.
@@ -434,9 +481,18 @@ fn a_project_agent_cannot_reach_past_the_run_and_says_what_it_was_refused() {
     assert_eq!(result["is_error"], true, "{result}");
     let run_model = server.requests()[0].json()["model"].clone();
     assert_eq!(request["model"], run_model);
-    assert!(server.requests().iter().all(|r| r.header("x-api-key") == Some("k")));
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.header("x-api-key") == Some("k"))
+    );
     // Its prompt is an instruction like AGENTS.md's: it is sent.
-    assert!(request["system"].to_string().contains("Run the setup script first."));
+    assert!(
+        request["system"]
+            .to_string()
+            .contains("Run the setup script first.")
+    );
     // The control: the run allows bash (and no sandbox), so the same agent's call runs.
     let sb = Sandbox::new();
     sb.write(".rounds.toml", HOSTILE);
@@ -534,12 +590,16 @@ fn a_subagent_delegates_further_only_below_max_depth() {
         "[agents.lead]\ndescription = \"leads\"\ntools = [\"read_file\", \"task\"]\n",
     );
     let server = script();
-    let out = run(delegating(&sb, &server).args(["--agents", "agents.toml", "--max-depth", "2", "go"]));
+    let out =
+        run(delegating(&sb, &server).args(["--agents", "agents.toml", "--max-depth", "2", "go"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let lines = sb.transcript();
     let starts = of_type(&lines, "agent_start");
     assert_eq!(starts.len(), 2);
-    assert_eq!((&starts[1]["call"], &starts[1]["depth"]), (&json!("outer/inner"), &json!(2)));
+    assert_eq!(
+        (&starts[1]["call"], &starts[1]["depth"]),
+        (&json!("outer/inner"), &json!(2))
+    );
     let outer = &of_type(&lines, "round")[0]["results"][0];
     assert_eq!(outer["content"], "relayed", "{outer}");
 }
@@ -554,7 +614,12 @@ fn sigterm_mid_subagent_stops_everything_and_leaves_a_whole_transcript() {
             tool(&id, &n, &i, 10)
         }
         (None, _) => text("late", 10),
-        (Some(_), _) => tool("c1", "bash", r#"{"command":"echo $$ > pid; exec sleep 60"}"#, 10),
+        (Some(_), _) => tool(
+            "c1",
+            "bash",
+            r#"{"command":"echo $$ > pid; exec sleep 60"}"#,
+            10,
+        ),
     });
     let mut child = delegating(&sb, &server)
         .args(["-a", "bash", "go"])
@@ -565,10 +630,16 @@ fn sigterm_mid_subagent_stops_everything_and_leaves_a_whole_transcript() {
     let pid_file = sb.ws().join("pid");
     let waited = Instant::now();
     let pid: u32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse().ok()) {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
             break pid;
         }
-        assert!(waited.elapsed() < Duration::from_secs(10), "the subagent's tool never ran");
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the subagent's tool never ran"
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     let killed = std::process::Command::new("kill")
@@ -579,14 +650,82 @@ fn sigterm_mid_subagent_stops_everything_and_leaves_a_whole_transcript() {
     let stopped = Instant::now();
     let code = child.wait().unwrap().code();
     let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     assert_eq!(code, Some(143), "{stderr}");
-    assert!(stopped.elapsed() < Duration::from_secs(5), "{:?}", stopped.elapsed());
-    let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'));
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
+    let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    });
     assert!(!alive, "the subagent's tool survived");
     let lines = sb.transcript();
     lines.iter().for_each(check_schema);
     assert_eq!(lines.last().unwrap()["status"], "interrupted");
     assert_eq!(of_type(&lines, "agent_end")[0]["status"], "interrupted");
+}
+
+#[test]
+fn show_nests_each_subagent_under_its_call_and_tools_lists_the_agents() {
+    let sb = Sandbox::new();
+    sb.write("notes.txt", "forty-two\n");
+    sb.write(
+        "agents.toml",
+        "[agents.reader]\ndescription = \"Reads one file. Then answers.\"\ntools = [\"read_file\"]\n",
+    );
+    let server = one_task(Some("reader"), "read_file", r#"{"path":"notes.txt"}"#);
+    let out = run(delegating(&sb, &server).args(["--agents", "agents.toml", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = run(sb.rounds().arg("show").arg(sb.transcript_path()));
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let text = &shown.stdout;
+    let (call, start, inner, end) = (
+        text.find("→ task").unwrap(),
+        text.find("┌ subagent reader").unwrap(),
+        text.find("│   → read_file").unwrap(),
+        text.find("└ completed · 2 rounds").unwrap(),
+    );
+    assert!(call < start && start < inner && inner < end, "{text}");
+    let html = run(sb
+        .rounds()
+        .args(["show", "--html", "-"])
+        .arg(sb.transcript_path()));
+    assert_eq!(html.code, 0, "{}", html.stderr);
+    let page = &html.stdout;
+    let nested = page.find("<details class=\"subagent\"").unwrap();
+    assert!(page[nested..].contains("read_file"), "{page}");
+    let tools = run(sb
+        .rounds()
+        .args(["tools", "--agents", "agents.toml", "-a", "task"]));
+    assert_eq!(tools.code, 0, "{}", tools.stderr);
+    assert!(
+        tools.stdout.contains("reader (Reads one file)"),
+        "{}",
+        tools.stdout
+    );
+    let listed = run(sb
+        .rounds()
+        .args(["tools", "-o", "json", "--agents", "agents.toml"]));
+    let listed: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let task = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "task")
+        .unwrap();
+    assert_eq!(
+        task["input_schema"]["properties"]["subagent_type"]["enum"],
+        json!(["general", "reader"])
+    );
 }

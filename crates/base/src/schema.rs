@@ -55,10 +55,11 @@ pub fn document() -> Value {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": ID,
         "title": format!("rounds transcript lines and stream-json events (v{VERSION})"),
-        "description": "Every line rounds writes to a transcript (start, round, end) and every \
-                        line of --output stream-json (those three plus text_delta, \
-                        thinking_delta, tool_use, tool_result, retry). Generated from the types \
-                        that write them (crates/base/src/schema.rs).",
+        "description": "Every line rounds writes to a transcript (start, round, end, and its \
+                        subagents' agent_start, agent_round, agent_end) and every line of \
+                        --output stream-json (those plus text_delta, thinking_delta, tool_use, \
+                        tool_result, check, retry). Generated from the types that write them \
+                        (crates/base/src/schema.rs).",
         "oneOf": lines,
         "$defs": defs,
     })
@@ -219,7 +220,10 @@ mod tests {
                 "check",
                 "retry",
                 "round",
-                "end"
+                "end",
+                "agent_start",
+                "agent_round",
+                "agent_end"
             ]
         );
         for tag in tags {

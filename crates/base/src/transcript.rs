@@ -53,9 +53,9 @@ pub enum Line {
 /// A subagent's line, as a transcript read back holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentLine {
-    Start(AgentStart),
-    Round(AgentRound),
-    End(AgentEnd),
+    Start(Box<AgentStart>),
+    Round(Box<AgentRound>),
+    End(Box<AgentEnd>),
 }
 
 impl AgentLine {
@@ -440,9 +440,9 @@ fn parse(path: &Path, text: &str) -> Result<Transcript, ReadError> {
             Line::Start(_) => return Err(invalid(i + 1, "a second start line".into())),
             Line::Round(r) => rounds.push(r),
             Line::End(e) => end = Some(e),
-            Line::AgentStart(s) => agents.push((rounds.len(), AgentLine::Start(s))),
-            Line::AgentRound(r) => agents.push((rounds.len(), AgentLine::Round(r))),
-            Line::AgentEnd(e) => agents.push((rounds.len(), AgentLine::End(e))),
+            Line::AgentStart(s) => agents.push((rounds.len(), AgentLine::Start(Box::new(s)))),
+            Line::AgentRound(r) => agents.push((rounds.len(), AgentLine::Round(Box::new(r)))),
+            Line::AgentEnd(e) => agents.push((rounds.len(), AgentLine::End(Box::new(e)))),
         }
     }
     let start = start.ok_or_else(|| invalid(1, "no start line".into()))?;

@@ -139,7 +139,9 @@ fn rebuild(
     let mut lines = vec![Line::Start(start_line(run_id, run)?)];
     let mut agents = agents.iter().peekable();
     let mut before = |lines: &mut Vec<Line>, done: i32| -> Result<(), RowError> {
-        while let Some(row) = agents.next_if(|row| get::<i32>(row, "after_round").is_ok_and(|n| n <= done)) {
+        while let Some(row) =
+            agents.next_if(|row| get::<i32>(row, "after_round").is_ok_and(|n| n <= done))
+        {
             lines.push(decode(row, "line")?);
         }
         Ok(())

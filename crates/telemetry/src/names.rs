@@ -11,6 +11,7 @@ use opentelemetry_semantic_conventions::{attribute, metric};
 pub(crate) const SCHEMA_URL: &str = opentelemetry_semantic_conventions::SCHEMA_URL;
 pub(crate) const ERROR_TYPE: &str = attribute::ERROR_TYPE;
 pub(crate) const GEN_AI_AGENT_NAME: &str = attribute::GEN_AI_AGENT_NAME;
+pub(crate) const GEN_AI_AGENT_DESCRIPTION: &str = attribute::GEN_AI_AGENT_DESCRIPTION;
 pub(crate) const GEN_AI_CONVERSATION_ID: &str = attribute::GEN_AI_CONVERSATION_ID;
 pub(crate) const GEN_AI_INPUT_MESSAGES: &str = attribute::GEN_AI_INPUT_MESSAGES;
 pub(crate) const GEN_AI_OPERATION_NAME: &str = attribute::GEN_AI_OPERATION_NAME;
@@ -36,6 +37,8 @@ pub(crate) const GEN_AI_CLIENT_TOKEN_USAGE: &str = metric::GEN_AI_CLIENT_TOKEN_U
 
 /// rounds' own attributes, where the conventions have none.
 pub(crate) const RUN_ID: &str = "rounds.run.id";
+/// How deep a subagent is (1: the run's own).
+pub(crate) const AGENT_DEPTH: &str = "rounds.agent.depth";
 pub(crate) const WORKSPACE: &str = "rounds.workspace";
 pub(crate) const ROUND: &str = "rounds.round";
 pub(crate) const STATUS: &str = "rounds.status";

@@ -12,7 +12,7 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, Span};
 use rounds_base::conversation::{Block, ToolResult, ToolUse, Usage};
 use rounds_base::outcome::CheckRun;
-use rounds_base::transcript::{End, RetryNote, Round, Start};
+use rounds_base::transcript::{AgentEnd, AgentStart, End, RetryNote, Round, Start};
 
 use crate::Instruments;
 use crate::names::*;
@@ -358,6 +358,78 @@ impl Run {
             self.instruments.token_usage.record(tokens, &with_type);
         }
         span.end_with_timestamp(started + took);
+    }
+
+    /// A subagent the `task` call `call_id` started: its own `invoke_agent {agent}` span, a
+    /// child of the call's `execute_tool task` span, with its requests and calls below it.
+    pub fn subagent(&self, call_id: &str, agent: &str) -> Run {
+        let parent = match self.tools.lock().ok().and_then(|t| {
+            t.get(call_id)
+                .map(|s| opentelemetry::trace::Span::span_context(s).clone())
+        }) {
+            Some(call) => self.root.with_remote_span_context(call),
+            None => self.root.clone(),
+        };
+        let span = self
+            .tracer
+            .span_builder(format!("invoke_agent {agent}"))
+            .with_kind(SpanKind::Internal)
+            .with_attributes(vec![
+                KeyValue::new(GEN_AI_OPERATION_NAME, "invoke_agent"),
+                KeyValue::new(GEN_AI_AGENT_NAME, agent.to_owned()),
+                KeyValue::new(GEN_AI_TOOL_CALL_ID, call_id.to_owned()),
+            ])
+            .start_with_context(&self.tracer, &parent);
+        Run {
+            root: parent.with_span(span),
+            tracer: self.tracer.clone(),
+            instruments: self.instruments.clone(),
+            content: self.content,
+            names: Mutex::new(self.provider_and_model()),
+            chat: Mutex::new(None),
+            tools: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A subagent's `agent_start`: the model it asks.
+    pub fn agent_started(&self, start: &AgentStart) {
+        if let Ok(mut names) = self.names.lock() {
+            names.1 = start.model.clone();
+        }
+        let span = self.root.span();
+        span.set_attribute(KeyValue::new(GEN_AI_REQUEST_MODEL, start.model.clone()));
+        span.set_attribute(KeyValue::new(AGENT_DEPTH, i64::from(start.at.depth)));
+        if self.content {
+            span.set_attribute(KeyValue::new(
+                GEN_AI_AGENT_DESCRIPTION,
+                start.description.clone(),
+            ));
+        }
+    }
+
+    /// A subagent ended: its span says how.
+    pub fn agent_finished(&self, end: &AgentEnd) {
+        let span = self.root.span();
+        let status = name_of(&end.status);
+        span.set_attribute(KeyValue::new(STATUS, status.clone()));
+        span.set_attribute(KeyValue::new(
+            GEN_AI_USAGE_INPUT_TOKENS,
+            int(input_tokens(&end.usage)),
+        ));
+        span.set_attribute(KeyValue::new(
+            GEN_AI_USAGE_OUTPUT_TOKENS,
+            int(end.usage.output_tokens),
+        ));
+        if let Some(cost) = end.cost_usd {
+            span.set_attribute(KeyValue::new(COST_USD, cost));
+        }
+        if end.status == rounds_base::outcome::Status::Completed {
+            span.set_status(Status::Ok);
+        } else {
+            span.set_attribute(KeyValue::new(ERROR_TYPE, status.clone()));
+            span.set_status(Status::error(end.error.clone().unwrap_or(status)));
+        }
+        span.end();
     }
 
     /// The run ended: the root span says how.

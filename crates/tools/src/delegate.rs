@@ -4,7 +4,7 @@
 //!
 //! The tool's name and its `{description, prompt, subagent_type}` input are the ones Claude
 //! Code, opencode and Qwen Code share, so models already know them. This crate knows only the
-//! tool and the [`Delegate`] it hands calls to: the nested loop itself is the `rounds` crate's
+//! tool; the pipeline hands its calls to the run's `pipeline::Delegate`: the nested loop itself is the `rounds` crate's
 //! (`agent::delegate`), which the arrows keep out of reach from here. The pipeline treats a
 //! delegating call like any other (schema, allowlist — `task(reviewer)` allows one agent —
 //! hooks, redaction, the cap), except that no tool timeout bounds it: the subagent is bounded by
@@ -14,10 +14,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::conversation::ToolUse;
-use crate::pipeline::Toolbox;
 use crate::policy::Subject;
 use crate::{Class, Tool, ToolContext, ToolError, ToolSpec, Workspace};
 
@@ -53,25 +50,6 @@ impl TaskInput {
 pub struct AgentBrief {
     pub name: String,
     pub description: String,
-}
-
-/// Runs a subagent for a `task` call. Implemented by the loop's crate.
-#[async_trait]
-pub trait Delegate: Send + Sync {
-    /// How a call to `agent` is scheduled: safe (side by side) when every tool the agent may
-    /// call is safe, mutating (alone, in order) otherwise and for an agent it does not know.
-    fn class(&self, agent: &str) -> Class;
-
-    /// Runs the subagent to its end under `cancel` and returns its final answer, or why there
-    /// is none (its failure, its limit) as the error the parent's model reads. `parent` is the
-    /// toolbox of the run (or subagent) that called: the subagent's tools are narrowed from it.
-    async fn delegate(
-        &self,
-        parent: &Toolbox,
-        call: &ToolUse,
-        task: TaskInput,
-        cancel: CancellationToken,
-    ) -> Result<String, ToolError>;
 }
 
 /// The `task` tool: its spec lists the agents a call may name.
@@ -145,24 +123,14 @@ impl Tool for Task {
     }
 }
 
-/// The agents' classes, for a `Delegate` to answer `class` from: an agent is safe when every
-/// tool its policy offers is.
-pub fn class_under(toolbox: &Toolbox, policy: &crate::policy::Policy) -> Class {
-    let all_safe = toolbox
-        .registry()
-        .specs()
-        .filter(|s| policy.offers(&s.name))
-        .all(|s| s.class == Class::Safe);
-    if all_safe {
-        Class::Safe
-    } else {
-        Class::Mutating
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_rule_naming_task_offers_it() {
+        assert!(crate::policy::NAMED_ONLY.contains(&TASK));
+    }
 
     #[test]
     fn the_schema_names_every_agent_and_the_subject_is_the_agent() {
@@ -175,10 +143,18 @@ mod tests {
             schema["properties"]["subagent_type"]["enum"],
             serde_json::json!(["general", "reviewer"])
         );
-        assert_eq!(schema["required"], serde_json::json!(["description", "prompt"]));
-        assert!(task.spec().description.contains("- reviewer: Reviews one file"));
+        assert_eq!(
+            schema["required"],
+            serde_json::json!(["description", "prompt"])
+        );
+        assert!(
+            task.spec()
+                .description
+                .contains("- reviewer: Reviews one file")
+        );
         let (_dir, _root, ws) = crate::workspace::testing::workspace();
-        let named = serde_json::json!({"description": "d", "prompt": "p", "subagent_type": "reviewer"});
+        let named =
+            serde_json::json!({"description": "d", "prompt": "p", "subagent_type": "reviewer"});
         assert_eq!(
             task.subject(&named, &ws),
             Some(Subject::Text("reviewer".into()))

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::delegate::TaskInput;
 use super::hooks::{HookRun, Hooks, Verdict};
-use super::delegate::{Delegate, TaskInput};
 use super::policy::{Decision, Policy, PolicyError, Subject};
 use super::{
     Class, Entry, Gate, Outputs, Registry, Sandbox, ToolContext, ToolError, ToolOutput, ToolSpec,
@@ -26,9 +26,44 @@ use crate::conversation::{CallDefect, ErrorKind, Message, ToolResult, ToolUse};
 use crate::outcome::CheckRun;
 use crate::process::capture::cap_text;
 use crate::redact::Redactor;
+use async_trait::async_trait;
 
 /// How long past its timeout a tool may take to clean up before the pipeline stops waiting.
 const CLEANUP_MARGIN: Duration = Duration::from_secs(3);
+
+/// Runs a subagent for a `task` call. Implemented by the loop's crate.
+#[async_trait]
+pub trait Delegate: Send + Sync {
+    /// How a call to `agent` is scheduled: safe (side by side) when every tool the agent may
+    /// call is safe, mutating (alone, in order) otherwise and for an agent it does not know.
+    fn class(&self, agent: &str) -> Class;
+
+    /// Runs the subagent to its end under `cancel` and returns its final answer, or why there
+    /// is none (its failure, its limit) as the error the parent's model reads. `parent` is the
+    /// toolbox of the run (or subagent) that called: the subagent's tools are narrowed from it.
+    async fn delegate(
+        &self,
+        parent: &Toolbox,
+        call: &ToolUse,
+        task: TaskInput,
+        cancel: CancellationToken,
+    ) -> Result<String, ToolError>;
+}
+
+/// The agents' classes, for a `Delegate` to answer `class` from: an agent is safe when every
+/// tool its policy offers is.
+pub fn class_under(toolbox: &Toolbox, policy: &crate::policy::Policy) -> Class {
+    let all_safe = toolbox
+        .registry()
+        .specs()
+        .filter(|s| policy.offers(&s.name))
+        .all(|s| s.class == Class::Safe);
+    if all_safe {
+        Class::Safe
+    } else {
+        Class::Mutating
+    }
+}
 
 /// Limits and plumbing shared by every call.
 pub struct Settings {
@@ -427,7 +462,12 @@ impl Toolbox {
 
     /// A `task` call, handed to the run's delegate. No tool timeout: the subagent is bounded by
     /// the run's deadline and budgets and its own round limit, and stops when `cancel` does.
-    async fn delegated(&self, call: &ToolUse, input: Value, cancel: CancellationToken) -> ToolResult {
+    async fn delegated(
+        &self,
+        call: &ToolUse,
+        input: Value,
+        cancel: CancellationToken,
+    ) -> ToolResult {
         let Some(delegate) = &self.delegate else {
             return ToolResult::error(
                 call,

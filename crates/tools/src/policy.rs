@@ -34,7 +34,7 @@ pub(crate) const DEFAULT_ALLOW: &[&str] = &["read_file", "list_dir", "glob", "gr
 
 /// Tools an allow rule offers only when it names them (`task`, `task(reviewer)`), never through
 /// a glob or `all`: delegating multiplies what a run spends, so it is asked for by name.
-pub(crate) const NAMED_ONLY: &[&str] = &[crate::delegate::TASK];
+pub(crate) const NAMED_ONLY: &[&str] = &["task"];
 
 /// What an allowlist pattern is matched against.
 #[derive(Debug, Clone, PartialEq, Eq)]

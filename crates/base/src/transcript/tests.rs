@@ -156,6 +156,7 @@ fn calls_without_results_are_closed_and_stray_results_left_out() {
         rounds: vec![round.clone()],
         end: None,
         torn_tail: false,
+        agents: Vec::new(),
     };
     let closed = ToolResult::error(&a, ErrorKind::Cancelled, NO_RESULT);
     let got = conversation(std::slice::from_ref(&t));
