@@ -50,7 +50,7 @@ use crate::cli::Cli;
 use crate::config::{Config, ConfigError, Inputs, StdinKind};
 use crate::conversation::{ToolResult, ToolUse};
 use crate::outcome::CheckRun;
-use crate::transcript::{End, RetryNote, Round, Start};
+use crate::transcript::{AgentEnd, AgentRef, AgentStart, End, RetryNote, Round, Start};
 
 pub use crate::outcome::{Outcome, Status};
 pub use rounds_process::SUPERVISE_ARG;
@@ -173,7 +173,7 @@ impl Run {
         let config =
             Config::resolve(cli, inputs).map_err(|e: ConfigError| Error::Config(e.to_string()))?;
         let (sender, receiver) = mpsc::unbounded_channel();
-        let observer: Arc<dyn Observer> = Arc::new(Sender(sender));
+        let observer: Arc<dyn Observer> = Arc::new(Sender(sender, None));
         let cancel = crate::agent::Cancel::default();
         let outcome = crate::app::run(config, observer, cancel, started);
         Ok(Started {
@@ -235,14 +235,25 @@ pub enum Event {
     RoundFinished(Box<Round>),
     /// The run ended (the transcript's `end` line).
     Finished(Box<End>),
+    /// An event of a subagent (the `task` call that started it, its agent and depth): its
+    /// rounds, text, calls, and its own start and end.
+    Subagent(AgentRef, Box<Event>),
+    /// A subagent started (inside `Subagent`: the transcript's `agent_start` line).
+    AgentStarted(Box<AgentStart>),
+    /// A subagent ended (inside `Subagent`: the transcript's `agent_end` line).
+    AgentFinished(Box<AgentEnd>),
 }
 
 /// The observer of an embedded run: every event into the channel. A reader that went away
 /// does not stop the run (its future does, when dropped).
-struct Sender(mpsc::UnboundedSender<Event>);
+struct Sender(mpsc::UnboundedSender<Event>, Option<AgentRef>);
 
 impl Sender {
     fn send(&self, event: Event) {
+        let event = match &self.1 {
+            None => event,
+            Some(at) => Event::Subagent(at.clone(), Box::new(event)),
+        };
         let _ = self.0.send(event);
     }
 }
@@ -280,6 +291,15 @@ impl Observer for Sender {
     }
     fn finished(&self, end: &End) {
         self.send(Event::Finished(Box::new(end.clone())));
+    }
+    fn scoped(&self, at: &AgentRef) -> Option<Arc<dyn Observer>> {
+        Some(Arc::new(Sender(self.0.clone(), Some(at.clone()))))
+    }
+    fn agent_started(&self, start: &AgentStart) {
+        self.send(Event::AgentStarted(Box::new(start.clone())));
+    }
+    fn agent_finished(&self, end: &AgentEnd) {
+        self.send(Event::AgentFinished(Box::new(end.clone())));
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -14,7 +14,7 @@ use crate::agent::Observer;
 use crate::conversation::{Block, ToolResult, ToolUse};
 use crate::outcome::CheckRun;
 use crate::terminal;
-use crate::transcript::{End, RetryNote, Round};
+use crate::transcript::{AgentEnd, AgentRef, End, RetryNote, Round};
 
 /// The progress display on screen, if any: log lines are printed above it, never through it.
 static SHOWN: Mutex<Option<MultiProgress>> = Mutex::new(None);
@@ -136,11 +136,7 @@ impl Observer for Progress {
     }
 
     fn tool_started(&self, call: &ToolUse, subject: Option<&str>) {
-        let bar = self.multi.add(ProgressBar::new_spinner());
-        bar.set_style(style("  {spinner:.green} {msg} {elapsed:.dim}"));
-        let text = label(&call.name, subject);
-        bar.set_message(text.clone());
-        bar.enable_steady_tick(Duration::from_millis(100));
+        let (bar, text) = spin(&self.multi, label(&call.name, subject));
         if let Ok(mut s) = self.state.lock() {
             s.tools.insert(call.id.clone(), (bar, text));
             self.round_message(&s);
@@ -150,17 +146,17 @@ impl Observer for Progress {
     fn tool_finished(&self, result: &ToolResult) {
         let Ok(mut s) = self.state.lock() else { return };
         if let Some((bar, text)) = s.tools.remove(&result.tool_use_id) {
-            bar.finish_and_clear();
-            let mark = match result.error_kind {
-                None => "✓".to_owned(),
-                Some(kind) => format!("✗ {}", kind.words()),
-            };
-            let _ = self.multi.println(format!(
-                "  {mark} {text} ({:.1}s)",
-                result.duration_ms as f64 / 1000.0
-            ));
+            finished(&self.multi, bar, &text, result);
         }
         self.round_message(&s);
+    }
+
+    fn scoped(&self, at: &AgentRef) -> Option<Arc<dyn Observer>> {
+        Some(Arc::new(Subagent {
+            multi: self.multi.clone(),
+            name: format!("{} ›", terminal::line(&at.agent)),
+            tools: Mutex::new(HashMap::new()),
+        }))
     }
 
     fn check_finished(&self, _round: u32, check: &CheckRun) {
@@ -173,6 +169,81 @@ impl Observer for Progress {
             "  {mark} check {} ({:.1}s)",
             terminal::line(&check.command),
             check.duration_ms as f64 / 1000.0
+        ));
+    }
+}
+
+/// A spinner line for a running call.
+fn spin(multi: &MultiProgress, text: String) -> (ProgressBar, String) {
+    let bar = multi.add(ProgressBar::new_spinner());
+    bar.set_style(style("  {spinner:.green} {msg} {elapsed:.dim}"));
+    bar.set_message(text.clone());
+    bar.enable_steady_tick(Duration::from_millis(100));
+    (bar, text)
+}
+
+/// A finished call: its spinner gone, one line saying how it went.
+fn finished(multi: &MultiProgress, bar: ProgressBar, text: &str, result: &ToolResult) {
+    bar.finish_and_clear();
+    let mark = match result.error_kind {
+        None => "✓".to_owned(),
+        Some(kind) => format!("✗ {}", kind.words()),
+    };
+    let _ = multi.println(format!(
+        "  {mark} {text} ({:.1}s)",
+        result.duration_ms as f64 / 1000.0
+    ));
+}
+
+/// A subagent's calls, shown as the run's are, each named after the agent.
+struct Subagent {
+    multi: MultiProgress,
+    name: String,
+    tools: Mutex<HashMap<String, (ProgressBar, String)>>,
+}
+
+impl Observer for Subagent {
+    fn tool_started(&self, call: &ToolUse, subject: Option<&str>) {
+        let spun = spin(
+            &self.multi,
+            format!("{} {}", self.name, label(&call.name, subject)),
+        );
+        if let Ok(mut tools) = self.tools.lock() {
+            tools.insert(call.id.clone(), spun);
+        }
+    }
+
+    fn tool_finished(&self, result: &ToolResult) {
+        let running = self
+            .tools
+            .lock()
+            .ok()
+            .and_then(|mut t| t.remove(&result.tool_use_id));
+        if let Some((bar, text)) = running {
+            finished(&self.multi, bar, &text, result);
+        }
+    }
+
+    fn scoped(&self, at: &AgentRef) -> Option<Arc<dyn Observer>> {
+        Some(Arc::new(Subagent {
+            multi: self.multi.clone(),
+            name: format!("{} {} ›", self.name, terminal::line(&at.agent)),
+            tools: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    fn agent_finished(&self, end: &AgentEnd) {
+        let _ = self.multi.println(format!(
+            "  {} {} ({}, {} round{})",
+            if end.status == crate::outcome::Status::Completed {
+                "✓"
+            } else {
+                "✗"
+            },
+            self.name.trim_end_matches(" ›"),
+            end.status.as_str(),
+            end.rounds,
+            if end.rounds == 1 { "" } else { "s" }
         ));
     }
 }

@@ -729,3 +729,47 @@ fn show_nests_each_subagent_under_its_call_and_tools_lists_the_agents() {
         json!(["general", "reader"])
     );
 }
+
+#[test]
+fn the_deadline_mid_subagent_ends_the_run_with_timeout_and_the_subagent_with_it() {
+    let sb = Sandbox::new();
+    let server = MockServer::respond(move |request| match who(request) {
+        (None, 0) => {
+            let (id, n, i) = task("call_t", "a", None);
+            tool(&id, &n, &i, 10)
+        }
+        (None, _) => text("late", 10),
+        (Some(_), _) => tool("c1", "bash", r#"{"command":"sleep 30"}"#, 10),
+    });
+    let started = Instant::now();
+    let out = run(delegating(&sb, &server).args(["-a", "bash", "--timeout", "2", "go"]));
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    let lines = sb.transcript();
+    assert_eq!(lines.last().unwrap()["status"], "timeout");
+    assert_eq!(of_type(&lines, "agent_end")[0]["status"], "timeout");
+    let result = &of_type(&lines, "round")[0]["results"][0];
+    assert_eq!(result["error_kind"], "cancelled", "{result}");
+}
+
+#[test]
+fn a_stores_export_puts_each_subagent_line_back_where_the_transcript_had_it() {
+    let Some(base) = crate::common::pg::server() else {
+        return;
+    };
+    let schema = crate::common::pg::Schema::new(base);
+    let sb = Sandbox::new();
+    sb.write("notes.txt", "forty-two\n");
+    let server = one_task(None, "read_file", r#"{"path":"notes.txt"}"#);
+    let out = run(delegating(&sb, &server).args(["--store", &schema.url, "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = sb.transcript();
+    let id = lines[0]["run_id"].as_str().unwrap();
+    let exported = run(sb.rounds().args(["export", "--store", &schema.url, id]));
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    assert_eq!(parse_lines(&exported.stdout), lines);
+}
