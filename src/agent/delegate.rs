@@ -182,7 +182,7 @@ impl Delegate for Delegation {
             .narrow(definition.tools.as_deref(), &deny)
             .map_err(|e| ToolError::Failed(format!("agent {name:?}: {e}")))?;
         let toolbox = Arc::new(parent.narrowed(policy, deeper));
-        let (provider, price, context_window) = match &definition.model {
+        let (chosen, price, context_window) = match &definition.model {
             Some(m) => (m.provider.clone(), m.price, m.context_window),
             None => (
                 shared.provider.clone(),
@@ -190,6 +190,8 @@ impl Delegate for Delegation {
                 shared.limits.context_window,
             ),
         };
+        // A recording plays the subagent's own rounds to it.
+        let provider = chosen.for_subagent(&at).unwrap_or(chosen);
         let base = shared.system.trim_end();
         let system = match definition.prompt.trim() {
             "" => format!("{base}\n\n{PREAMBLE}"),

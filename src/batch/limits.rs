@@ -382,6 +382,19 @@ impl Provider for Limited {
         self.inner.structured_output()
     }
 
+    /// A subagent's own provider (a recording's), behind the same gate and budget.
+    fn for_subagent(&self, at: &crate::transcript::AgentRef) -> Option<Arc<dyn Provider>> {
+        let inner = self.inner.for_subagent(at)?;
+        Some(Arc::new(Limited {
+            inner,
+            gate: self.gate.clone(),
+            budget: self.budget.clone(),
+            cancel: self.cancel.clone(),
+            last: Arc::new(AtomicU64::new(0)),
+            redactor: self.redactor.clone(),
+        }))
+    }
+
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError> {
         loop {
             if let Some(why) = self.budget.spent() {

@@ -773,3 +773,25 @@ fn a_stores_export_puts_each_subagent_line_back_where_the_transcript_had_it() {
     assert_eq!(exported.code, 0, "{}", exported.stderr);
     assert_eq!(parse_lines(&exported.stdout), lines);
 }
+
+#[test]
+fn a_run_with_a_subagent_replays_each_agent_its_own_rounds() {
+    let sb = Sandbox::new();
+    sb.write("notes.txt", "forty-two\n");
+    let server = one_task(None, "read_file", r#"{"path":"notes.txt"}"#);
+    let out = run(delegating(&sb, &server).arg("what do the notes say?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let recorded = sb.path("recorded.jsonl");
+    std::fs::copy(sb.transcript_path(), &recorded).unwrap();
+    let replay = format!("replay:{}", recorded.display());
+    let out = run(sb
+        .rounds()
+        .args(["-o", "json", "-a", "task", "-m", &replay, "--transcript"])
+        .arg(sb.path("replayed.jsonl")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let replayed = crate::common::read_jsonl(&sb.path("replayed.jsonl"));
+    assert_eq!(types(&replayed), types(&sb.transcript()));
+    let result = &of_type(&replayed, "round")[0]["results"][0];
+    assert_eq!(result["content"], "the notes say 42");
+    assert_eq!(replayed.last().unwrap()["final_text"], "the subagent said 42");
+}

@@ -140,6 +140,15 @@ pub trait Provider: Send + Sync {
     /// Starts one streamed response. HTTP-level failures are returned here; failures after the
     /// response started arrive through the stream.
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError>;
+    /// The provider the subagent `at` asks instead of this one, if another: a recording plays
+    /// the subagent's own recorded rounds to it. `None`: this one.
+    fn for_subagent(
+        &self,
+        at: &crate::transcript::AgentRef,
+    ) -> Option<std::sync::Arc<dyn Provider>> {
+        let _ = at;
+        None
+    }
 }
 
 /// Why a model request failed. Messages name the provider and carry the provider's own error

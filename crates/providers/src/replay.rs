@@ -2,26 +2,40 @@
 //! transcript, round by round, while tools run for real. A recorded run becomes a hermetic
 //! regression test, and a new user can watch a whole run with no API key.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 
 use super::{EventStream, Provider, ProviderError, Request, StreamEvent};
 use crate::conversation::{Block, StopReason};
-use crate::transcript::{Round, Transcript};
+use crate::transcript::{AgentLine, AgentRef, Round, Transcript};
 
 pub(crate) struct Replay {
     model: String,
     rounds: Vec<Round>,
     next: AtomicUsize,
+    /// Each subagent's recorded rounds and model, by the way down to it (`AgentRef::call`).
+    agents: Arc<HashMap<String, (String, Vec<Round>)>>,
 }
 
 impl Replay {
     pub(crate) fn new(transcript: &Transcript) -> Replay {
+        let mut agents: HashMap<String, (String, Vec<Round>)> = HashMap::new();
+        for (_, line) in &transcript.agents {
+            let entry = agents.entry(line.at().call.clone()).or_default();
+            match line {
+                AgentLine::Start(start) => entry.0 = start.model.clone(),
+                AgentLine::Round(round) => entry.1.push(round.round.clone()),
+                AgentLine::End(_) => {}
+            }
+        }
         Replay {
             model: transcript.start.model.clone(),
             rounds: transcript.rounds.clone(),
             next: AtomicUsize::new(0),
+            agents: Arc::new(agents),
         }
     }
 }
@@ -34,6 +48,16 @@ impl Provider for Replay {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn for_subagent(&self, at: &AgentRef) -> Option<Arc<dyn Provider>> {
+        let (model, rounds) = self.agents.get(&at.call).cloned().unwrap_or_default();
+        Some(Arc::new(Replay {
+            model,
+            rounds,
+            next: AtomicUsize::new(0),
+            agents: self.agents.clone(),
+        }))
     }
 
     async fn stream(&self, _request: &Request<'_>) -> Result<EventStream, ProviderError> {
