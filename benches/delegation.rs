@@ -59,10 +59,20 @@ fn answered(request: &Recorded) -> usize {
 fn reading() -> MockServer {
     MockServer::respond(|request| {
         if answered(request) > 0 {
-            return Reply::sse(sse::anthropic(&[B::Text("six files reviewed")], "end_turn", 1, 1));
+            return Reply::sse(sse::anthropic(
+                &[B::Text("six files reviewed")],
+                "end_turn",
+                1,
+                1,
+            ));
         }
         let inputs: Vec<(String, String)> = (0..FILES)
-            .map(|i| (format!("r{i}"), json!({"path": format!("src{i}.rs")}).to_string()))
+            .map(|i| {
+                (
+                    format!("r{i}"),
+                    json!({"path": format!("src{i}.rs")}).to_string(),
+                )
+            })
             .collect();
         let calls: Vec<B> = inputs
             .iter()
@@ -87,10 +97,20 @@ fn delegating() -> MockServer {
                 .find(|f| first.contains(f.as_str()))
                 .unwrap_or_else(|| "src0.rs".into());
             let input = json!({"path": file}).to_string();
-            return Reply::sse(sse::anthropic(&[B::Tool("s1", "read_file", &input)], "tool_use", 1, 1));
+            return Reply::sse(sse::anthropic(
+                &[B::Tool("s1", "read_file", &input)],
+                "tool_use",
+                1,
+                1,
+            ));
         }
         if answered(request) > 0 {
-            return Reply::sse(sse::anthropic(&[B::Text("six files reviewed")], "end_turn", 1, 1));
+            return Reply::sse(sse::anthropic(
+                &[B::Text("six files reviewed")],
+                "end_turn",
+                1,
+                1,
+            ));
         }
         let inputs: Vec<(String, String)> = (0..FILES)
             .map(|i| {
@@ -99,7 +119,10 @@ fn delegating() -> MockServer {
                 (format!("t{i}"), task.to_string())
             })
             .collect();
-        let calls: Vec<B> = inputs.iter().map(|(id, input)| B::Tool(id, "task", input)).collect();
+        let calls: Vec<B> = inputs
+            .iter()
+            .map(|(id, input)| B::Tool(id, "task", input))
+            .collect();
         Reply::sse(sse::anthropic(&calls, "tool_use", 1, 1))
     })
 }

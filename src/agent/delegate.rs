@@ -181,7 +181,7 @@ impl Delegate for Delegation {
         let policy = parent
             .narrow(definition.tools.as_deref(), &deny)
             .map_err(|e| ToolError::Failed(format!("agent {name:?}: {e}")))?;
-        let toolbox = Arc::new(parent.narrowed(policy, deeper));
+        let toolbox = Arc::new(parent.narrowed(policy, deeper, &format!("{}/", at.call)));
         let (chosen, price, context_window) = match &definition.model {
             Some(m) => (m.provider.clone(), m.price, m.context_window),
             None => (

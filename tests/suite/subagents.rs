@@ -793,5 +793,54 @@ fn a_run_with_a_subagent_replays_each_agent_its_own_rounds() {
     assert_eq!(types(&replayed), types(&sb.transcript()));
     let result = &of_type(&replayed, "round")[0]["results"][0];
     assert_eq!(result["content"], "the notes say 42");
-    assert_eq!(replayed.last().unwrap()["final_text"], "the subagent said 42");
+    assert_eq!(
+        replayed.last().unwrap()["final_text"],
+        "the subagent said 42"
+    );
+}
+
+#[test]
+fn a_subagents_cut_output_is_saved_under_its_call_not_over_the_runs() {
+    let sb = Sandbox::new();
+    // The run and the subagent both number their calls `call_1`.
+    let server = MockServer::respond(move |request| match who(request) {
+        (None, 0) => Reply::sse(sse::anthropic(
+            &[
+                B::Tool("call_1", "bash", r#"{"command":"seq 1 20000"}"#),
+                B::Tool("call_t", "task", &task("call_t", "a", None).2),
+            ],
+            "tool_use",
+            10,
+            5,
+        )),
+        (None, _) => text("done", 10),
+        (Some(_), 0) => tool("call_1", "bash", r#"{"command":"seq 30001 50000"}"#, 10),
+        (Some(_), _) => text("counted", 10),
+    });
+    let out =
+        run(delegating(&sb, &server).args(["-a", "bash", "--max-result-bytes", "2000", "go"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = sb.transcript();
+    let own = &of_type(&lines, "round")[0]["results"][0];
+    let sub = &of_type(&lines, "agent_round")[0]["round"]["results"][0];
+    let (own, sub) = (
+        own["full_output"].as_str().unwrap(),
+        sub["full_output"].as_str().unwrap(),
+    );
+    assert_ne!(own, sub);
+    assert!(sub.contains("call_t_call_1"), "{sub}");
+    let (own, sub) = (
+        std::fs::read_to_string(own).unwrap(),
+        std::fs::read_to_string(sub).unwrap(),
+    );
+    assert!(
+        own.contains("\n19999\n") && !own.contains("30001"),
+        "{}",
+        &own[..200]
+    );
+    assert!(
+        sub.contains("\n30001\n") && !sub.contains("\n19999\n"),
+        "{}",
+        &sub[..200]
+    );
 }

@@ -97,6 +97,9 @@ pub struct Toolbox {
     /// Who runs `task` calls; none where delegation is not available (a subagent at the
     /// depth limit, `rounds tools`).
     delegate: Option<Arc<dyn Delegate>>,
+    /// What a subagent's call ids are prefixed with where they name its saved outputs (the
+    /// `task` calls on the way, `t1/`): ids come from the model and repeat across agents.
+    scope: String,
 }
 
 impl Toolbox {
@@ -109,6 +112,7 @@ impl Toolbox {
         Toolbox {
             registry: Arc::new(registry),
             delegate: None,
+            scope: String::new(),
             policy: Arc::new(policy),
             workspace: Arc::new(workspace),
             timeout: settings.timeout,
@@ -131,8 +135,13 @@ impl Toolbox {
 
     /// A subagent's toolbox: the same tools, workspace, sandbox, hooks, limits and saved
     /// outputs, under `policy` (see [`Toolbox::narrow`]), with `delegate` for its own `task`
-    /// calls, if it may make any.
-    pub fn narrowed(&self, policy: Policy, delegate: Option<Arc<dyn Delegate>>) -> Toolbox {
+    /// calls, if it may make any; `scope` names it among the run's saved outputs (`t1/`).
+    pub fn narrowed(
+        &self,
+        policy: Policy,
+        delegate: Option<Arc<dyn Delegate>>,
+        scope: &str,
+    ) -> Toolbox {
         Toolbox {
             registry: self.registry.clone(),
             policy: Arc::new(policy),
@@ -145,7 +154,13 @@ impl Toolbox {
             sandbox: self.sandbox.clone(),
             redactor: self.redactor.clone(),
             delegate,
+            scope: scope.to_owned(),
         }
+    }
+
+    /// The key a call's saved outputs go by.
+    fn key(&self, id: &str) -> String {
+        format!("{}{id}", self.scope)
     }
 
     /// This toolbox's policy narrowed by a subagent's rules (see [`Policy::within`]).
@@ -405,7 +420,7 @@ impl Toolbox {
         let ctx = ToolContext {
             workspace: self.workspace.clone(),
             cancel: cancel.child_token(),
-            call_id: call.id.clone(),
+            call_id: self.key(&call.id),
             timeout: self.timeout,
             env: self.env.clone(),
             outputs: self.outputs.clone(),
@@ -553,7 +568,7 @@ impl Toolbox {
     /// post hooks keeps what was found then).
     fn redact(&self, result: &mut ToolResult) {
         // What the tool's processes printed was redacted as it streamed (see `Outputs`).
-        let streamed = self.outputs.redacted(&result.tool_use_id);
+        let streamed = self.outputs.redacted(&self.key(&result.tool_use_id));
         for name in streamed
             .into_iter()
             .chain(self.redactor.redact(&mut result.content))
@@ -572,10 +587,10 @@ impl Toolbox {
         if result.content.len() <= self.max_result_bytes {
             return result;
         }
-        let file = self.outputs.file(&result.tool_use_id, "txt");
+        let file = self.outputs.file(&self.key(&result.tool_use_id), "txt");
         let captured = cap_text(&result.content, self.max_result_bytes, file);
         // The content was redacted already; nothing more is found, and the call is forgotten.
-        self.outputs.redacted(&result.tool_use_id);
+        self.outputs.redacted(&self.key(&result.tool_use_id));
         result.full_output = captured.spilled.as_ref().map(|p| p.display().to_string());
         result.content = captured.render();
         result.truncated = true;
