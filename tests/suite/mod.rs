@@ -63,6 +63,7 @@ mod shell_rules;
 mod small_models;
 mod store;
 mod stream_bounds;
+mod subagent_trust;
 mod subagents;
 mod terminal;
 mod tool_errors;
