@@ -227,99 +227,107 @@ async fn set_up(
     cancel: &Cancel,
 ) -> Result<Ready, SetupError> {
     let mut turn = config.user_turn();
-    let Config {
-        run_id,
-        provider: choice,
-        model,
-        idle_timeout,
-        project_docs,
-        system,
-        resume,
-        workspace,
-        tools,
-        tool_settings,
-        sandbox_record,
-        limits,
-        cache,
-        model_info,
-        output_schema,
-        output_last_message,
-        transcript,
-        transcript_is_default,
-        store,
-        agents,
-        ..
-    } = config;
-    let provider = build_provider(sources, &choice, &model, idle_timeout)?;
-    let (tool_timeout, redactor) = (tool_settings.timeout, tool_settings.redactor.clone());
-    let (toolbox, servers) = toolbox(&tools, workspace, tool_settings).await?;
-    let run_system = system.clone();
+    let provider = build_provider(
+        sources,
+        &config.provider,
+        &config.model,
+        config.idle_timeout,
+    )?;
+    let (tool_timeout, redactor) = (
+        config.tool_settings.timeout,
+        config.tool_settings.redactor.clone(),
+    );
+    let (toolbox, servers) = toolbox(&config.tools, config.workspace, config.tool_settings).await?;
+    let run_system = config.system.clone();
     // Without native structured output, the model is told the schema.
-    let mut system = match &output_schema {
-        Some(schema) if !provider.structured_output() => system + &schema.instruction(),
-        _ => system,
+    let mut system = match &config.output_schema {
+        Some(schema) if !provider.structured_output() => config.system + &schema.instruction(),
+        _ => config.system,
     };
     redact_prompt(&redactor, &mut turn, &mut system);
-    let store_at = (store.as_deref(), sources.store.as_deref());
-    let records =
-        Arc::new(open_records(transcript.as_ref(), store_at, transcript_is_default).await?);
-    let spend = Arc::new(crate::agent::Spend::default());
-    let shared = subagents::Shared {
-        agents,
+    let store_at = (config.store.as_deref(), sources.store.as_deref());
+    let records = Arc::new(
+        open_records(
+            config.transcript.as_ref(),
+            store_at,
+            config.transcript_is_default,
+        )
+        .await?,
+    );
+    let agent = Agent {
+        provider,
+        toolbox: Arc::new(toolbox),
+        system,
+        limits: config.limits,
+        cache: config.cache,
+        price: config.model_info.price,
+        output_schema: config.output_schema,
+        observer,
+        redactor,
+        spend: Arc::default(),
+        at: None,
+    };
+    let given = subagents::Given {
+        agents: config.agents,
         sources,
-        choice: &choice,
-        idle: idle_timeout,
-        provider: provider.clone(),
-        price: model_info.price,
+        choice: &config.provider,
+        idle: config.idle_timeout,
         system: run_system,
-        project_docs: project_docs.sent.clone(),
-        limits: &limits,
-        cache: cache.clone(),
-        redactor: redactor.clone(),
+        project_docs: config.project_docs.sent.clone(),
         records: records.clone(),
         cancel: cancel.clone(),
-        spend: spend.clone(),
     };
-    let toolbox = Arc::new(subagents::delegating(toolbox, shared, observer.clone())?);
-    let start = Start {
-        run_id: run_id.clone(),
-        time: crate::agent::now_rfc3339(),
-        provider: provider.name().to_owned(),
-        model: provider.model().to_owned(),
-        workspace: toolbox.workspace().root().display().to_string(),
-        prompt: turn.clone(),
-        project_docs: project_docs.record,
-        system: system.clone(),
-        tools: toolbox.policy().allow_rules(),
-        limits: recorded_limits(&limits, tool_timeout, &redactor),
-        resumed_from: resume.as_ref().map(|r| r.path.display().to_string()),
-        sandbox: Some(sandbox_record),
-        redaction: redactor.names(),
+    subagents::attach(&agent, given)?;
+    let recorded = Recorded {
+        run_id: config.run_id.clone(),
+        turn: turn.clone(),
+        project_docs: config.project_docs.record,
+        resumed_from: config.resume.as_ref().map(|r| r.path.display().to_string()),
+        sandbox: config.sandbox_record,
+        tool_timeout,
     };
+    let start = recorded.start(&agent);
     (records.write(&Line::Start(start.clone())).await).map_err(SetupError::Records)?;
-    observer.started(&start);
-
+    agent.observer.started(&start);
     Ok(Ready {
-        agent: Agent {
-            provider,
-            toolbox,
-            system,
-            limits,
-            cache,
-            price: model_info.price,
-            output_schema,
-            observer,
-            redactor,
-            spend,
-            at: None,
-        },
-        output_last_message,
-        transcript,
-        run_id,
+        agent,
+        output_last_message: config.output_last_message,
+        transcript: config.transcript,
+        run_id: config.run_id,
         servers,
         records,
-        history: conversation(resume, turn),
+        history: conversation(config.resume, turn),
     })
+}
+
+/// What the `start` line records besides the run's `Agent`.
+struct Recorded {
+    run_id: String,
+    turn: String,
+    project_docs: Vec<crate::transcript::ProjectDoc>,
+    resumed_from: Option<String>,
+    sandbox: crate::process::sandbox::Summary,
+    tool_timeout: Duration,
+}
+
+impl Recorded {
+    fn start(self, agent: &Agent) -> Start {
+        Start {
+            run_id: self.run_id,
+            time: crate::agent::now_rfc3339(),
+            provider: agent.provider.name().to_owned(),
+            model: agent.provider.model().to_owned(),
+            workspace: agent.toolbox.workspace().root().display().to_string(),
+            prompt: self.turn,
+            project_docs: self.project_docs,
+            system: agent.system.clone(),
+            tools: agent.toolbox.policy().allow_rules(),
+            limits: recorded_limits(&agent.limits, self.tool_timeout, &agent.redactor),
+            resumed_from: self.resumed_from,
+            sandbox: Some(self.sandbox),
+            redaction: agent.redactor.names(),
+        }
+    }
 }
 
 /// The run's provider: from the batch's source when it shares one, else its own.

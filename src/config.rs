@@ -234,9 +234,12 @@ pub enum ConfigError {
     },
     #[error("--tool-env {0}: provider keys and credentials are never passed to tools")]
     SecretToolEnv(String),
+    /// A file `--agents` names cannot be read as agents.
+    #[error(transparent)]
+    AgentsFile(crate::settings::SettingsError),
     /// An agent definition of the user's that cannot apply (`--agents`, their settings file).
-    #[error("{0}")]
-    Agents(String),
+    #[error(transparent)]
+    Agent(Box<crate::trust::agents::AgentError>),
     /// A value that did not come from the command line, with where it came from.
     #[error("{origin}: {error}")]
     At {
@@ -321,14 +324,7 @@ impl Config {
         let project_docs = project_docs(&cli, resume.is_some(), recorded, &workspace)?;
         let system = system_prompt(&cli, recorded, &inputs.cwd)?;
         let (mut tools, tool_env) = tool_setup(&cli.tools, &inputs.cwd, &inputs.env_all)?;
-        let agents = agents::resolve(
-            &cli,
-            &inputs.agents,
-            &provider,
-            &inputs.aliases,
-            &inputs.cwd,
-        )?;
-        tools.builtin.agents = agents.briefs();
+        let agents = agents::resolve(&cli, &inputs, &provider, &mut tools)?;
         let run_id = new_run_id();
         let transcript = records::transcript(
             &cli,

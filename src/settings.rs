@@ -264,15 +264,7 @@ fn read_file(
                 } else {
                     &mut read.project_aliases
                 };
-                for (name, target) in table {
-                    let target = target.get_ref().as_str().ok_or_else(|| {
-                        SettingsError(format!(
-                            "{}: an alias is a \"provider/model\" string",
-                            at(name.span(), false)
-                        ))
-                    })?;
-                    aliases.insert(name.get_ref().to_string(), target.to_owned());
-                }
+                read_aliases(table, aliases, &|span| at(span, false))?;
             }
             ("agents", value @ DeValue::Table(_)) => {
                 read.agents
@@ -282,6 +274,24 @@ fn read_file(
         }
     }
     Ok((top, chosen))
+}
+
+/// An `[alias]` table's `name = "provider/model"` entries.
+fn read_aliases(
+    table: &DeTable<'_>,
+    aliases: &mut BTreeMap<String, String>,
+    at: &dyn Fn(std::ops::Range<usize>) -> Source,
+) -> Result<(), SettingsError> {
+    for (name, target) in table {
+        let target = target.get_ref().as_str().ok_or_else(|| {
+            SettingsError(format!(
+                "{}: an alias is a \"provider/model\" string",
+                at(name.span())
+            ))
+        })?;
+        aliases.insert(name.get_ref().to_string(), target.to_owned());
+    }
+    Ok(())
 }
 
 /// Every long flag of a run that a file may set, and whether it takes a value.

@@ -153,24 +153,61 @@ impl Delegate for Delegation {
                 self.names()
             )));
         };
-        let shared = &self.shared;
-        let depth = self.depth + 1;
         let at = AgentRef {
             call: match self.path.as_str() {
                 "" => call.id.clone(),
                 path => format!("{path}/{}", call.id),
             },
             agent: name.clone(),
-            depth,
+            depth: self.depth + 1,
         };
+        let (agent, start) = self.subagent(parent, &definition, at.clone(), &task)?;
+        let shared = &self.shared;
+        let records = &shared.records;
+        records
+            .write(&Line::AgentStart(start.clone()))
+            .await
+            .map_err(|e| ToolError::Failed(format!("the subagent could not start: {e}")))?;
+        agent.observer.agent_started(&start);
+        let started = Instant::now();
+        let mut history = vec![Message::User(start.prompt)];
+        let outcome = agent
+            .run(&mut history, records, &shared.cancel.within(cancel))
+            .await;
+        let end = ended(at, &outcome, started);
+        let recorded = records.write(&Line::AgentEnd(end.clone())).await;
+        agent.observer.agent_finished(&end);
+        if outcome.status == Status::Budget {
+            // The budget is the run's: it ends the run (and every other subagent) too.
+            let why = outcome.error.clone().unwrap_or_default();
+            shared
+                .cancel
+                .cancel(Status::Budget, format!("subagent {name}: {why}"));
+        }
+        recorded.map_err(|e| ToolError::Failed(format!("the subagent's record failed: {e}")))?;
+        answer(&name, outcome, agent.limits.max_rounds)
+    }
+}
+
+impl Delegation {
+    /// The subagent `at` of `definition` for `task`, and its start line: its toolbox narrowed
+    /// from the caller's, its model, system prompt, first turn and limits.
+    fn subagent(
+        &self,
+        parent: &Toolbox,
+        definition: &Definition,
+        at: AgentRef,
+        task: &TaskInput,
+    ) -> Result<(Agent, AgentStart), ToolError> {
+        let shared = &self.shared;
         let observer = self.observer.scoped(&at).unwrap_or_else(|| Arc::new(Quiet));
         // Below the depth limit a subagent may delegate in turn (if its rules name `task`);
         // at it, `task` is denied, whatever the agent's rules say.
         let mut deny = definition.deny.clone();
-        let deeper = (depth < shared.max_depth).then(|| {
+        let deeper = (at.depth < shared.max_depth).then(|| {
             Arc::new(Delegation {
                 shared: shared.clone(),
-                depth,
+                depth: at.depth,
                 path: at.call.clone(),
                 observer: observer.clone(),
             }) as Arc<dyn Delegate>
@@ -180,7 +217,7 @@ impl Delegate for Delegation {
         }
         let policy = parent
             .narrow(definition.tools.as_deref(), &deny)
-            .map_err(|e| ToolError::Failed(format!("agent {name:?}: {e}")))?;
+            .map_err(|e| ToolError::Failed(format!("agent {:?}: {e}", at.agent)))?;
         let toolbox = Arc::new(parent.narrowed(policy, deeper, &format!("{}/", at.call)));
         let (chosen, price, context_window) = match &definition.model {
             Some(m) => (m.provider.clone(), m.price, m.context_window),
@@ -200,9 +237,8 @@ impl Delegate for Delegation {
         let mut turn =
             crate::transcript::turn::compose(&shared.workspace, &shared.project_docs, &task.prompt);
         shared.redactor.redact(&mut turn);
-        let max_rounds = definition.max_rounds.unwrap_or(shared.limits.max_rounds);
         let limits = LoopLimits {
-            max_rounds,
+            max_rounds: definition.max_rounds.unwrap_or(shared.limits.max_rounds),
             // The run's deadline reaches it through the cancellation.
             deadline: None,
             context_window,
@@ -218,7 +254,7 @@ impl Delegate for Delegation {
             model: provider.model().to_owned(),
             tools: toolbox.offered().iter().map(|t| t.name.clone()).collect(),
             system: system.clone(),
-            prompt: turn.clone(),
+            prompt: turn,
         };
         let agent = Agent {
             provider,
@@ -228,34 +264,12 @@ impl Delegate for Delegation {
             cache: shared.cache.clone(),
             price,
             output_schema: None,
-            observer: observer.clone(),
+            observer,
             redactor: shared.redactor.clone(),
             spend: shared.spend.clone(),
-            at: Some(at.clone()),
+            at: Some(at),
         };
-        let records = &shared.records;
-        records
-            .write(&Line::AgentStart(start.clone()))
-            .await
-            .map_err(|e| ToolError::Failed(format!("the subagent could not start: {e}")))?;
-        observer.agent_started(&start);
-        let started = Instant::now();
-        let mut history = vec![Message::User(turn)];
-        let outcome = agent
-            .run(&mut history, records, &shared.cancel.within(cancel))
-            .await;
-        let end = ended(at, &outcome, started);
-        let recorded = records.write(&Line::AgentEnd(end.clone())).await;
-        observer.agent_finished(&end);
-        if outcome.status == Status::Budget {
-            // The budget is the run's: it ends the run (and every other subagent) too.
-            let why = outcome.error.clone().unwrap_or_default();
-            shared
-                .cancel
-                .cancel(Status::Budget, format!("subagent {name}: {why}"));
-        }
-        recorded.map_err(|e| ToolError::Failed(format!("the subagent's record failed: {e}")))?;
-        answer(&name, outcome, max_rounds)
+        Ok((agent, start))
     }
 }
 

@@ -144,9 +144,7 @@ impl Agent {
             let (verdict, stop) = self
                 .judge(&mut round, &mut checks, stop, may_check, cancel)
                 .await;
-            count(&mut done, &round);
-            self.spend
-                .add(&round.usage, round.cost_usd, self.at.is_some());
+            self.count(&mut done, &round);
             if let Err(e) = records.write(&self.line(&round)).await {
                 return done.fail(FailureRecord::new(Failure::Write, None), e);
             }
@@ -366,6 +364,16 @@ fn stopped(done: Outcome, stop: Option<Stop>, cancel: &Cancel) -> Outcome {
             None => done.end(Status::Error, "the run was cancelled"),
         },
         None => done,
+    }
+}
+
+impl Agent {
+    /// Adds a round to the run's totals (usage, cost, calls and their errors, the answer so
+    /// far) and to what the run has spent, its subagents included.
+    fn count(&self, done: &mut Outcome, round: &Round) {
+        self.spend
+            .add(&round.usage, round.cost_usd, self.at.is_some());
+        count(done, round);
     }
 }
 

@@ -7,45 +7,34 @@ use std::time::Duration;
 
 use super::{SetupError, Sources, build_provider};
 use crate::agent::delegate::{self, Definition, Delegation, Model};
-use crate::agent::{Cancel, LoopLimits, Observer, Spend};
+use crate::agent::{Agent, Cancel};
 use crate::config::agents::Agents;
-use crate::pricing::Price;
-use crate::provider::{Cache, Provider, ProviderChoice};
+use crate::provider::ProviderChoice;
 use crate::records::Records;
-use crate::redact::Redactor;
 use crate::tools::delegate::{GENERAL, TASK};
-use crate::tools::pipeline::{Toolbox, class_under};
+use crate::tools::pipeline::class_under;
 
-/// What the run gives its subagents.
-pub(super) struct Shared<'a> {
+/// What the run gives its subagents besides its `Agent`.
+pub(super) struct Given<'a> {
     pub(super) agents: Agents,
     pub(super) sources: &'a Sources,
     pub(super) choice: &'a ProviderChoice,
     pub(super) idle: Duration,
-    pub(super) provider: Arc<dyn Provider>,
-    pub(super) price: Option<Price>,
     /// The run's system prompt, without `--output-schema`'s instruction (the run's answer's).
     pub(super) system: String,
     pub(super) project_docs: Vec<(String, String)>,
-    pub(super) limits: &'a LoopLimits,
-    pub(super) cache: Option<Cache>,
-    pub(super) redactor: Redactor,
     pub(super) records: Arc<Records>,
     pub(super) cancel: Cancel,
-    pub(super) spend: Arc<Spend>,
 }
 
-/// `toolbox` handing its `task` calls to the run's delegate.
-pub(super) fn delegating(
-    toolbox: Toolbox,
-    shared: Shared<'_>,
-    observer: Arc<dyn Observer>,
-) -> Result<Toolbox, SetupError> {
-    let max_depth = shared.agents.max_depth;
+/// Hands the run's `task` calls to a delegate that runs its agents.
+pub(super) fn attach(run: &Agent, given: Given<'_>) -> Result<(), SetupError> {
+    let (toolbox, limits) = (&run.toolbox, &run.limits);
+    let max_depth = given.agents.max_depth;
     let mut definitions = BTreeMap::new();
     let mut classes = BTreeMap::new();
     let general = std::iter::once((GENERAL.to_owned(), None));
-    let defined = shared
+    let defined = given
         .agents
         .defined
         .into_iter()
@@ -56,14 +45,9 @@ pub(super) fn delegating(
             Some(agent) => {
                 let model = match (&agent.admitted.model, agent.model_info) {
                     (Some(model), Some(info)) => Some(Model {
-                        provider: build_provider(
-                            shared.sources,
-                            shared.choice,
-                            model,
-                            shared.idle,
-                        )?,
+                        provider: build_provider(given.sources, given.choice, model, given.idle)?,
                         price: info.price,
-                        context_window: info.context_window.unwrap_or(shared.limits.context_window),
+                        context_window: info.context_window.unwrap_or(limits.context_window),
                     }),
                     _ => None,
                 };
@@ -86,7 +70,7 @@ pub(super) fn delegating(
         let policy = toolbox
             .narrow(definition.tools.as_deref(), &deny)
             .map_err(|e| SetupError::Agent(name.clone(), e))?;
-        classes.insert(name.clone(), class_under(&toolbox, &policy));
+        classes.insert(name.clone(), class_under(toolbox, &policy));
         if name != GENERAL {
             definitions.insert(name, definition);
         }
@@ -94,19 +78,20 @@ pub(super) fn delegating(
     let shared = delegate::Shared {
         agents: definitions,
         classes,
-        provider: shared.provider,
-        price: shared.price,
-        system: shared.system,
+        provider: run.provider.clone(),
+        price: run.price,
+        system: given.system,
         workspace: toolbox.workspace().root().display().to_string(),
-        project_docs: shared.project_docs,
-        limits: shared.limits.clone(),
-        cache: shared.cache,
-        redactor: shared.redactor,
-        records: shared.records,
-        cancel: shared.cancel,
-        spend: shared.spend,
+        project_docs: given.project_docs,
+        limits: limits.clone(),
+        cache: run.cache.clone(),
+        redactor: run.redactor.clone(),
+        records: given.records,
+        cancel: given.cancel,
+        spend: run.spend.clone(),
         max_depth,
     };
-    let delegation = Delegation::new(Arc::new(shared), observer);
-    Ok(toolbox.delegating(Arc::new(delegation)))
+    let delegation = Delegation::new(Arc::new(shared), run.observer.clone());
+    toolbox.delegate_to(Arc::new(delegation));
+    Ok(())
 }

@@ -2,13 +2,13 @@
 //! `--agents` names, through `trust::agents`, with each agent's own model priced.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use super::ConfigError;
+use super::{ConfigError, Inputs};
 use crate::cli::Cli;
 use crate::pricing::{Catalog, ModelInfo};
 use crate::provider::ProviderChoice;
 use crate::settings::agents::{self, Written};
+use crate::tools::assemble::ToolSources;
 use crate::tools::delegate::AgentBrief;
 use crate::trust::agents::{Admitted, Run, admit};
 
@@ -40,31 +40,30 @@ impl Agents {
     }
 }
 
-/// The agents of `settings` (the settings files' tables, the user's first) and of `--agents`,
-/// on `provider`. A project's refused keys are warned of; the user's mistakes are errors.
+/// The agents of the settings files' tables (`inputs.agents`, the user's first) and of
+/// `--agents`, on `provider`, told to `task` (`tools`' built-in options). A project's refused
+/// keys are warned of; the user's mistakes are errors.
 pub(crate) fn resolve(
     cli: &Cli,
-    settings: &[Written],
+    inputs: &Inputs<'_>,
     provider: &ProviderChoice,
-    aliases: &BTreeMap<String, String>,
-    cwd: &Path,
+    tools: &mut ToolSources,
 ) -> Result<Agents, ConfigError> {
+    let (settings, aliases, cwd) = (&inputs.agents, &inputs.aliases, inputs.cwd.as_path());
     // Ascending precedence: the project's tables, the user's, then the files named on the
     // command line.
     let (mut written, user): (Vec<Written>, Vec<Written>) =
         settings.iter().cloned().partition(|w| !w.origin.trusted());
     written.extend(user);
     for file in &cli.tools.agents {
-        written.extend(
-            agents::read_file(&cwd.join(file)).map_err(|e| ConfigError::Agents(e.to_string()))?,
-        );
+        written.extend(agents::read_file(&cwd.join(file)).map_err(ConfigError::AgentsFile)?);
     }
     let run = Run {
         provider: provider.name(),
         max_rounds: cli.max_rounds,
         aliases,
     };
-    let (admitted, refused) = admit(&written, &run).map_err(ConfigError::Agents)?;
+    let (admitted, refused) = admit(&written, &run).map_err(ConfigError::Agent)?;
     for refusal in refused {
         tracing::warn!("{}", crate::terminal::line(&refusal.to_string()));
     }
@@ -92,8 +91,10 @@ pub(crate) fn resolve(
             },
         );
     }
-    Ok(Agents {
+    let agents = Agents {
         defined,
         max_depth: cli.tools.max_depth,
-    })
+    };
+    tools.builtin.agents = agents.briefs();
+    Ok(agents)
 }

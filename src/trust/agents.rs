@@ -39,7 +39,7 @@ pub(crate) struct Admitted {
     pub(crate) origin: Source,
 }
 
-/// The keys an agent table may hold.
+/// The keys an agent table may hold (`Problem::UnknownKey` names them too).
 const KEYS: &[&str] = &[
     "description",
     "prompt",
@@ -48,6 +48,41 @@ const KEYS: &[&str] = &[
     "model",
     "max-rounds",
 ];
+
+/// What is wrong with an agent's table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    #[error(
+        "{0:?} cannot name an agent (letters, digits, '-' and '_'; not \"general\", the built-in \
+         agent)"
+    )]
+    Name(String),
+    #[error("unknown key {0:?} (an agent has description, prompt, tools, deny, model, max-rounds)")]
+    UnknownKey(String),
+    #[error("{0} must be a string")]
+    NotText(&'static str),
+    #[error("{0} must be a list of strings")]
+    NotList(&'static str),
+    #[error("description is missing: the model chooses an agent by it")]
+    NoDescription,
+    #[error("max-rounds must be a whole number of at least 1")]
+    MaxRounds,
+    #[error("{model:?} is a model of {of}: an agent's model runs on the run's provider ({run})")]
+    OtherProvider {
+        model: String,
+        of: String,
+        run: String,
+    },
+}
+
+/// An agent the user defined that cannot apply: where, which, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}: agents.{name}: {problem}")]
+pub struct AgentError {
+    origin: Source,
+    name: String,
+    problem: Problem,
+}
 
 /// The run an agent belongs to, as far as the rules need it.
 pub(crate) struct Run<'a> {
@@ -58,39 +93,44 @@ pub(crate) struct Run<'a> {
     pub(crate) aliases: &'a BTreeMap<String, String>,
 }
 
-/// The agents that apply, by name, and what was refused of the untrusted ones. `written` is in
+/// The agents that apply, by name, and what was refused of the untrusted ones.
+pub(crate) type Admissions = (BTreeMap<String, Admitted>, Vec<Refusal>);
+
+/// The agents of `written` that apply, and what was refused of the untrusted ones. `written` is in
 /// ascending precedence (project tables, the user's file, `--agents` files), so a later
 /// definition of a name replaces an earlier one, but an untrusted one never replaces a trusted
 /// one. An error is the user's own mistake.
-pub(crate) fn admit(
-    written: &[Written],
-    run: &Run<'_>,
-) -> Result<(BTreeMap<String, Admitted>, Vec<Refusal>), String> {
+pub(crate) fn admit(written: &[Written], run: &Run<'_>) -> Result<Admissions, Box<AgentError>> {
     let mut agents: BTreeMap<String, Admitted> = BTreeMap::new();
     let mut refused = Vec::new();
     for table in written {
         let trusted = table.origin.trusted();
         let name = &table.name;
-        if name == crate::tools::delegate::GENERAL || !valid_name(name) {
-            let why = format!(
-                "{name:?} cannot name an agent (letters, digits, '-' and '_'; not \"general\", \
-                 the built-in agent)"
-            );
-            if trusted {
-                return Err(format!("{}: {why}", table.origin));
-            }
-            refused.push(refusal(&format!("agents.{name}"), &[], &table.origin, why));
-            continue;
-        }
         if !trusted && agents.get(name).is_some_and(|a| a.origin.trusted()) {
             continue;
         }
-        match one(table, run, &mut refused) {
+        let admitted = if name == crate::tools::delegate::GENERAL || !valid_name(name) {
+            Err(Problem::Name(name.clone()))
+        } else {
+            one(table, run, &mut refused)
+        };
+        match admitted {
             Ok(agent) => {
                 agents.insert(name.clone(), agent);
             }
-            Err(why) if trusted => return Err(format!("{}: agents.{name}: {why}", table.origin)),
-            Err(why) => refused.push(refusal(&format!("agents.{name}"), &[], &table.origin, why)),
+            Err(problem) if trusted => {
+                return Err(Box::new(AgentError {
+                    origin: table.origin.clone(),
+                    name: name.clone(),
+                    problem,
+                }));
+            }
+            Err(problem) => refused.push(refusal(
+                &format!("agents.{name}"),
+                &[],
+                &table.origin,
+                problem.to_string(),
+            )),
         }
     }
     Ok((agents, refused))
@@ -105,16 +145,13 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// One table as it applies; an untrusted table's refused keys go into `refused`.
-fn one(table: &Written, run: &Run<'_>, refused: &mut Vec<Refusal>) -> Result<Admitted, String> {
+fn one(table: &Written, run: &Run<'_>, refused: &mut Vec<Refusal>) -> Result<Admitted, Problem> {
     let source = &table.origin;
     let trusted = source.trusted();
     let key = |k: &str| format!("agents.{}.{k}", table.name);
     for k in table.keys.keys().filter(|k| !KEYS.contains(&k.as_str())) {
         if trusted {
-            return Err(format!(
-                "unknown key {k:?} (an agent has {})",
-                KEYS.join(", ")
-            ));
+            return Err(Problem::UnknownKey(k.clone()));
         }
         refused.push(refusal(
             &key(k),
@@ -128,14 +165,14 @@ fn one(table: &Written, run: &Run<'_>, refused: &mut Vec<Refusal>) -> Result<Adm
             ),
         ));
     }
-    let text = |k: &str| -> Result<Option<String>, String> {
+    let text = |k: &'static str| -> Result<Option<String>, Problem> {
         match table.keys.get(k) {
             None => Ok(None),
             Some(toml::Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("{k} must be a string")),
+            Some(_) => Err(Problem::NotText(k)),
         }
     };
-    let list = |k: &str| -> Result<Option<Vec<String>>, String> {
+    let list = |k: &'static str| -> Result<Option<Vec<String>>, Problem> {
         match table.keys.get(k) {
             None => Ok(None),
             Some(toml::Value::Array(items)) => items
@@ -143,17 +180,17 @@ fn one(table: &Written, run: &Run<'_>, refused: &mut Vec<Refusal>) -> Result<Adm
                 .map(|v| v.as_str().map(str::to_owned))
                 .collect::<Option<Vec<_>>>()
                 .map(Some)
-                .ok_or_else(|| format!("{k} must be a list of strings")),
-            Some(_) => Err(format!("{k} must be a list of strings")),
+                .ok_or(Problem::NotList(k)),
+            Some(_) => Err(Problem::NotList(k)),
         }
     };
     let description = text("description")?
         .filter(|d| !d.trim().is_empty())
-        .ok_or("description is missing: the model chooses an agent by it")?;
+        .ok_or(Problem::NoDescription)?;
     let mut max_rounds = match table.keys.get("max-rounds") {
         None => None,
         Some(toml::Value::Integer(n)) if *n >= 1 => Some(u32::try_from(*n).unwrap_or(u32::MAX)),
-        Some(_) => return Err("max-rounds must be a whole number of at least 1".into()),
+        Some(_) => return Err(Problem::MaxRounds),
     };
     if !trusted && max_rounds.is_some_and(|n| n > run.max_rounds) {
         refused.push(refusal(
@@ -190,7 +227,7 @@ fn one(table: &Written, run: &Run<'_>, refused: &mut Vec<Refusal>) -> Result<Adm
 }
 
 /// A model the user named for an agent: un-aliased, on the run's provider.
-fn own_model(spec: &str, run: &Run<'_>) -> Result<String, String> {
+fn own_model(spec: &str, run: &Run<'_>) -> Result<String, Problem> {
     let target = run
         .aliases
         .get(spec)
@@ -205,21 +242,21 @@ fn own_model(spec: &str, run: &Run<'_>) -> Result<String, String> {
 fn project_model(spec: &str, run: &Run<'_>, source: &Source) -> Result<String, Refusal> {
     let target = untrusted_model(spec, &BTreeMap::new(), &Pin::default(), source)?;
     on_provider(&target, run.provider)
-        .map_err(|why| refusal("model", &[spec.to_owned()], source, why))
+        .map_err(|why| refusal("model", &[spec.to_owned()], source, why.to_string()))
 }
 
 /// The model's name on `provider`, or why it is another provider's.
-fn on_provider(target: &str, provider: &str) -> Result<String, String> {
+fn on_provider(target: &str, provider: &str) -> Result<String, Problem> {
+    let other = |of: &str| Problem::OtherProvider {
+        model: target.to_owned(),
+        of: of.to_owned(),
+        run: provider.to_owned(),
+    };
     match target.split_once('/') {
         Some((p, model)) if p == provider && !model.is_empty() => Ok(model.to_owned()),
-        Some((p, _)) => Err(format!(
-            "{target:?} is a model of {p}: an agent's model runs on the run's provider ({provider})"
-        )),
+        Some((p, _)) => Err(other(p)),
         None => match crate::providers::provider_of(target) {
-            Some(p) if p != provider => Err(format!(
-                "{target:?} is a model of {p}: an agent's model runs on the run's provider \
-                 ({provider})"
-            )),
+            Some(p) if p != provider => Err(other(p)),
             _ => Ok(target.to_owned()),
         },
     }

@@ -95,23 +95,7 @@ async fn export_from(
         )
         .await
         .map_err(&fail)?;
-    // Subagents' lines came with schema version 8: an older database has no such table.
-    let has_agents: bool = tx
-        .query_one("SELECT to_regclass('agent_lines') IS NOT NULL", &[])
-        .await
-        .map_err(&fail)?
-        .try_get(0)
-        .map_err(&fail)?;
-    let agents = if has_agents {
-        tx.query(
-            "SELECT after_round, line FROM agent_lines WHERE run_id = $1 ORDER BY sequence",
-            &[&key],
-        )
-        .await
-        .map_err(&fail)?
-    } else {
-        Vec::new()
-    };
+    let agents = agent_rows(&tx, database, &key).await?;
     tx.commit().await.map_err(&fail)?;
     let corrupt = |problem| StoreError::Corrupt {
         run_id: run_id.to_owned(),
@@ -125,6 +109,31 @@ async fn export_from(
         jsonl.push('\n');
     }
     Ok(jsonl)
+}
+
+/// A run's subagent lines, in order (they came with schema version 8: a database from before
+/// has no such table, and no subagents).
+async fn agent_rows(
+    tx: &tokio_postgres::Transaction<'_>,
+    database: &str,
+    key: &str,
+) -> Result<Vec<Row>, StoreError> {
+    let fail = database_error(database);
+    let has_agents: bool = tx
+        .query_one("SELECT to_regclass('agent_lines') IS NOT NULL", &[])
+        .await
+        .map_err(&fail)?
+        .try_get(0)
+        .map_err(&fail)?;
+    if !has_agents {
+        return Ok(Vec::new());
+    }
+    tx.query(
+        "SELECT after_round, line FROM agent_lines WHERE run_id = $1 ORDER BY sequence",
+        &[&key],
+    )
+    .await
+    .map_err(&fail)
 }
 
 /// The transcript lines of one run from its rows: its start, its rounds with its subagents'

@@ -9,7 +9,7 @@
 //! redactor to every spill file).
 
 use std::ffi::OsString;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -96,7 +96,7 @@ pub struct Toolbox {
     redactor: Redactor,
     /// Who runs `task` calls; none where delegation is not available (a subagent at the
     /// depth limit, `rounds tools`).
-    delegate: Option<Arc<dyn Delegate>>,
+    delegate: OnceLock<Arc<dyn Delegate>>,
     /// What a subagent's call ids are prefixed with where they name its saved outputs (the
     /// `task` calls on the way, `t1/`): ids come from the model and repeat across agents.
     scope: String,
@@ -111,7 +111,7 @@ impl Toolbox {
     ) -> Toolbox {
         Toolbox {
             registry: Arc::new(registry),
-            delegate: None,
+            delegate: OnceLock::new(),
             scope: String::new(),
             policy: Arc::new(policy),
             workspace: Arc::new(workspace),
@@ -125,12 +125,10 @@ impl Toolbox {
         }
     }
 
-    /// The same toolbox, handing `task` calls to `delegate`.
-    pub fn delegating(self, delegate: Arc<dyn Delegate>) -> Toolbox {
-        Toolbox {
-            delegate: Some(delegate),
-            ..self
-        }
+    /// Hands the toolbox's `task` calls to `delegate` (set once, when the run is wired: the
+    /// delegate needs what the toolbox is part of).
+    pub fn delegate_to(&self, delegate: Arc<dyn Delegate>) {
+        let _ = self.delegate.set(delegate);
     }
 
     /// A subagent's toolbox: the same tools, workspace, sandbox, hooks, limits and saved
@@ -153,7 +151,7 @@ impl Toolbox {
             hooks: self.hooks.clone(),
             sandbox: self.sandbox.clone(),
             redactor: self.redactor.clone(),
-            delegate,
+            delegate: delegate.map(OnceLock::from).unwrap_or_default(),
             scope: scope.to_owned(),
         }
     }
@@ -202,7 +200,7 @@ impl Toolbox {
                     return entry.tool.spec().class;
                 }
                 let agent = call.input.get("subagent_type").and_then(Value::as_str);
-                match &self.delegate {
+                match self.delegate.get() {
                     Some(delegate) => delegate.class(agent.unwrap_or(crate::delegate::GENERAL)),
                     None => Class::Safe,
                 }
@@ -483,7 +481,7 @@ impl Toolbox {
         input: Value,
         cancel: CancellationToken,
     ) -> ToolResult {
-        let Some(delegate) = &self.delegate else {
+        let Some(delegate) = self.delegate.get() else {
             return ToolResult::error(
                 call,
                 ErrorKind::Denied,
