@@ -159,12 +159,17 @@ struct Nest<'a> {
 fn render_round(out: &mut String, round: &Round, answer: bool, agents: &Nest<'_>) {
     let _ = writeln!(
         out,
-        "<section class=\"round\" id=\"round-{n}\">\n<h2>Round {n}{summary} <span \
+        "<section class=\"round\" id=\"{at}round-{n}\">\n<h2>Round {n}{summary} <span \
          class=\"meta\">{} model · {} tools · {}{stop}</span></h2>",
         duration(round.model_ms),
         duration(round.tools_ms),
         escape(&super::usage_text(&round.usage, round.cost_usd)),
         n = round.round,
+        // A subagent's rounds are numbered from 1 too: their ids name the way down to it.
+        at = match agents.path.as_str() {
+            "" => String::new(),
+            path => format!("agent-{}-", escape(&path.replace('/', "-"))),
+        },
         summary = if round.summary {
             " (summary, no tools)"
         } else {

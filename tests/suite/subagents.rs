@@ -514,6 +514,9 @@ fn show_nests_each_subagent_under_its_call_and_tools_lists_the_agents() {
     let page = &html.stdout;
     let nested = page.find("<details class=\"subagent\"").unwrap();
     assert!(page[nested..].contains("read_file"), "{page}");
+    // Its rounds are numbered from 1 as the run's are, under ids of their own.
+    assert_eq!(page.matches("id=\"round-1\"").count(), 1, "{page}");
+    assert!(page.contains("id=\"agent-call_t-round-1\""), "{page}");
     let tools = run(sb
         .rounds()
         .args(["tools", "--agents", "agents.toml", "-a", "task"]));
