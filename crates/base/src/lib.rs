@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
+pub mod attachment;
 pub mod conversation;
 pub mod env;
 pub mod files;

@@ -1,0 +1,362 @@
+//! Files the user attaches to a prompt (issue 35): what each is, from its bytes and never its
+//! name (`infer`'s magic numbers; text is what is valid UTF-8 without NUL bytes), how large it
+//! is in bytes and pixels (`imagesize`, from the header, nothing decoded), its digest, and
+//! whether a provider's documented limits let it through — all decided before any request.
+//! Limits: docs/attachments research (Anthropic, OpenAI, Gemini, Bedrock, Vertex documentation).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::providers::Wire;
+
+/// What an attachment is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Png,
+    Jpeg,
+    Gif,
+    Webp,
+    Pdf,
+    /// UTF-8 text: sent as text, in the prompt's own turn.
+    Text,
+}
+
+impl Kind {
+    pub fn media_type(self) -> &'static str {
+        match self {
+            Kind::Png => "image/png",
+            Kind::Jpeg => "image/jpeg",
+            Kind::Gif => "image/gif",
+            Kind::Webp => "image/webp",
+            Kind::Pdf => "application/pdf",
+            Kind::Text => "text/plain",
+        }
+    }
+
+    pub fn is_image(self) -> bool {
+        matches!(self, Kind::Png | Kind::Jpeg | Kind::Gif | Kind::Webp)
+    }
+}
+
+/// What `bytes` are, or `None` for anything rounds does not attach.
+pub fn sniff(bytes: &[u8]) -> Option<Kind> {
+    match infer::get(bytes).map(|t| t.mime_type()) {
+        Some("image/png") => Some(Kind::Png),
+        Some("image/jpeg") => Some(Kind::Jpeg),
+        Some("image/gif") => Some(Kind::Gif),
+        Some("image/webp") => Some(Kind::Webp),
+        Some("application/pdf") => Some(Kind::Pdf),
+        Some(_) => None,
+        None if !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok() => Some(Kind::Text),
+        None => None,
+    }
+}
+
+/// One attached file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    /// The path as the user gave it.
+    pub path: String,
+    pub kind: Kind,
+    pub bytes: u64,
+    /// Lowercase hex.
+    pub sha256: String,
+    /// Pixels, for an image.
+    pub size: Option<(u32, u32)>,
+    /// A GIF with more than one frame (OpenAI takes only still ones).
+    pub animated: bool,
+    /// For a PDF: its pages as far as its text says (best effort), and whether it is encrypted.
+    pub pages: Option<u32>,
+    pub encrypted: bool,
+    pub data: Arc<[u8]>,
+}
+
+/// Why a file cannot be attached.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttachError {
+    #[error("--attach {path}: cannot read it: {why}")]
+    Unreadable { path: String, why: String },
+    #[error(
+        "--attach {path}: not a file rounds attaches (PNG, JPEG, GIF, WebP, PDF or UTF-8 text, \
+         told by its content, not its name)"
+    )]
+    Unknown { path: String },
+    #[error("--attach {path}: {why}")]
+    Refused { path: String, why: String },
+}
+
+impl Attachment {
+    /// Reads and describes the file at `file`, given as `path`.
+    pub fn read(file: &Path, path: &str) -> Result<Attachment, AttachError> {
+        let data = std::fs::read(file).map_err(|e| AttachError::Unreadable {
+            path: path.to_owned(),
+            why: e.to_string(),
+        })?;
+        Attachment::of(path, data)
+    }
+
+    /// Describes `data`, attached as `path`.
+    pub fn of(path: &str, data: Vec<u8>) -> Result<Attachment, AttachError> {
+        let kind = sniff(&data).ok_or_else(|| AttachError::Unknown {
+            path: path.to_owned(),
+        })?;
+        let size = kind
+            .is_image()
+            .then(|| imagesize::blob_size(&data).ok())
+            .flatten()
+            .map(|s| (s.width as u32, s.height as u32));
+        let (pages, encrypted) = match kind {
+            Kind::Pdf => pdf_facts(&data),
+            _ => (None, false),
+        };
+        Ok(Attachment {
+            path: path.to_owned(),
+            kind,
+            bytes: data.len() as u64,
+            sha256: hex(&Sha256::digest(&data)),
+            size,
+            animated: kind == Kind::Gif && frames(&data) > 1,
+            pages,
+            encrypted,
+            data: Arc::from(data),
+        })
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How many frames a GIF holds, as its graphic control extensions count them (an animation
+/// has one per frame; a still image at most one), best effort.
+fn frames(data: &[u8]) -> usize {
+    memchr::memmem::find_iter(data, &[0x21, 0xF9, 0x04]).count()
+}
+
+/// A PDF's page count (its page tree's `/Type /Page` objects, not `/Pages`) and whether its
+/// trailer names an `/Encrypt` dictionary: read from its text, best effort (a compressed object
+/// stream hides both, and then the provider decides).
+fn pdf_facts(data: &[u8]) -> (Option<u32>, bool) {
+    let page = |pattern: &[u8]| {
+        memchr::memmem::find_iter(data, pattern)
+            .filter(|&at| data.get(at + pattern.len()) != Some(&b's'))
+            .count()
+    };
+    let pages = page(b"/Type /Page") + page(b"/Type/Page");
+    let encrypted = memchr::memmem::find(data, b"/Encrypt").is_some();
+    ((pages > 0).then_some(pages as u32), encrypted)
+}
+
+/// What one provider takes, as documented. Sizes are of the file's own bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Which provider's documentation these are, for messages.
+    pub who: &'static str,
+    pub image_kinds: &'static [Kind],
+    pub image_bytes: u64,
+    /// The longest side, in pixels (`None`: the provider scales any size down itself).
+    pub image_side: Option<u32>,
+    /// More images than this in one request, and the longest side becomes `many_side`.
+    pub many: Option<(usize, u32)>,
+    pub images: usize,
+    /// Whether an animated GIF is taken.
+    pub animated_gif: bool,
+    pub pdf_bytes: u64,
+    pub pdf_pages: u32,
+    pub documents: usize,
+    /// Every attachment of a request together.
+    pub total_bytes: u64,
+}
+
+const MB: u64 = 1024 * 1024;
+const STILL: &[Kind] = &[Kind::Png, Kind::Jpeg, Kind::Gif, Kind::Webp];
+const NO_GIF: &[Kind] = &[Kind::Png, Kind::Jpeg, Kind::Webp];
+
+/// Anthropic Messages (also Claude on Vertex): 5 MB per image *as base64* (the API measures the
+/// encoded string), 8000 px (2000 px with more than 20 images), 100 images, 32 MB a request,
+/// PDFs of at most 100 pages.
+const ANTHROPIC: Limits = Limits {
+    who: "Anthropic",
+    image_kinds: STILL,
+    image_bytes: 5 * MB * 3 / 4,
+    image_side: Some(8000),
+    many: Some((20, 2000)),
+    images: 100,
+    animated_gif: true,
+    pdf_bytes: 32 * MB,
+    pdf_pages: 100,
+    documents: 100,
+    total_bytes: 32 * MB,
+};
+
+/// OpenAI (Chat Completions, Responses, Azure): 20 MB per image (50 MB of images a request),
+/// 500 images, still GIFs only; PDFs of 32 MB and 100 pages.
+const OPENAI: Limits = Limits {
+    who: "OpenAI",
+    image_kinds: STILL,
+    image_bytes: 20 * MB,
+    image_side: None,
+    many: None,
+    images: 500,
+    animated_gif: false,
+    pdf_bytes: 32 * MB,
+    pdf_pages: 100,
+    documents: 100,
+    total_bytes: 50 * MB,
+};
+
+/// Gemini API: no GIF; 100 MB inline a request, PDFs of 50 MB and 1,000 pages.
+const GEMINI: Limits = Limits {
+    who: "Gemini",
+    image_kinds: NO_GIF,
+    image_bytes: 100 * MB,
+    image_side: None,
+    many: None,
+    images: 3000,
+    animated_gif: false,
+    pdf_bytes: 50 * MB,
+    pdf_pages: 1000,
+    documents: 3000,
+    total_bytes: 100 * MB,
+};
+
+/// Gemini on Vertex AI: as Gemini, with 7 MB per inline image.
+const VERTEX_GEMINI: Limits = Limits {
+    who: "Vertex AI (Gemini)",
+    image_bytes: 7 * MB,
+    ..GEMINI
+};
+
+/// Bedrock Converse: 20 images of 3.75 MB and 8000 px, 5 documents of 4.5 MB.
+const BEDROCK: Limits = Limits {
+    who: "Bedrock",
+    image_kinds: STILL,
+    image_bytes: 15 * MB / 4,
+    image_side: Some(8000),
+    many: None,
+    images: 20,
+    animated_gif: true,
+    pdf_bytes: 9 * MB / 2,
+    pdf_pages: 100,
+    documents: 5,
+    total_bytes: 20 * 15 * MB / 4 + 5 * 9 * MB / 2,
+};
+
+impl Limits {
+    /// The limits of `wire` for `model` (on Vertex, Claude's or Gemini's).
+    pub fn of(wire: Wire, model: &str) -> Limits {
+        match wire {
+            Wire::Anthropic => ANTHROPIC,
+            Wire::Chat | Wire::Responses => OPENAI,
+            Wire::Gemini => GEMINI,
+            Wire::Bedrock => BEDROCK,
+            Wire::Vertex if model.starts_with("claude") => ANTHROPIC,
+            Wire::Vertex => VERTEX_GEMINI,
+        }
+    }
+
+    /// Whether every attachment of one request is within these limits; the first that is not,
+    /// named with the limit it passes.
+    pub fn check(&self, all: &[Attachment]) -> Result<(), AttachError> {
+        let images = all.iter().filter(|a| a.kind.is_image()).count();
+        let documents = all.iter().filter(|a| a.kind == Kind::Pdf).count();
+        let total: u64 = all.iter().map(|a| a.bytes).sum();
+        for a in all {
+            if let Some(why) = self.refuses(a, images) {
+                return Err(AttachError::Refused {
+                    path: a.path.clone(),
+                    why: format!("{why} ({} limits)", self.who),
+                });
+            }
+        }
+        let over = |what: String| {
+            let path = all.last().map(|a| a.path.clone()).unwrap_or_default();
+            Err(AttachError::Refused {
+                path,
+                why: format!("{what} ({} limits)", self.who),
+            })
+        };
+        if images > self.images {
+            return over(format!(
+                "{images} images, more than the {} one request may hold",
+                self.images
+            ));
+        }
+        if documents > self.documents {
+            return over(format!(
+                "{documents} PDFs, more than the {} one request may hold",
+                self.documents
+            ));
+        }
+        if total > self.total_bytes {
+            return over(format!(
+                "{} of attachments together, more than the {} one request may carry",
+                size(total),
+                size(self.total_bytes)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Why one attachment is refused, among `images` images.
+    fn refuses(&self, a: &Attachment, images: usize) -> Option<String> {
+        match a.kind {
+            Kind::Text => None,
+            Kind::Pdf if a.encrypted => Some("an encrypted PDF cannot be read".into()),
+            Kind::Pdf if a.bytes > self.pdf_bytes => Some(format!(
+                "a PDF of {}, more than {}",
+                size(a.bytes),
+                size(self.pdf_bytes)
+            )),
+            Kind::Pdf => a
+                .pages
+                .filter(|&p| p > self.pdf_pages)
+                .map(|p| format!("a PDF of {p} pages, more than {}", self.pdf_pages)),
+            kind if !self.image_kinds.contains(&kind) => {
+                Some(format!("{} images are not taken", kind.media_type()))
+            }
+            Kind::Gif if a.animated && !self.animated_gif => {
+                Some("an animated GIF is not taken (only still ones)".into())
+            }
+            _ if a.bytes > self.image_bytes => Some(format!(
+                "an image of {}, more than {}",
+                size(a.bytes),
+                size(self.image_bytes)
+            )),
+            _ => {
+                let side = match self.many {
+                    Some((many, side)) if images > many => Some(side),
+                    _ => self.image_side,
+                }?;
+                let (w, h) = a.size?;
+                (w.max(h) > side).then(|| {
+                    let many = match self.many {
+                        Some((many, _)) if images > many => {
+                            format!(" with more than {many} images")
+                        }
+                        _ => String::new(),
+                    };
+                    format!("{w}×{h} pixels, more than {side} on a side{many}")
+                })
+            }
+        }
+    }
+}
+
+/// `3.8 MB`, `640 KB`, `12 bytes`.
+fn size(bytes: u64) -> String {
+    if bytes >= MB {
+        format!("{:.1} MB", bytes as f64 / MB as f64)
+    } else if bytes >= 1024 {
+        format!("{} KB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests;
