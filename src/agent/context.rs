@@ -98,6 +98,11 @@ fn bytes(history: &[Message]) -> u64 {
         .iter()
         .map(|m| match m {
             Message::User(text) => text.len() as u64 + FRAMING,
+            // Counted as the tokens a provider bills them as, four bytes each.
+            Message::Attached { attachments, text } => {
+                let media: u64 = attachments.iter().map(|a| a.estimated_tokens() * 4).sum();
+                text.len() as u64 + FRAMING + media
+            }
             Message::Assistant { blocks, .. } => blocks
                 .iter()
                 .map(|b| {

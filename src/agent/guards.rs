@@ -201,7 +201,7 @@ impl Repeats {
                         }
                     }
                 }
-                Message::User(_) => {}
+                Message::User(_) | Message::Attached { .. } => {}
             }
         }
     }

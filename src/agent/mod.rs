@@ -416,16 +416,23 @@ fn next_request(round: &Round) -> u64 {
         .saturating_add(check)
 }
 
-/// A rough token count for text the model will read (about four bytes a token).
+/// A rough token count for what the user gave the model (about four bytes a token of text,
+/// and what the providers bill an attachment as).
 fn estimate_tokens(history: &[Message]) -> u64 {
     history
         .iter()
         .map(|m| match m {
-            Message::User(t) => t.len(),
+            Message::User(t) => t.len() as u64 / 4,
+            Message::Attached { attachments, text } => {
+                text.len() as u64 / 4
+                    + attachments
+                        .iter()
+                        .map(|a| a.estimated_tokens())
+                        .sum::<u64>()
+            }
             _ => 0,
         })
-        .sum::<usize>() as u64
-        / 4
+        .sum()
 }
 
 fn first_line(s: &str) -> &str {

@@ -72,7 +72,38 @@ pub struct Attachment {
     /// For a PDF: its pages as far as its text says (best effort), and whether it is encrypted.
     pub pages: Option<u32>,
     pub encrypted: bool,
-    pub data: Arc<[u8]>,
+    /// The bytes as base64 (standard, padded), made once: every request of the run sends them.
+    pub base64: Base64,
+}
+
+/// An attachment's bytes as base64, shared by every request that carries them; shown by its
+/// length only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Base64(Arc<str>);
+
+impl Base64 {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Serialized as its text: a wire type that owns its parts holds it without a copy.
+impl Serialize for Base64 {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Base64 {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Base64, D::Error> {
+        String::deserialize(deserializer).map(|s| Base64(Arc::from(s)))
+    }
+}
+
+impl std::fmt::Debug for Base64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Base64({} chars)", self.0.len())
+    }
 }
 
 /// Why a file cannot be attached.
@@ -101,6 +132,7 @@ impl Attachment {
 
     /// Describes `data`, attached as `path`.
     pub fn of(path: &str, data: Vec<u8>) -> Result<Attachment, AttachError> {
+        use base64::Engine as _;
         let kind = sniff(&data).ok_or_else(|| AttachError::Unknown {
             path: path.to_owned(),
         })?;
@@ -122,9 +154,49 @@ impl Attachment {
             animated: kind == Kind::Gif && frames(&data) > 1,
             pages,
             encrypted,
-            data: Arc::from(data),
+            base64: Base64(Arc::from(
+                base64::engine::general_purpose::STANDARD.encode(&data),
+            )),
         })
     }
+}
+
+impl Attachment {
+    /// The file's name without its directories (what a wire that wants a file name is sent).
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit(['/', '\\']).next().unwrap_or(&self.path)
+    }
+}
+
+impl Attachment {
+    /// About how many input tokens the attachment is billed as, by Anthropic's published rule
+    /// (the larger of the providers' for an image of ordinary size): an image's pixels ÷ 750 once
+    /// its long side is at most 1568 px; a PDF, each page as its text (about 1,500 tokens) and
+    /// as an image (about 1,600). An estimate for budgets and the context window, not a bill.
+    pub fn estimated_tokens(&self) -> u64 {
+        match self.kind {
+            Kind::Text => 0,
+            Kind::Pdf => {
+                let pages = self.pages.map_or(1 + self.bytes / (64 * 1024), u64::from);
+                pages * 3100
+            }
+            _ => {
+                let (w, h) = self.size.unwrap_or((1568, 1568));
+                let (w, h) = (f64::from(w.max(1)), f64::from(h.max(1)));
+                let scale = (1568.0 / w.max(h)).min(1.0);
+                ((w * scale) * (h * scale) / 750.0).ceil().max(1.0) as u64
+            }
+        }
+    }
+}
+
+/// `data:MEDIA_TYPE;base64,…`: how the OpenAI wires take a file inline.
+pub fn data_url(attachment: &Attachment) -> String {
+    format!(
+        "data:{};base64,{}",
+        attachment.kind.media_type(),
+        attachment.base64.as_str()
+    )
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -451,6 +451,12 @@ impl Usage {
 pub enum Message {
     /// Text from the user (the prompt).
     User(String),
+    /// The user's turn with files attached (`--attach`): the images and PDFs, each wire in its
+    /// own shape, before the text (an attached text file is part of the text).
+    Attached {
+        attachments: Vec<crate::attachment::Attachment>,
+        text: String,
+    },
     /// A model response, with the provider that produced it (its signatures are only valid there).
     Assistant {
         blocks: Vec<Block>,
@@ -465,7 +471,7 @@ pub enum Message {
 /// provider takes it.
 pub fn push_user(history: &mut Vec<Message>, text: String) {
     match history.last_mut() {
-        Some(Message::User(last)) => {
+        Some(Message::User(last) | Message::Attached { text: last, .. }) => {
             last.push_str("\n\n");
             last.push_str(&text);
         }

@@ -70,6 +70,17 @@ struct Part {
     function_response: Option<FunctionResponse>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     thought_signature: Option<String>,
+    /// An attached image or PDF, inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    inline_data: Option<Blob>,
+}
+
+/// `{"mimeType": …, "data": BASE64}`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Blob {
+    mime_type: String,
+    data: crate::attachment::Base64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -15,7 +15,7 @@
 )]
 #![deny(clippy::print_stdout)]
 
-use rounds_base::{conversation, env, net, outcome, providers, terminal, transcript};
+use rounds_base::{attachment, conversation, env, net, outcome, providers, terminal, transcript};
 
 use std::pin::Pin;
 use std::time::Duration;

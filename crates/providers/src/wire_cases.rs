@@ -224,6 +224,29 @@ pub(crate) fn cases(own: &str) -> Vec<Case> {
     let mut bare = Case::new("cache_no_system", vec![Message::User("q".into())]);
     bare.cache = Some(cache(CacheTtl::FiveMinutes));
     out.push(bare);
+    // A turn with an image and a PDF attached (tiny, but what each wire sends whole), cached.
+    let png = [
+        0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 0, 0,
+        0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0,
+    ];
+    let attachments = vec![
+        crate::attachment::Attachment::of("shots/diagram.png", png.to_vec()).unwrap(),
+        crate::attachment::Attachment::of("docs/spec v2.pdf", b"%PDF-1.7\n%%EOF\n".to_vec())
+            .unwrap(),
+    ];
+    let mut attached = Case::new(
+        "attachments",
+        vec![
+            Message::Attached {
+                attachments,
+                text: "what do these show?".into(),
+            },
+            assistant(own, vec![Block::text("a diagram and a spec")]),
+            Message::User("and the spec's version?".into()),
+        ],
+    );
+    attached.cache = Some(cache(CacheTtl::FiveMinutes));
+    out.push(attached);
     let mut schema = Case::new("output_schema", vec![Message::User("q".into())]);
     schema.output_schema =
         Some(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));

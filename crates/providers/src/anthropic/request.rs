@@ -137,6 +137,34 @@ enum BlockBody<'a> {
         is_error: bool,
         tool_use_id: &'a str,
     },
+    /// An attached image (`image`) or PDF (`document`), inline as base64.
+    Media {
+        source: MediaSource<'a>,
+        #[serde(skip)]
+        document: bool,
+    },
+}
+
+/// `{"data": BASE64, "media_type": …, "type": "base64"}`.
+#[derive(Debug, Serialize)]
+struct MediaSource<'a> {
+    data: &'a str,
+    media_type: &'static str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl<'a> BlockBody<'a> {
+    fn media(attachment: &'a crate::attachment::Attachment) -> BlockBody<'a> {
+        BlockBody::Media {
+            source: MediaSource {
+                data: attachment.base64.as_str(),
+                media_type: attachment.kind.media_type(),
+                kind: "base64",
+            },
+            document: !attachment.kind.is_image(),
+        }
+    }
 }
 
 impl<'a> From<BlockBody<'a>> for ContentBlock<'a> {
@@ -147,6 +175,10 @@ impl<'a> From<BlockBody<'a>> for ContentBlock<'a> {
             BlockBody::RedactedThinking { .. } => "redacted_thinking",
             BlockBody::ToolUse { .. } => "tool_use",
             BlockBody::ToolResult { .. } => "tool_result",
+            BlockBody::Media {
+                document: false, ..
+            } => "image",
+            BlockBody::Media { document: true, .. } => "document",
         };
         ContentBlock {
             cache_control: None,
@@ -295,6 +327,15 @@ fn wire_messages<'a>(messages: &'a [Message], own: &str) -> Vec<WireMessage<'a>>
     for message in messages {
         let (role, content) = match message {
             Message::User(text) => ("user", WireContent::Text(text)),
+            // The files first: Anthropic reads images best before the text about them.
+            Message::Attached { attachments, text } => {
+                let mut blocks: Vec<ContentBlock> = attachments
+                    .iter()
+                    .map(|a| BlockBody::media(a).into())
+                    .collect();
+                blocks.push(BlockBody::Text { text }.into());
+                ("user", WireContent::Blocks(blocks))
+            }
             Message::Assistant { blocks, provider } => {
                 let blocks = assistant_blocks(blocks, provider == own);
                 if blocks.is_empty() {

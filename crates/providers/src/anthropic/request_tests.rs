@@ -82,6 +82,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"model":"claude-sonnet-4-5","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":[{"cache_control":{"type":"ephemeral"},"text":"q","type":"text"}]}]}"#,
     ),
     (
+        "anthropic/attachments",
+        r#"{"model":"claude-sonnet-4-5","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":[{"source":{"data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA=","media_type":"image/png","type":"base64"},"type":"image"},{"source":{"data":"JVBERi0xLjcKJSVFT0YK","media_type":"application/pdf","type":"base64"},"type":"document"},{"cache_control":{"type":"ephemeral"},"text":"what do these show?","type":"text"}]},{"role":"assistant","content":[{"text":"a diagram and a spec","type":"text"}]},{"role":"user","content":[{"cache_control":{"type":"ephemeral"},"text":"and the spec's version?","type":"text"}]}]}"#,
+    ),
+    (
         "anthropic/output_schema",
         r#"{"model":"claude-sonnet-4-5","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":"q"}]}"#,
     ),
@@ -136,6 +140,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "vertex/cache_no_system",
         r#"{"anthropic_version":"vertex-2023-10-16","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":[{"cache_control":{"type":"ephemeral"},"text":"q","type":"text"}]}]}"#,
+    ),
+    (
+        "vertex/attachments",
+        r#"{"anthropic_version":"vertex-2023-10-16","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":[{"source":{"data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA=","media_type":"image/png","type":"base64"},"type":"image"},{"source":{"data":"JVBERi0xLjcKJSVFT0YK","media_type":"application/pdf","type":"base64"},"type":"document"},{"cache_control":{"type":"ephemeral"},"text":"what do these show?","type":"text"}]},{"role":"assistant","content":[{"text":"a diagram and a spec","type":"text"}]},{"role":"user","content":[{"cache_control":{"type":"ephemeral"},"text":"and the spec's version?","type":"text"}]}]}"#,
     ),
     (
         "vertex/output_schema",

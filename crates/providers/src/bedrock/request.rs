@@ -115,6 +115,84 @@ enum ContentBlock {
     ToolResult(ToolResultBlock),
     ReasoningContent(ReasoningContent),
     CachePoint(CachePoint),
+    Image(MediaBlock),
+    Document(MediaBlock),
+}
+
+/// An attached image (`{"format": "png", "source": {"bytes": BASE64}}`) or document (with its
+/// `name`).
+#[derive(Debug, Serialize)]
+struct MediaBlock {
+    format: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    source: MediaSource,
+}
+
+#[derive(Debug, Serialize)]
+struct MediaSource {
+    bytes: crate::attachment::Base64,
+}
+
+impl ContentBlock {
+    /// An attachment as Converse takes it; `named` holds the document names given so far in
+    /// its message, which must differ.
+    fn media(attachment: &crate::attachment::Attachment, named: &mut Vec<String>) -> ContentBlock {
+        use crate::attachment::Kind;
+        let source = MediaSource {
+            bytes: attachment.base64.clone(),
+        };
+        let format = match attachment.kind {
+            Kind::Png => "png",
+            Kind::Jpeg => "jpeg",
+            Kind::Gif => "gif",
+            Kind::Webp => "webp",
+            Kind::Pdf | Kind::Text => "pdf",
+        };
+        if attachment.kind.is_image() {
+            return ContentBlock::Image(MediaBlock {
+                format,
+                name: None,
+                source,
+            });
+        }
+        let name = document_name(attachment.file_name(), named);
+        named.push(name.clone());
+        ContentBlock::Document(MediaBlock {
+            format,
+            name: Some(name),
+            source,
+        })
+    }
+}
+
+/// A document's name as Converse accepts it: letters, digits, single spaces, hyphens,
+/// parentheses and square brackets; the file's stem with anything else a space, numbered when
+/// a document of the message (`named`) has it already.
+pub(super) fn document_name(file: &str, named: &[String]) -> String {
+    let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
+    let kept: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-()[]".contains(c) {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    let words: Vec<&str> = kept.split_whitespace().collect();
+    let stem = match words.join(" ") {
+        name if name.is_empty() => "document".to_owned(),
+        name => name,
+    };
+    let mut name = stem.clone();
+    let mut n = 1;
+    while named.contains(&name) {
+        n += 1;
+        name = format!("{stem} ({n})");
+    }
+    name
 }
 
 #[derive(Debug, Serialize)]
@@ -267,6 +345,21 @@ fn wire_messages(messages: &[Message], provider: &str) -> Vec<WireMessage> {
             // Bedrock refuses a blank text block.
             Message::User(text) if text.trim().is_empty() => continue,
             Message::User(text) => ("user", vec![ContentBlock::Text(text.clone())]),
+            // The files first; a message with a document must hold text too, which it does.
+            Message::Attached { attachments, text } => {
+                let mut named = Vec::new();
+                let mut blocks: Vec<ContentBlock> = attachments
+                    .iter()
+                    .map(|a| ContentBlock::media(a, &mut named))
+                    .collect();
+                let text = if text.trim().is_empty() {
+                    "(attached)"
+                } else {
+                    text
+                };
+                blocks.push(ContentBlock::Text(text.to_owned()));
+                ("user", blocks)
+            }
             Message::Assistant {
                 blocks,
                 provider: p,

@@ -77,6 +77,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"messages":[{"role":"user","content":[{"text":"q"},{"cachePoint":{"type":"default"}}]}],"inferenceConfig":{"maxTokens":8192}}"#,
     ),
     (
+        "claude/attachments",
+        r#"{"messages":[{"role":"user","content":[{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}},{"document":{"format":"pdf","name":"spec v2","source":{"bytes":"JVBERi0xLjcKJSVFT0YK"}}},{"text":"what do these show?"},{"cachePoint":{"type":"default"}}]},{"role":"assistant","content":[{"text":"a diagram and a spec"}]},{"role":"user","content":[{"text":"and the spec's version?"},{"cachePoint":{"type":"default"}}]}],"inferenceConfig":{"maxTokens":8192}}"#,
+    ),
+    (
         "claude/output_schema",
         r#"{"messages":[{"role":"user","content":[{"text":"q"}]}],"inferenceConfig":{"maxTokens":8192}}"#,
     ),
@@ -128,6 +132,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "nova/cache_no_system",
         r#"{"messages":[{"role":"user","content":[{"text":"q"},{"cachePoint":{"type":"default"}}]}]}"#,
+    ),
+    (
+        "nova/attachments",
+        r#"{"messages":[{"role":"user","content":[{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}},{"document":{"format":"pdf","name":"spec v2","source":{"bytes":"JVBERi0xLjcKJSVFT0YK"}}},{"text":"what do these show?"},{"cachePoint":{"type":"default"}}]},{"role":"assistant","content":[{"text":"a diagram and a spec"}]},{"role":"user","content":[{"text":"and the spec's version?"},{"cachePoint":{"type":"default"}}]}]}"#,
     ),
     (
         "nova/output_schema",
@@ -183,7 +191,29 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"messages":[{"role":"user","content":[{"text":"q"}]}]}"#,
     ),
     (
+        "other/attachments",
+        r#"{"messages":[{"role":"user","content":[{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}},{"document":{"format":"pdf","name":"spec v2","source":{"bytes":"JVBERi0xLjcKJSVFT0YK"}}},{"text":"what do these show?"}]},{"role":"assistant","content":[{"text":"a diagram and a spec"}]},{"role":"user","content":[{"text":"and the spec's version?"}]}]}"#,
+    ),
+    (
         "other/output_schema",
         r#"{"messages":[{"role":"user","content":[{"text":"q"}]}]}"#,
     ),
 ];
+
+#[test]
+fn a_documents_name_is_what_converse_accepts_and_unique_in_its_message() {
+    let mut named = Vec::new();
+    for (file, want) in [
+        ("spec v2.pdf", "spec v2"),
+        ("spec v2.pdf", "spec v2 (2)"),
+        ("my_report.final.pdf", "my report final"),
+        ("  weird$$name  .pdf", "weird name"),
+        ("(draft) [1]-x.pdf", "(draft) [1]-x"),
+        ("日本.pdf", "document"),
+        (".pdf", "document (2)"),
+    ] {
+        let name = super::request::document_name(file, &named);
+        assert_eq!(name, want, "{file}");
+        named.push(name);
+    }
+}

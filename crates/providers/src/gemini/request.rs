@@ -85,6 +85,16 @@ impl Part {
             ..Part::default()
         }
     }
+
+    fn inline(attachment: &crate::attachment::Attachment) -> Part {
+        Part {
+            inline_data: Some(super::Blob {
+                mime_type: attachment.kind.media_type().to_owned(),
+                data: attachment.base64.clone(),
+            }),
+            ..Part::default()
+        }
+    }
 }
 
 /// Gemini 3 rejects a history whose steps start with a function call it did not sign; for calls
@@ -205,6 +215,12 @@ fn contents(messages: &[Message], own: &str, sign_unsigned: bool) -> Vec<Content
     for message in messages {
         let (role, parts) = match message {
             Message::User(text) => ("user", vec![Part::text(text)]),
+            // The files first, then the text about them.
+            Message::Attached { attachments, text } => {
+                let mut parts: Vec<Part> = attachments.iter().map(Part::inline).collect();
+                parts.push(Part::text(text));
+                ("user", parts)
+            }
             Message::Assistant { blocks, provider } => {
                 let mut parts = model_parts(blocks, provider == own, &mut gemini_ids);
                 if sign_unsigned

@@ -73,6 +73,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"contents":[{"role":"user","parts":[{"text":"q"}]}]}"#,
     ),
     (
+        "gemini_2_5/attachments",
+        r#"{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0xLjcKJSVFT0YK"}},{"text":"what do these show?"}]},{"role":"model","parts":[{"text":"a diagram and a spec"}]},{"role":"user","parts":[{"text":"and the spec's version?"}]}]}"#,
+    ),
+    (
         "gemini_2_5/output_schema",
         r#"{"contents":[{"role":"user","parts":[{"text":"q"}]}]}"#,
     ),
@@ -126,6 +130,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"contents":[{"role":"user","parts":[{"text":"q"}]}]}"#,
     ),
     (
+        "gemini_3/attachments",
+        r#"{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0xLjcKJSVFT0YK"}},{"text":"what do these show?"}]},{"role":"model","parts":[{"text":"a diagram and a spec"}]},{"role":"user","parts":[{"text":"and the spec's version?"}]}]}"#,
+    ),
+    (
         "gemini_3/output_schema",
         r#"{"contents":[{"role":"user","parts":[{"text":"q"}]}]}"#,
     ),
@@ -177,6 +185,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "vertex/cache_no_system",
         r#"{"contents":[{"role":"user","parts":[{"text":"q"}]}]}"#,
+    ),
+    (
+        "vertex/attachments",
+        r#"{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0xLjcKJSVFT0YK"}},{"text":"what do these show?"}]},{"role":"model","parts":[{"text":"a diagram and a spec"}]},{"role":"user","parts":[{"text":"and the spec's version?"}]}]}"#,
     ),
     (
         "vertex/output_schema",

@@ -94,6 +94,51 @@ enum ChatMessage<'a> {
         role: &'static str,
         tool_call_id: &'a str,
     },
+    /// A user turn with files attached: content parts, the files first.
+    Parts {
+        content: Vec<ChatPart<'a>>,
+        role: &'static str,
+    },
+}
+
+/// A content part of a user message.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChatPart<'a> {
+    ImageUrl { image_url: ImageUrl },
+    File { file: FileData<'a> },
+    Text { text: &'a str },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageUrl {
+    /// A `data:` URL.
+    url: String,
+}
+
+#[derive(Debug, Serialize)]
+struct FileData<'a> {
+    /// A `data:` URL.
+    file_data: String,
+    filename: &'a str,
+}
+
+impl<'a> ChatPart<'a> {
+    fn of(attachment: &'a crate::attachment::Attachment) -> ChatPart<'a> {
+        let url = crate::attachment::data_url(attachment);
+        if attachment.kind.is_image() {
+            ChatPart::ImageUrl {
+                image_url: ImageUrl { url },
+            }
+        } else {
+            ChatPart::File {
+                file: FileData {
+                    file_data: url,
+                    filename: attachment.file_name(),
+                },
+            }
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -198,6 +243,14 @@ fn push_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) {
             content: text,
             role: "user",
         }),
+        Message::Attached { attachments, text } => {
+            let mut content: Vec<ChatPart> = attachments.iter().map(ChatPart::of).collect();
+            content.push(ChatPart::Text { text });
+            out.push(ChatMessage::Parts {
+                content,
+                role: "user",
+            });
+        }
         Message::Assistant { blocks, .. } => {
             let text: String = blocks
                 .iter()

@@ -75,6 +75,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"model":"gpt-4.1","stream":true,"stream_options":{"include_usage":true},"prompt_cache_key":"run-1","messages":[{"content":"q","role":"user"}]}"#,
     ),
     (
+        "openai/attachments",
+        r#"{"model":"gpt-4.1","stream":true,"stream_options":{"include_usage":true},"prompt_cache_key":"run-1","messages":[{"content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK","filename":"spec v2.pdf"}},{"type":"text","text":"what do these show?"}],"role":"user"},{"content":"a diagram and a spec","role":"assistant"},{"content":"and the spec's version?","role":"user"}]}"#,
+    ),
+    (
         "openai/output_schema",
         r#"{"model":"gpt-4.1","stream":true,"stream_options":{"include_usage":true},"response_format":{"json_schema":{"name":"final_answer","schema":{"properties":{"ok":{"type":"boolean"}},"type":"object"},"strict":false},"type":"json_schema"},"messages":[{"content":"q","role":"user"}]}"#,
     ),
@@ -129,6 +133,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "compatible/cache_no_system",
         r#"{"model":"qwen3","stream":true,"stream_options":{"include_usage":true},"messages":[{"content":"q","role":"user"}]}"#,
+    ),
+    (
+        "compatible/attachments",
+        r#"{"model":"qwen3","stream":true,"stream_options":{"include_usage":true},"messages":[{"content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK","filename":"spec v2.pdf"}},{"type":"text","text":"what do these show?"}],"role":"user"},{"content":"a diagram and a spec","role":"assistant"},{"content":"and the spec's version?","role":"user"}]}"#,
     ),
     (
         "compatible/output_schema",

@@ -98,6 +98,45 @@ enum Item<'a> {
         summary: Vec<SummaryText<'a>>,
         encrypted_content: &'a str,
     },
+    /// A user message with files attached: input parts, the files first.
+    #[serde(rename = "message")]
+    Parts {
+        role: &'static str,
+        content: Vec<InputPart<'a>>,
+    },
+}
+
+/// A part of an input message (`input_image`, `input_file`, `input_text`).
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)]
+enum InputPart<'a> {
+    /// `image_url` is a `data:` URL.
+    InputImage {
+        image_url: String,
+    },
+    /// `file_data` is a `data:` URL.
+    InputFile {
+        filename: &'a str,
+        file_data: String,
+    },
+    InputText {
+        text: &'a str,
+    },
+}
+
+impl<'a> InputPart<'a> {
+    fn of(attachment: &'a crate::attachment::Attachment) -> InputPart<'a> {
+        let url = crate::attachment::data_url(attachment);
+        if attachment.kind.is_image() {
+            InputPart::InputImage { image_url: url }
+        } else {
+            InputPart::InputFile {
+                filename: attachment.file_name(),
+                file_data: url,
+            }
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -189,6 +228,14 @@ fn push_items<'a>(message: &'a Message, provider: &str, out: &mut Vec<Item<'a>>)
             role: "user",
             content: text,
         }),
+        Message::Attached { attachments, text } => {
+            let mut content: Vec<InputPart> = attachments.iter().map(InputPart::of).collect();
+            content.push(InputPart::InputText { text });
+            out.push(Item::Parts {
+                role: "user",
+                content,
+            });
+        }
         Message::Assistant {
             blocks,
             provider: made_by,

@@ -78,6 +78,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"model":"o3","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"q"}],"include":["reasoning.encrypted_content"],"prompt_cache_key":"run-1"}"#,
     ),
     (
+        "reasoning/attachments",
+        r#"{"model":"o3","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"include":["reasoning.encrypted_content"],"prompt_cache_key":"run-1"}"#,
+    ),
+    (
         "reasoning/output_schema",
         r#"{"model":"o3","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"q"}],"include":["reasoning.encrypted_content"],"text":{"format":{"name":"final_answer","schema":{"properties":{"ok":{"type":"boolean"}},"type":"object"},"strict":false,"type":"json_schema"}}}"#,
     ),
@@ -134,6 +138,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"model":"gpt-4.1","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"q"}],"prompt_cache_key":"run-1"}"#,
     ),
     (
+        "chat_model/attachments",
+        r#"{"model":"gpt-4.1","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"prompt_cache_key":"run-1"}"#,
+    ),
+    (
         "chat_model/output_schema",
         r#"{"model":"gpt-4.1","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"q"}],"text":{"format":{"name":"final_answer","schema":{"properties":{"ok":{"type":"boolean"}},"type":"object"},"strict":false,"type":"json_schema"}}}"#,
     ),
@@ -188,6 +196,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "compatible/cache_no_system",
         r#"{"model":"local","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"q"}],"prompt_cache_key":"run-1"}"#,
+    ),
+    (
+        "compatible/attachments",
+        r#"{"model":"local","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"prompt_cache_key":"run-1"}"#,
     ),
     (
         "compatible/output_schema",
