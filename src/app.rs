@@ -279,6 +279,7 @@ async fn set_up(
     };
     subagents::attach(&agent, given)?;
     let recorded = Recorded {
+        attachments: config.attached.record,
         run_id: config.run_id.clone(),
         turn: turn.clone(),
         project_docs: config.project_docs.record,
@@ -296,12 +297,13 @@ async fn set_up(
         run_id: config.run_id,
         servers,
         records,
-        history: conversation(config.resume, turn),
+        history: conversation(config.resume, config.attached.media, turn),
     })
 }
 
 /// What the `start` line records besides the run's `Agent`.
 struct Recorded {
+    attachments: Vec<crate::transcript::Attached>,
     run_id: String,
     turn: String,
     project_docs: Vec<crate::transcript::ProjectDoc>,
@@ -326,6 +328,7 @@ impl Recorded {
             resumed_from: self.resumed_from,
             sandbox: Some(self.sandbox),
             redaction: agent.redactor.names(),
+            attachments: self.attachments,
         }
     }
 }
@@ -413,10 +416,15 @@ fn recorded_limits(
     recorded
 }
 
-/// The conversation so far (a resumed one, or none) with the prompt as the next user turn.
-fn conversation(resume: Option<Resume>, prompt: String) -> Vec<Message> {
+/// The conversation so far (a resumed one, or none) with the prompt, and the files attached to
+/// it, as the next user turn.
+fn conversation(
+    resume: Option<Resume>,
+    attachments: Vec<crate::attachment::Attachment>,
+    prompt: String,
+) -> Vec<Message> {
     let mut history = resume.map(|r| r.history).unwrap_or_default();
-    crate::conversation::push_user(&mut history, prompt);
+    crate::conversation::push_attached(&mut history, attachments, prompt);
     history
 }
 

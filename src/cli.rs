@@ -71,6 +71,27 @@ pub struct Cli {
     )]
     pub prompt_file: Option<PathBuf>,
 
+    /// Attach FILE to the prompt (repeatable): an image (PNG, JPEG, GIF, WebP) or a PDF, sent in
+    /// the provider's own shape, or a text file, added to the prompt.
+    ///
+    /// The type comes from the file's content, not its name. A file the provider would refuse
+    /// (its type, size, pixels, pages, how many) and a model not known to take images or PDFs
+    /// are errors before any request (exit 2). The transcript records each file's path, type,
+    /// size and SHA-256, and keeps an image's or PDF's bytes beside it.
+    #[arg(
+        help_heading = "Prompt",
+        short = 'i',
+        long = "attach",
+        visible_alias = "image",
+        value_name = "FILE"
+    )]
+    pub attach: Vec<PathBuf>,
+
+    /// The model takes images and PDFs, whatever rounds knows of it (a local server's vision
+    /// model: rounds assumes a local server's model takes text only).
+    #[arg(help_heading = "Prompt", long)]
+    pub vision: bool,
+
     /// Never read stdin, even when it is a pipe (for CI steps whose stdin stays open).
     #[arg(help_heading = "Prompt", long)]
     pub no_stdin: bool,

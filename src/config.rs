@@ -22,6 +22,7 @@ use crate::tools::{Outputs, Workspace, builtin};
 use crate::transcript::ReadError;
 
 pub(crate) mod agents;
+pub(crate) mod attach;
 mod limits;
 mod project_doc;
 mod prompt;
@@ -81,6 +82,8 @@ pub(crate) struct Config {
     pub(crate) model_info: ModelInfo,
     /// The subagents `task` may start, and how deep they may nest.
     pub(crate) agents: agents::Agents,
+    /// `--attach`: the images and PDFs the first turn carries, and what the start line records.
+    pub(crate) attached: attach::Attachments,
     /// `--output-schema`, compiled.
     pub(crate) output_schema: Option<OutputSchema>,
     /// `--output-last-message`: its directory opened before any tool runs.
@@ -234,6 +237,21 @@ pub enum ConfigError {
     },
     #[error("--tool-env {0}: provider keys and credentials are never passed to tools")]
     SecretToolEnv(String),
+    /// An attached file that cannot be read or sent (its type, a provider's limit, the model).
+    #[error(transparent)]
+    Attach(crate::attachment::AttachError),
+    #[error("--attach {path}: cannot keep its bytes beside the transcript: {why}")]
+    SaveAttachment { path: String, why: String },
+    /// A resumed run's attachment is not beside its transcript as recorded.
+    #[error(
+        "cannot resume {}: its attachment {path} is not kept beside it as recorded ({why})",
+        transcript.display()
+    )]
+    ResumeAttachment {
+        transcript: PathBuf,
+        path: String,
+        why: String,
+    },
     /// A file `--agents` names cannot be read as agents.
     #[error(transparent)]
     AgentsFile(crate::settings::SettingsError),
@@ -337,6 +355,15 @@ impl Config {
         // Whole outputs of cut results live beside the transcript, or in a new directory of
         // the temp dir; made now, before any tool runs, and written only through this handle.
         let outputs_dir = records::outputs_dir(transcript.as_ref())?;
+        let earlier = resume.as_ref().map_or(&[][..], |r| &r.history[..]);
+        let attached = attach::resolve(
+            &cli,
+            &inputs.cwd,
+            (&provider, &model),
+            earlier,
+            &outputs_dir,
+        )?;
+        let prompt = attached.text.clone() + &prompt;
         let (sandbox, sandbox_record) =
             sandbox(&cli.tools, workspace.root(), &inputs.cwd, may_spawn(&cli))?;
         let redactor = Redactor::for_run(provider.key(), &inputs.env_all, &cli.redact);
@@ -344,11 +371,17 @@ impl Config {
         let tool_settings = tool_settings(&cli, tool_env, outputs, sandbox, redactor);
         let model_info = model_info(&cli, &inputs.cwd, &provider, &model)?;
         let limits = limits::loop_limits(&cli, &model_info, &provider, &options);
-        let turn = prompt.len() + project_docs.len();
+        let media: u64 = attached
+            .media
+            .iter()
+            .map(|a| a.estimated_tokens() * 4)
+            .sum();
+        let turn = prompt.len() + project_docs.len() + media as usize;
         limits::prompt_size(turn, limits.context_window, recorded.is_some())?;
         let cache = limits::cache(&cli, resume.as_ref(), &run_id);
         let (output_last_message, output_schema) = answer_files(&cli, &inputs.cwd)?;
         Ok(Config {
+            attached,
             agents,
             cache,
             model_info,

@@ -41,8 +41,8 @@ pub use embed::{
     Error, Event, Events, Outcome, Run, SUPERVISE_ARG, Started, Status, supervise_if_asked,
 };
 use rounds_base::{
-    conversation, env, files, markdown, net, outcome, pricing, providers, redact, suggest,
-    terminal, transcript,
+    attachment, conversation, env, files, markdown, net, outcome, pricing, providers, redact,
+    suggest, terminal, transcript,
 };
 use rounds_process as process;
 use rounds_providers as provider;

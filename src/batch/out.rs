@@ -212,6 +212,7 @@ mod tests {
             resumed_from,
             sandbox: None,
             redaction: Vec::new(),
+            attachments: Vec::new(),
         })
     }
 

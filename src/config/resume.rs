@@ -59,18 +59,24 @@ pub(super) fn resume(
         );
     }
     let runs = rounds_home(env).map(|home| home.join(runs::DIR));
+    let files: Vec<PathBuf> = chain
+        .iter()
+        .filter_map(|t| t.start.resumed_from.as_ref().map(PathBuf::from))
+        .chain([path.clone()])
+        .collect();
+    let media = chain
+        .iter()
+        .zip(&files)
+        .map(|(t, file)| super::attach::kept(file, &t.start.attachments))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Resume {
         own_run: runs.is_some_and(|runs| own_run(&path, &runs)),
         origin_run_id: chain
             .first()
             .map(|t| t.start.run_id.clone())
             .unwrap_or_default(),
-        history: transcript::conversation(&chain),
-        files: chain
-            .iter()
-            .filter_map(|t| t.start.resumed_from.as_ref().map(PathBuf::from))
-            .chain([path.clone()])
-            .collect(),
+        history: transcript::conversation(&chain, &media),
+        files,
         start: chain.last().map(|t| t.start.clone()).ok_or_else(|| {
             ConfigError::Resume(ReadError::Invalid {
                 path: path.clone(),

@@ -202,6 +202,7 @@ fn reach(key: &str) -> &'static str {
         }
         "api-key-file" => "it names a key",
         "prompt-file"
+        | "attach"
         | "system-file"
         | "append-system-prompt"
         | "output-schema"
@@ -230,6 +231,7 @@ fn reach(key: &str) -> &'static str {
             "it changes what rounds prints, which a pipeline may parse"
         }
         "system" => "it replaces the system prompt",
+        "vision" => "it says what the user's model takes",
         "prompt" | "no-stdin" => "it is the user's prompt",
         _ => "it is not one of the settings an untrusted source may set",
     }

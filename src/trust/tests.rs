@@ -27,6 +27,7 @@ fn the_allowlist_names_real_flags_and_nothing_that_reaches_further() {
         "api-key-file",
         "append-system-prompt",
         "base-url",
+        "attach",
         "check",
         "mcp",
         "mcp-config",

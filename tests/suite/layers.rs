@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "base",
         &[
+            "attachment",
             "conversation",
             "outcome",
             "transcript",

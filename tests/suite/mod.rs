@@ -1,5 +1,6 @@
 mod action;
 mod answers;
+mod attachments;
 mod azure;
 mod batch;
 mod batch_failures;

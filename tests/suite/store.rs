@@ -383,6 +383,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
             .unwrap(),
         ),
         redaction: vec!["GITHUB_TOKEN".into()],
+        attachments: Vec::new(),
     };
     let lines = vec![
         Line::Start(start.clone()),
@@ -716,6 +717,7 @@ fn a_dropped_connection_is_reopened_for_the_next_line() {
         resumed_from: None,
         sandbox: None,
         redaction: Vec::new(),
+        attachments: Vec::new(),
     };
     let round = Round {
         round: 1,

@@ -223,6 +223,22 @@ fn pdf_facts(data: &[u8]) -> (Option<u32>, bool) {
     ((pages > 0).then_some(pages as u32), encrypted)
 }
 
+/// Whether rounds knows `model` to take images and PDFs: every current model of the hosted
+/// APIs and clouds does, but for the text-only ones of OpenAI's that are still served; a local
+/// server's model is not known to (`--vision` says it does).
+pub fn takes_media(local: bool, model: &str) -> bool {
+    const TEXT_ONLY: &[&str] = &[
+        "o1-mini",
+        "o3-mini",
+        "gpt-3.5",
+        "gpt-4-0",
+        "gpt-4-32k",
+        "davinci",
+    ];
+    let bare = model.rsplit('/').next().unwrap_or(model);
+    !local && !TEXT_ONLY.iter().any(|p| bare.starts_with(p))
+}
+
 /// What one provider takes, as documented. Sizes are of the file's own bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

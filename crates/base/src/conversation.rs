@@ -479,6 +479,27 @@ pub fn push_user(history: &mut Vec<Message>, text: String) {
     }
 }
 
+/// Adds a user turn with files attached: like [`push_user`], the text joined to a user turn it
+/// follows, the files with it.
+pub fn push_attached(
+    history: &mut Vec<Message>,
+    attachments: Vec<crate::attachment::Attachment>,
+    text: String,
+) {
+    if attachments.is_empty() {
+        return push_user(history, text);
+    }
+    let text = match history.last() {
+        Some(Message::User(last)) => {
+            let joined = format!("{last}\n\n{text}");
+            history.pop();
+            joined
+        }
+        _ => text,
+    };
+    history.push(Message::Attached { attachments, text });
+}
+
 /// Whether a tool may run at the same time as others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -109,6 +109,48 @@ pub struct Start {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(min = 1), extend("uniqueItems" = true))]
     pub redaction: Vec<String>,
+    /// The files attached to the prompt (`--attach`), in order (absent when none). An image's or
+    /// PDF's bytes are kept beside the transcript, in `RUN.outputs/attachments/SHA256.EXT`; a text
+    /// file is in `prompt`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attached>,
+}
+
+/// One attached file, as the start line records it: never its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Attached {
+    /// The path as the user gave it.
+    pub path: String,
+    /// What its content is (not its name).
+    #[serde(rename = "type")]
+    pub kind: crate::attachment::Kind,
+    pub bytes: u64,
+    /// Lowercase hex.
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub sha256: String,
+    /// An image's pixels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
+    /// A PDF's pages, as far as its text says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<u32>,
+}
+
+impl From<&crate::attachment::Attachment> for Attached {
+    fn from(a: &crate::attachment::Attachment) -> Attached {
+        Attached {
+            path: a.path.clone(),
+            kind: a.kind,
+            bytes: a.bytes,
+            sha256: a.sha256.clone(),
+            width: a.size.map(|s| s.0),
+            height: a.size.map(|s| s.1),
+            pages: a.pages,
+        }
+    }
 }
 
 impl Start {
@@ -479,7 +521,10 @@ pub fn read_chain(path: &Path) -> Result<Vec<Transcript>, ReadError> {
 /// The conversation a chain of transcripts recorded, in the neutral form every provider can
 /// continue: each run's prompt, then per round the assistant turn (tagged with the provider
 /// that produced it, so its signatures only go back there) and its tool results.
-pub fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Message> {
+pub fn conversation(
+    chain: &[Transcript],
+    media: &[Vec<crate::attachment::Attachment>],
+) -> Vec<crate::conversation::Message> {
     use crate::conversation::Message;
     let mut history = Vec::new();
     // The view the requests had: results elided then are elided again.
@@ -488,8 +533,9 @@ pub fn conversation(chain: &[Transcript]) -> Vec<crate::conversation::Message> {
         .flat_map(|t| &t.rounds)
         .flat_map(|r| r.elided.iter().map(String::as_str))
         .collect();
-    for t in chain {
-        crate::conversation::push_user(&mut history, t.start.prompt.clone());
+    for (i, t) in chain.iter().enumerate() {
+        let files = media.get(i).cloned().unwrap_or_default();
+        crate::conversation::push_attached(&mut history, files, t.start.prompt.clone());
         for round in &t.rounds {
             history.push(Message::Assistant {
                 blocks: round.blocks.clone(),

@@ -71,7 +71,8 @@ async fn export_from(
              resumed_from, status, exit_code, rounds, final_text, usage, duration_ms, error, \
              tool_calls, tool_errors, to_jsonb(r) -> 'sandbox' AS sandbox, \
              to_jsonb(r) -> 'redaction' AS redaction, \
-             to_jsonb(r) -> 'cost_usd' AS cost_usd, to_jsonb(r) -> 'failure' AS failure \
+             to_jsonb(r) -> 'cost_usd' AS cost_usd, to_jsonb(r) -> 'failure' AS failure, \
+             to_jsonb(r) -> 'attachments' AS attachments \
              FROM runs r WHERE run_id = $1",
             &[&key],
         )
@@ -182,6 +183,7 @@ fn start_line(run_id: &str, run: &Row) -> Result<Start, RowError> {
         // Columns a run from before their migration does not have (see `export`).
         sandbox: decode_added(run, "sandbox")?,
         redaction: decode_added(run, "redaction")?.unwrap_or_default(),
+        attachments: decode_added(run, "attachments")?.unwrap_or_default(),
     })
 }
 

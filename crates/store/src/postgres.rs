@@ -32,7 +32,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (5, include_str!("migrations/0005_failure.sql")),
     (6, include_str!("migrations/0006_fencing.sql")),
     (7, include_str!("migrations/0007_trace_context.sql")),
-    (8, include_str!("migrations/0008_agent_lines.sql")),
+    (8, include_str!("migrations/0008_subagents_attachments.sql")),
 ];
 
 /// The advisory lock that serializes migrations when several runs start at once against a new
@@ -278,6 +278,10 @@ async fn write_start(
         [] => None,
         names => Some(escape_value(to_json(names)?)),
     };
+    let attachments = match start.attachments.as_slice() {
+        [] => None,
+        files => Some(escape_value(to_json(files)?)),
+    };
     // The user's turn, in the same block shape as the model's text.
     let prompt = escape_value(serde_json::json!({"type": "text", "text": start.prompt}));
     let tx = client.transaction().await.map_err(&fail)?;
@@ -285,8 +289,8 @@ async fn write_start(
     tx.execute(
         &tx.prepare_cached(
             "INSERT INTO runs (run_id, started_at, start_time, provider, model, workspace, \
-         prompt, system, tools, limits, resumed_from, sandbox, redaction) \
-         VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         prompt, system, tools, limits, resumed_from, sandbox, redaction, attachments) \
+         VALUES ($1, $2::text::timestamptz, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .await
         .map_err(&fail)?,
@@ -303,6 +307,7 @@ async fn write_start(
             &start.resumed_from.as_deref().map(escape),
             &sandbox,
             &redaction,
+            &attachments,
         ],
     )
     .await

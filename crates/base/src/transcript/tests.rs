@@ -29,6 +29,7 @@ fn sample_start() -> Start {
         resumed_from: None,
         sandbox: None,
         redaction: Vec::new(),
+        attachments: Vec::new(),
     }
 }
 
@@ -120,7 +121,7 @@ fn a_chain_is_followed_oldest_first_and_expanded_into_a_conversation() {
         .unwrap();
     let chain = read_chain(&second).unwrap();
     assert_eq!(
-        conversation(&chain),
+        conversation(&chain, &[]),
         vec![
             Message::User("hi".into()),
             Message::Assistant {
@@ -159,12 +160,12 @@ fn calls_without_results_are_closed_and_stray_results_left_out() {
         agents: Vec::new(),
     };
     let closed = ToolResult::error(&a, ErrorKind::Cancelled, NO_RESULT);
-    let got = conversation(std::slice::from_ref(&t));
+    let got = conversation(std::slice::from_ref(&t), &[]);
     assert_eq!(got[2], Message::ToolResults(vec![closed, answer(&b)]));
     // The control: a complete round is kept as recorded.
     round.results = vec![answer(&a), answer(&b)];
     t.rounds = vec![round];
-    let got = conversation(&[t]);
+    let got = conversation(&[t], &[]);
     assert_eq!(got[2], Message::ToolResults(vec![answer(&a), answer(&b)]));
 }
 

@@ -8,3 +8,7 @@ CREATE TABLE agent_lines (
     line jsonb NOT NULL,
     PRIMARY KEY (run_id, sequence)
 );
+
+-- And the files attached to a run's prompt (the start line's `attachments`: path, type, size,
+-- digest; never the bytes). NULL when none.
+ALTER TABLE runs ADD COLUMN attachments jsonb;

@@ -1,0 +1,157 @@
+//! `--attach`: the files the user attaches to the prompt, read and judged before any request.
+//! Images and PDFs go with the first turn in the provider's own shape, their bytes saved beside
+//! the transcript; a text file becomes part of the turn's text. A file the provider's documented
+//! limits refuse, or a model not known to take images or PDFs (`--vision` says it does), is a
+//! usage error naming the file and the limit.
+
+use std::path::Path;
+
+use super::ConfigError;
+use crate::attachment::{Attachment, Kind, Limits, takes_media};
+use crate::cli::Cli;
+use crate::files::Dir;
+use crate::provider::ProviderChoice;
+use crate::transcript::Attached;
+
+/// The run's attachments.
+#[derive(Debug, Default)]
+pub(crate) struct Attachments {
+    /// The images and PDFs, sent with the first turn.
+    pub(crate) media: Vec<Attachment>,
+    /// The text files, as the turn's text holds them (before the prompt).
+    pub(crate) text: String,
+    /// What the start line records of every file, in the order given.
+    pub(crate) record: Vec<Attached>,
+}
+
+/// Reads every `--attach` file (relative to `cwd`), keeps each image's and PDF's bytes in
+/// `outputs` (`attachments/SHA256.EXT`), and checks them, with those of the conversation a
+/// resumed run goes on from (`earlier`: each request carries them all again), against what
+/// `provider` and `model` take.
+pub(crate) fn resolve(
+    cli: &Cli,
+    cwd: &Path,
+    (provider, model): (&ProviderChoice, &str),
+    earlier: &[crate::conversation::Message],
+    outputs: &Dir,
+) -> Result<Attachments, ConfigError> {
+    let mut out = Attachments::default();
+    for file in &cli.attach {
+        let shown = file.display().to_string();
+        let data = std::fs::read(cwd.join(file)).map_err(|e| {
+            ConfigError::Attach(crate::attachment::AttachError::Unreadable {
+                path: shown.clone(),
+                why: e.to_string(),
+            })
+        })?;
+        let attachment = Attachment::of(&shown, data.clone()).map_err(ConfigError::Attach)?;
+        out.record.push(Attached::from(&attachment));
+        if attachment.kind == Kind::Text {
+            out.text.push_str(&text_part(&shown, &data));
+            continue;
+        }
+        save(outputs, &attachment, &data)?;
+        out.media.push(attachment);
+    }
+    let mut all: Vec<Attachment> = earlier
+        .iter()
+        .filter_map(|m| match m {
+            crate::conversation::Message::Attached { attachments, .. } => Some(attachments),
+            _ => None,
+        })
+        .flatten()
+        .cloned()
+        .collect();
+    all.extend(out.media.iter().cloned());
+    if let (Some(first), ProviderChoice::Api { entry, wire, .. }) = (all.first(), provider) {
+        let wire = *wire;
+        if !cli.vision && !takes_media(entry.local, model) {
+            return Err(ConfigError::Attach(
+                crate::attachment::AttachError::Refused {
+                    path: first.path.clone(),
+                    why: format!(
+                        "{}/{model} is not known to take images or PDFs; if it does, give --vision",
+                        entry.name
+                    ),
+                },
+            ));
+        }
+        Limits::of(wire, model)
+            .check(&all)
+            .map_err(ConfigError::Attach)?;
+    }
+    Ok(out)
+}
+
+/// A text file as the turn holds it: its name, then its content fenced so that nothing in it
+/// can close the fence.
+fn text_part(path: &str, data: &[u8]) -> String {
+    let text = String::from_utf8_lossy(data);
+    format!(
+        "Attached file {}:\n\n{}\n\n",
+        crate::markdown::code_span(path),
+        crate::markdown::fenced(&text, "")
+    )
+}
+
+/// Keeps an attachment's bytes beside the transcript, named by its digest (so two files with one
+/// content are kept once, and `--resume` finds them by what the start line records).
+fn save(outputs: &Dir, attachment: &Attachment, data: &[u8]) -> Result<(), ConfigError> {
+    let failed = |e: std::io::Error| ConfigError::SaveAttachment {
+        path: attachment.path.clone(),
+        why: e.to_string(),
+    };
+    let dir = outputs.subdir("attachments".as_ref()).map_err(failed)?;
+    let name = format!("{}.{}", attachment.sha256, extension(attachment.kind));
+    dir.target(name).and_then(|t| t.write(data)).map_err(failed)
+}
+
+/// The images and PDFs a recorded run (`transcript`) was given, read back from beside it by
+/// the digest its start line records (never from a path it names: a transcript is a record,
+/// not an instruction), each checked against that digest.
+pub(crate) fn kept(
+    transcript: &Path,
+    recorded: &[Attached],
+) -> Result<Vec<Attachment>, ConfigError> {
+    let dir = transcript.with_extension("outputs").join("attachments");
+    recorded
+        .iter()
+        .filter(|a| a.kind != Kind::Text)
+        .map(|a| {
+            let missing = |why: String| ConfigError::ResumeAttachment {
+                transcript: transcript.to_owned(),
+                path: a.path.clone(),
+                why,
+            };
+            if a.sha256.len() != 64 || !a.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(missing("its recorded digest is not one".into()));
+            }
+            let file = dir.join(format!("{}.{}", a.sha256, extension(a.kind)));
+            let mut data = Vec::new();
+            let mut opened = crate::files::open_regular(&file)
+                .map_err(|e| missing(format!("{}: {e}", file.display())))?;
+            std::io::Read::read_to_end(&mut opened, &mut data)
+                .map_err(|e| missing(format!("{}: {e}", file.display())))?;
+            let attachment = Attachment::of(&a.path, data).map_err(|e| missing(e.to_string()))?;
+            if attachment.sha256 != a.sha256 {
+                return Err(missing(format!(
+                    "{} is not the file recorded",
+                    file.display()
+                )));
+            }
+            Ok(attachment)
+        })
+        .collect()
+}
+
+/// The file extension an attachment of `kind` is kept under.
+pub(crate) fn extension(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Png => "png",
+        Kind::Jpeg => "jpg",
+        Kind::Gif => "gif",
+        Kind::Webp => "webp",
+        Kind::Pdf => "pdf",
+        Kind::Text => "txt",
+    }
+}
