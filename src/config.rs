@@ -368,7 +368,8 @@ impl Config {
             sandbox(&cli.tools, workspace.root(), &inputs.cwd, may_spawn(&cli))?;
         let redactor = Redactor::for_run(provider.key(), &inputs.env_all, &cli.redact);
         let outputs = Outputs::new(outputs_dir, cli.max_spill_bytes);
-        let tool_settings = tool_settings(&cli, tool_env, outputs, sandbox, redactor);
+        let mut tool_settings = tool_settings(&cli, tool_env, outputs, sandbox, redactor);
+        tool_settings.images = attach::images(&cli, &provider, &model);
         let model_info = model_info(&cli, &inputs.cwd, &provider, &model)?;
         let limits = limits::loop_limits(&cli, &model_info, &provider, &options);
         let media: u64 = attached
@@ -535,6 +536,7 @@ fn tool_settings(
         },
         sandbox,
         redactor,
+        images: None,
     }
 }
 

@@ -125,7 +125,10 @@ fn bytes(history: &[Message]) -> u64 {
                 .sum(),
             Message::ToolResults(results) => results
                 .iter()
-                .map(|r| FRAMING + r.tool_use_id.len() as u64 + r.content.len() as u64)
+                .map(|r| {
+                    let media: u64 = r.media.iter().map(|m| m.estimated_tokens() * 4).sum();
+                    FRAMING + r.tool_use_id.len() as u64 + r.content.len() as u64 + media
+                })
                 .sum(),
         })
         .sum()

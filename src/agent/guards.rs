@@ -318,6 +318,7 @@ mod tests {
             redacted: Vec::new(),
             volatile: Vec::new(),
             exit_code: None,
+            media: Vec::new(),
         }
     }
 

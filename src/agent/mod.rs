@@ -402,7 +402,10 @@ fn next_request(round: &Round) -> u64 {
     let results: u64 = round
         .results
         .iter()
-        .map(|r| r.content.len() as u64 / 4)
+        .map(|r| {
+            let media: u64 = r.media.iter().map(|m| m.estimated_tokens()).sum();
+            r.content.len() as u64 / 4 + media
+        })
         .sum();
     let check = round
         .check

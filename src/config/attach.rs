@@ -83,6 +83,50 @@ pub(crate) fn resolve(
     Ok(out)
 }
 
+/// Gives the images of the tool results a resumed conversation holds their bytes again, found
+/// by digest beside any transcript of the chain (`transcripts`).
+pub(crate) fn refill(
+    history: &mut [crate::conversation::Message],
+    transcripts: &[std::path::PathBuf],
+) -> Result<(), ConfigError> {
+    for message in history {
+        let crate::conversation::Message::ToolResults(results) = message else {
+            continue;
+        };
+        for media in results.iter_mut().flat_map(|r| &mut r.media) {
+            let record = crate::transcript::Attached::from(&*media);
+            let found = transcripts
+                .iter()
+                .find_map(|t| kept(t, std::slice::from_ref(&record)).ok());
+            match found.and_then(|mut f| f.pop()) {
+                Some(whole) => *media = whole,
+                None => {
+                    return Err(ConfigError::ResumeAttachment {
+                        transcript: transcripts.last().cloned().unwrap_or_default(),
+                        path: media.path.clone(),
+                        why: "a tool result's image is not beside any transcript of the chain"
+                            .into(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What images the run's model takes (its provider's limits), when it takes any: `read_file`
+/// then returns an image to it.
+pub(crate) fn images(cli: &Cli, provider: &ProviderChoice, model: &str) -> Option<Limits> {
+    match provider {
+        ProviderChoice::Api { entry, wire, .. }
+            if cli.vision || takes_media(entry.local, model) =>
+        {
+            Some(Limits::of(*wire, model))
+        }
+        _ => None,
+    }
+}
+
 /// A text file as the turn holds it: its name, then its content fenced so that nothing in it
 /// can close the fence.
 fn text_part(path: &str, data: &[u8]) -> String {
@@ -102,8 +146,9 @@ fn save(outputs: &Dir, attachment: &Attachment, data: &[u8]) -> Result<(), Confi
         why: e.to_string(),
     };
     let dir = outputs.subdir("attachments".as_ref()).map_err(failed)?;
-    let name = format!("{}.{}", attachment.sha256, extension(attachment.kind));
-    dir.target(name).and_then(|t| t.write(data)).map_err(failed)
+    dir.target(attachment.kept_name())
+        .and_then(|t| t.write(data))
+        .map_err(failed)
 }
 
 /// The images and PDFs a recorded run (`transcript`) was given, read back from beside it by
@@ -126,7 +171,7 @@ pub(crate) fn kept(
             if a.sha256.len() != 64 || !a.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(missing("its recorded digest is not one".into()));
             }
-            let file = dir.join(format!("{}.{}", a.sha256, extension(a.kind)));
+            let file = dir.join(format!("{}.{}", a.sha256, Attachment::extension(a.kind)));
             let mut data = Vec::new();
             let mut opened = crate::files::open_regular(&file)
                 .map_err(|e| missing(format!("{}: {e}", file.display())))?;
@@ -142,16 +187,4 @@ pub(crate) fn kept(
             Ok(attachment)
         })
         .collect()
-}
-
-/// The file extension an attachment of `kind` is kept under.
-pub(crate) fn extension(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Png => "png",
-        Kind::Jpeg => "jpg",
-        Kind::Gif => "gif",
-        Kind::Webp => "webp",
-        Kind::Pdf => "pdf",
-        Kind::Text => "txt",
-    }
 }

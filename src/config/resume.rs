@@ -69,13 +69,15 @@ pub(super) fn resume(
         .zip(&files)
         .map(|(t, file)| super::attach::kept(file, &t.start.attachments))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut history = transcript::conversation(&chain, &media);
+    super::attach::refill(&mut history, &files)?;
     Ok(Resume {
         own_run: runs.is_some_and(|runs| own_run(&path, &runs)),
         origin_run_id: chain
             .first()
             .map(|t| t.start.run_id.clone())
             .unwrap_or_default(),
-        history: transcript::conversation(&chain, &media),
+        history,
         files,
         start: chain.last().map(|t| t.start.clone()).ok_or_else(|| {
             ConfigError::Resume(ReadError::Invalid {

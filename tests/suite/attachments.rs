@@ -288,3 +288,78 @@ fn resume_sends_the_kept_files_again_and_refuses_ones_that_changed() {
     let (out, _) = resume(&sb);
     assert_eq!(out.code, 2, "{}", out.stderr);
 }
+
+#[test]
+fn read_file_shows_an_image_to_a_model_that_takes_images_and_a_note_to_one_that_does_not() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("ws/chart.png"), png(300, 200)).unwrap();
+    let look = Reply::sse(sse::anthropic(
+        &[B::Tool("t1", "read_file", r#"{"path":"chart.png"}"#)],
+        "tool_use",
+        10,
+        5,
+    ));
+    let server = MockServer::start(vec![look, sse::answer("a bar chart")]);
+    let out = run(sb
+        .anthropic(&server)
+        .arg("--transcript")
+        .arg(sb.transcript_path())
+        .arg("what is chart.png?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let second = server.requests()[1].json();
+    let result = &second["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["content"][1]["type"], "image");
+    assert_eq!(
+        result["content"][1]["source"]["data"],
+        base64(&png(300, 200))
+    );
+    // Recorded by digest in the round's result, its bytes kept beside the transcript.
+    let lines = sb.transcript();
+    lines.iter().for_each(check_schema);
+    let recorded = &lines[1]["results"][0];
+    assert_eq!(recorded["media"][0]["sha256"], hex(&png(300, 200)));
+    assert!(!lines[1].to_string().contains(&base64(&png(300, 200))));
+    let kept = sb
+        .path("t.outputs/attachments")
+        .join(format!("{}.png", hex(&png(300, 200))));
+    assert_eq!(std::fs::read(kept).unwrap(), png(300, 200));
+    // A resumed run sends the image again with its result.
+    let again = MockServer::start(vec![sse::answer("still a bar chart")]);
+    let out = run(sb
+        .anthropic(&again)
+        .args(["--no-transcript", "--resume"])
+        .arg(sb.transcript_path())
+        .arg("and the colours?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let resent = &again.requests()[0].json()["messages"][2]["content"][0]["content"][1];
+    assert_eq!(resent["source"]["data"], base64(&png(300, 200)));
+
+    // A local model, not known to take images: the note, and no image sent.
+    let local = MockServer::start(vec![
+        Reply::sse(sse::openai(
+            &[B::Tool("t1", "read_file", r#"{"path":"chart.png"}"#)],
+            "tool_calls",
+            10,
+            5,
+        )),
+        Reply::sse(sse::openai(&[B::Text("cannot see it")], "stop", 10, 5)),
+    ]);
+    let out = run(sb
+        .rounds()
+        .args(["-m", "ollama/qwen3", "--no-transcript", "--base-url"])
+        .arg(format!("{}/v1", local.url()))
+        .arg("what is chart.png?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let second = local.requests()[1].json();
+    let tool = &second["messages"][3];
+    assert_eq!(tool["role"], "tool", "{second}");
+    assert!(
+        tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("an image (image/png) this model is not known to take"),
+        "{tool}"
+    );
+    assert!(!second.to_string().contains("data:image/png"));
+}

@@ -349,6 +349,7 @@ fn every_field_survives_the_round_trip_even_nul_characters() {
         redacted: vec!["GITHUB_TOKEN".into()],
         volatile: Vec::new(),
         exit_code: None,
+        media: Vec::new(),
     };
     let start = Start {
         run_id: format!("lib-{}", schema.name),

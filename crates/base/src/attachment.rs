@@ -12,6 +12,10 @@ use sha2::{Digest, Sha256};
 
 use crate::providers::Wire;
 
+/// What opens the user message (or part) that carries the images of tool results, on a wire
+/// whose tool results hold text only (OpenAI Chat, Gemini).
+pub const FROM_RESULTS: &str = "The images the tool results above refer to:";
+
 /// What an attachment is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -103,6 +107,111 @@ impl<'de> Deserialize<'de> for Base64 {
 impl std::fmt::Debug for Base64 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Base64({} chars)", self.0.len())
+    }
+}
+
+/// One attached file as the transcript records it (the start line's `attachments`, a tool
+/// result's `media`): never its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Attached")]
+pub struct Record {
+    /// The path as the user gave it.
+    pub path: String,
+    /// What its content is (not its name).
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    pub bytes: u64,
+    /// Lowercase hex.
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub sha256: String,
+    /// An image's pixels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
+    /// A PDF's pages, as far as its text says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<u32>,
+}
+
+impl From<&Attachment> for Record {
+    fn from(a: &Attachment) -> Record {
+        Record {
+            path: a.path.clone(),
+            kind: a.kind,
+            bytes: a.bytes,
+            sha256: a.sha256.clone(),
+            width: a.size.map(|s| s.0),
+            height: a.size.map(|s| s.1),
+            pages: a.pages,
+        }
+    }
+}
+
+/// An attachment is recorded as its [`Record`]; read back, it has no bytes until they are found
+/// again by its digest (`Attachment::with_bytes`).
+impl Serialize for Attachment {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Record::from(self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Attachment {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Attachment, D::Error> {
+        let r = Record::deserialize(deserializer)?;
+        Ok(Attachment {
+            path: r.path,
+            kind: r.kind,
+            bytes: r.bytes,
+            sha256: r.sha256,
+            size: r.width.zip(r.height),
+            animated: false,
+            pages: r.pages,
+            encrypted: false,
+            base64: Base64(Arc::from("")),
+        })
+    }
+}
+
+impl schemars::JsonSchema for Attachment {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Record::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Record::json_schema(generator)
+    }
+}
+
+impl Attachment {
+    /// The name its bytes are kept under beside a transcript: `SHA256.EXT`.
+    pub fn kept_name(&self) -> String {
+        format!("{}.{}", self.sha256, Attachment::extension(self.kind))
+    }
+
+    /// The file extension an attachment of `kind` is kept under.
+    pub fn extension(kind: Kind) -> &'static str {
+        match kind {
+            Kind::Png => "png",
+            Kind::Jpeg => "jpg",
+            Kind::Gif => "gif",
+            Kind::Webp => "webp",
+            Kind::Pdf => "pdf",
+            Kind::Text => "txt",
+        }
+    }
+
+    /// Its bytes (from their base64).
+    pub fn decoded(&self) -> Vec<u8> {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(self.base64.as_str())
+            .unwrap_or_default()
+    }
+
+    /// Whether its bytes are here (an attachment read back from a transcript has none yet).
+    pub fn has_bytes(&self) -> bool {
+        !self.base64.0.is_empty()
     }
 }
 
@@ -388,6 +497,12 @@ impl Limits {
             ));
         }
         Ok(())
+    }
+
+    /// Why one attachment alone is refused, if it is (an image a tool returns).
+    pub fn refusal(&self, a: &Attachment) -> Option<String> {
+        self.refuses(a, 1)
+            .map(|why| format!("{why} ({} limits)", self.who))
     }
 
     /// Why one attachment is refused, among `images` images.

@@ -312,6 +312,10 @@ pub struct ToolResult {
     /// the run; the content says it to the model. Not recorded.
     #[serde(skip)]
     pub exit_code: Option<i32>,
+    /// Images the result carries to a model that takes them (`read_file` of an image), recorded
+    /// by path, type, size and digest; their bytes are kept beside the transcript.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<crate::attachment::Attachment>,
 }
 
 /// How an elided result's stub starts (so eliding it again changes nothing).
@@ -334,10 +338,12 @@ impl ToolResult {
             stub.push_str(&format!(", saved whole in {path}"));
         }
         stub.push_str(". Call the tool again if you need it.]");
-        if stub.len() >= self.content.len() {
+        if stub.len() >= self.content.len() && self.media.is_empty() {
             return false;
         }
         self.content = stub;
+        // An image is the largest thing a result can carry: elided, it is not sent again.
+        self.media.clear();
         true
     }
 
@@ -366,6 +372,7 @@ impl ToolResult {
             redacted: Vec::new(),
             volatile: Vec::new(),
             exit_code: None,
+            media: Vec::new(),
         }
     }
 }

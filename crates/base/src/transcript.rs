@@ -116,42 +116,7 @@ pub struct Start {
     pub attachments: Vec<Attached>,
 }
 
-/// One attached file, as the start line records it: never its bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Attached {
-    /// The path as the user gave it.
-    pub path: String,
-    /// What its content is (not its name).
-    #[serde(rename = "type")]
-    pub kind: crate::attachment::Kind,
-    pub bytes: u64,
-    /// Lowercase hex.
-    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
-    pub sha256: String,
-    /// An image's pixels.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub width: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub height: Option<u32>,
-    /// A PDF's pages, as far as its text says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pages: Option<u32>,
-}
-
-impl From<&crate::attachment::Attachment> for Attached {
-    fn from(a: &crate::attachment::Attachment) -> Attached {
-        Attached {
-            path: a.path.clone(),
-            kind: a.kind,
-            bytes: a.bytes,
-            sha256: a.sha256.clone(),
-            width: a.size.map(|s| s.0),
-            height: a.size.map(|s| s.1),
-            pages: a.pages,
-        }
-    }
-}
+pub use crate::attachment::Record as Attached;
 
 impl Start {
     /// The prompt as the user gave it: `prompt` without the workspace line and the project's

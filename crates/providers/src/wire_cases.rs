@@ -87,6 +87,7 @@ fn ok(call: &ToolUse, content: &str) -> ToolResult {
         redacted: Vec::new(),
         volatile: Vec::new(),
         exit_code: None,
+        media: Vec::new(),
     }
 }
 
@@ -247,6 +248,21 @@ pub(crate) fn cases(own: &str) -> Vec<Case> {
     );
     attached.cache = Some(cache(CacheTtl::FiveMinutes));
     out.push(attached);
+    // A tool result that carries an image (`read_file` of one, for a model that takes images).
+    let look = ToolUse::from_raw("toolu_7".into(), "read_file".into(), r#"{"path":"a.png"}"#);
+    let mut seen = ok(
+        &look,
+        "image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached",
+    );
+    seen.media = vec![crate::attachment::Attachment::of("a.png", png.to_vec()).unwrap()];
+    out.push(Case::new(
+        "image_result",
+        vec![
+            Message::User("look at a.png".into()),
+            assistant(own, vec![Block::ToolUse(look)]),
+            Message::ToolResults(vec![seen]),
+        ],
+    ));
     let mut schema = Case::new("output_schema", vec![Message::User("q".into())]);
     schema.output_schema =
         Some(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));

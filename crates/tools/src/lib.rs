@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
-use rounds_base::{conversation, env, files, net, outcome, redact};
+use rounds_base::{attachment, conversation, env, files, net, outcome, redact};
 use rounds_process as process;
 
 use std::collections::HashMap;
@@ -61,6 +61,9 @@ pub struct ToolContext {
     /// The allowlist as it applies to this call, for what the tool meets while running: a
     /// redirect hop `web_fetch` must not follow, files a grep or glob walk must leave out.
     pub(crate) gate: Gate,
+    /// What images the model takes (its provider's limits), when it takes any: `read_file`
+    /// returns an image to it instead of saying the file is binary.
+    pub(crate) images: Option<attachment::Limits>,
 }
 
 impl ToolContext {
@@ -77,6 +80,7 @@ impl ToolContext {
             outputs: Arc::new(Outputs::none()),
             sandbox: Arc::new(Sandbox::off()),
             gate: Gate::open(),
+            images: None,
         }
     }
 }
@@ -181,6 +185,14 @@ impl Outputs {
         })
     }
 
+    /// Keeps an image a result carries as `attachments/SHA256.EXT`, as `--attach` keeps its files
+    /// (nothing without a directory).
+    pub(crate) fn keep(&self, media: &attachment::Attachment) -> std::io::Result<()> {
+        let Some(dir) = &self.dir else { return Ok(()) };
+        let dir = dir.subdir("attachments".as_ref())?;
+        dir.target(media.kept_name())?.write(&media.decoded())
+    }
+
     /// The names redacted from the outputs of call `call_id` so far, sorted; forgets the call.
     pub(crate) fn redacted(&self, call_id: &str) -> Vec<String> {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -263,6 +275,8 @@ pub struct ToolOutput {
     pub(crate) volatile: Vec<String>,
     /// The exit code of the process the call ran, if it ran one (`ToolResult::exit_code`).
     pub(crate) exit_code: Option<i32>,
+    /// Images for a model that takes them (`ToolResult::media`).
+    pub(crate) media: Vec<crate::attachment::Attachment>,
 }
 
 impl From<String> for ToolOutput {
@@ -271,6 +285,7 @@ impl From<String> for ToolOutput {
             text,
             volatile: Vec::new(),
             exit_code: None,
+            media: Vec::new(),
         }
     }
 }

@@ -42,6 +42,8 @@ pub struct Settings {
     pub sandbox: Sandbox,
     /// The run's secrets, taken out of every result and saved output.
     pub redactor: Redactor,
+    /// What images the model takes, when it takes any (`read_file` returns them to it).
+    pub images: Option<crate::attachment::Limits>,
 }
 
 /// The tools of one run with the rules and limits that govern them.
@@ -58,6 +60,7 @@ pub struct Toolbox {
     hooks: Hooks,
     sandbox: Arc<Sandbox>,
     redactor: Redactor,
+    images: Option<crate::attachment::Limits>,
     /// Who runs `task` calls (see `delegated`); none where delegation is not available (a subagent at the
     /// depth limit, `rounds tools`).
     delegate: OnceLock<Arc<dyn Delegate>>,
@@ -86,6 +89,7 @@ impl Toolbox {
             hooks: settings.hooks,
             sandbox: Arc::new(settings.sandbox),
             redactor: settings.redactor,
+            images: settings.images,
         }
     }
 
@@ -351,6 +355,7 @@ impl Toolbox {
             outputs: self.outputs.clone(),
             sandbox: self.sandbox.clone(),
             gate: Gate::new(self.policy.clone(), &call.name),
+            images: self.images,
         };
         // Tools that start processes enforce the timeout themselves (and clean up); this outer
         // limit is the safety net for every tool.
@@ -369,11 +374,23 @@ impl Toolbox {
                 text: content,
                 volatile,
                 exit_code,
-            })) => ToolResult {
-                volatile,
-                exit_code,
-                ..ToolResult::ok(call, content)
-            },
+                media,
+            })) => {
+                // An image's bytes are kept beside the transcript, which records its digest.
+                if let Err(e) = media.iter().try_for_each(|m| self.outputs.keep(m)) {
+                    return ToolResult::error(
+                        call,
+                        ErrorKind::Failed,
+                        format!("the image could not be kept beside the transcript: {e}"),
+                    );
+                }
+                ToolResult {
+                    volatile,
+                    exit_code,
+                    media,
+                    ..ToolResult::ok(call, content)
+                }
+            }
             Ok(Err(ToolError::Failed(message))) => {
                 ToolResult::error(call, ErrorKind::Failed, message)
             }
@@ -419,6 +436,7 @@ impl Toolbox {
             outputs: self.outputs.clone(),
             sandbox: self.sandbox.clone(),
             gate: Gate::open(),
+            images: None,
         };
         let checked = super::check::run(command, &ctx).await;
         let mut result = ToolResult {
@@ -434,6 +452,7 @@ impl Toolbox {
             redacted: Vec::new(),
             exit_code: checked.exit_code,
             volatile: Vec::new(),
+            media: Vec::new(),
         };
         self.redact(&mut result);
         let result = self.cap(result);
@@ -532,6 +551,7 @@ mod tests {
             redacted: Vec::new(),
             volatile: Vec::new(),
             exit_code: None,
+            media: Vec::new(),
         }
     }
 
@@ -548,6 +568,7 @@ mod tests {
             hooks: Hooks::default(),
             sandbox: Sandbox::default(),
             redactor: Redactor::default(),
+            images: None,
         };
         let registry = crate::builtin::registry(&Default::default());
         let toolbox = Toolbox::new(registry, policy, ws, settings);

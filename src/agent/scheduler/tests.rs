@@ -93,6 +93,7 @@ fn toolbox(
         hooks: Default::default(),
         sandbox: Default::default(),
         redactor: Default::default(),
+        images: None,
     };
     Arc::new(Toolbox::new(registry, policy, ws, settings))
 }

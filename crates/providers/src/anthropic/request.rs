@@ -132,7 +132,8 @@ enum BlockBody<'a> {
         name: &'a str,
     },
     ToolResult {
-        content: &'a str,
+        /// Its text, or its text and the images it carries.
+        content: WireContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
         tool_use_id: &'a str,
@@ -347,8 +348,15 @@ fn wire_messages<'a>(messages: &'a [Message], own: &str) -> Vec<WireMessage<'a>>
                 let blocks = results
                     .iter()
                     .map(|r| {
+                        let content = if r.media.is_empty() {
+                            WireContent::Text(&r.content)
+                        } else {
+                            let mut blocks = vec![BlockBody::Text { text: &r.content }.into()];
+                            blocks.extend(r.media.iter().map(|m| BlockBody::media(m).into()));
+                            WireContent::Blocks(blocks)
+                        };
                         BlockBody::ToolResult {
-                            content: &r.content,
+                            content,
                             is_error: r.is_error,
                             tool_use_id: &r.tool_use_id,
                         }

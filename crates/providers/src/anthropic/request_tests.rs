@@ -86,6 +86,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"model":"claude-sonnet-4-5","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":[{"source":{"data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA=","media_type":"image/png","type":"base64"},"type":"image"},{"source":{"data":"JVBERi0xLjcKJSVFT0YK","media_type":"application/pdf","type":"base64"},"type":"document"},{"cache_control":{"type":"ephemeral"},"text":"what do these show?","type":"text"}]},{"role":"assistant","content":[{"text":"a diagram and a spec","type":"text"}]},{"role":"user","content":[{"cache_control":{"type":"ephemeral"},"text":"and the spec's version?","type":"text"}]}]}"#,
     ),
     (
+        "anthropic/image_result",
+        r#"{"model":"claude-sonnet-4-5","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":"look at a.png"},{"role":"assistant","content":[{"id":"toolu_7","input":{"path":"a.png"},"name":"read_file","type":"tool_use"}]},{"role":"user","content":[{"content":[{"text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached","type":"text"},{"source":{"data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA=","media_type":"image/png","type":"base64"},"type":"image"}],"tool_use_id":"toolu_7","type":"tool_result"}]}]}"#,
+    ),
+    (
         "anthropic/output_schema",
         r#"{"model":"claude-sonnet-4-5","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":"q"}]}"#,
     ),
@@ -144,6 +148,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "vertex/attachments",
         r#"{"anthropic_version":"vertex-2023-10-16","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":[{"source":{"data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA=","media_type":"image/png","type":"base64"},"type":"image"},{"source":{"data":"JVBERi0xLjcKJSVFT0YK","media_type":"application/pdf","type":"base64"},"type":"document"},{"cache_control":{"type":"ephemeral"},"text":"what do these show?","type":"text"}]},{"role":"assistant","content":[{"text":"a diagram and a spec","type":"text"}]},{"role":"user","content":[{"cache_control":{"type":"ephemeral"},"text":"and the spec's version?","type":"text"}]}]}"#,
+    ),
+    (
+        "vertex/image_result",
+        r#"{"anthropic_version":"vertex-2023-10-16","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":"look at a.png"},{"role":"assistant","content":[{"id":"toolu_7","input":{"path":"a.png"},"name":"read_file","type":"tool_use"}]},{"role":"user","content":[{"content":[{"text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached","type":"text"},{"source":{"data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA=","media_type":"image/png","type":"base64"},"type":"image"}],"tool_use_id":"toolu_7","type":"tool_result"}]}]}"#,
     ),
     (
         "vertex/output_schema",

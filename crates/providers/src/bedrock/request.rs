@@ -216,6 +216,8 @@ struct ToolResultBlock {
 #[serde(rename_all = "camelCase")]
 enum ToolResultContent {
     Text(String),
+    /// An image the result carries (`read_file` of an image).
+    Image(MediaBlock),
 }
 
 #[derive(Debug, Serialize)]
@@ -376,7 +378,16 @@ fn wire_messages(messages: &[Message], provider: &str) -> Vec<WireMessage> {
                     .map(|r| {
                         ContentBlock::ToolResult(ToolResultBlock {
                             tool_use_id: r.tool_use_id.clone(),
-                            content: vec![ToolResultContent::Text(r.content.clone())],
+                            content: std::iter::once(ToolResultContent::Text(r.content.clone()))
+                                .chain(r.media.iter().filter_map(|m| {
+                                    match ContentBlock::media(m, &mut Vec::new()) {
+                                        ContentBlock::Image(image) => {
+                                            Some(ToolResultContent::Image(image))
+                                        }
+                                        _ => None,
+                                    }
+                                }))
+                                .collect(),
                             status: r.is_error.then_some("error"),
                         })
                     })

@@ -81,6 +81,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"messages":[{"role":"user","content":[{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}},{"document":{"format":"pdf","name":"spec v2","source":{"bytes":"JVBERi0xLjcKJSVFT0YK"}}},{"text":"what do these show?"},{"cachePoint":{"type":"default"}}]},{"role":"assistant","content":[{"text":"a diagram and a spec"}]},{"role":"user","content":[{"text":"and the spec's version?"},{"cachePoint":{"type":"default"}}]}],"inferenceConfig":{"maxTokens":8192}}"#,
     ),
     (
+        "claude/image_result",
+        r#"{"messages":[{"role":"user","content":[{"text":"look at a.png"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"toolu_7","name":"read_file","input":{"path":"a.png"}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"toolu_7","content":[{"text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}}]}}]}],"inferenceConfig":{"maxTokens":8192}}"#,
+    ),
+    (
         "claude/output_schema",
         r#"{"messages":[{"role":"user","content":[{"text":"q"}]}],"inferenceConfig":{"maxTokens":8192}}"#,
     ),
@@ -138,6 +142,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"messages":[{"role":"user","content":[{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}},{"document":{"format":"pdf","name":"spec v2","source":{"bytes":"JVBERi0xLjcKJSVFT0YK"}}},{"text":"what do these show?"},{"cachePoint":{"type":"default"}}]},{"role":"assistant","content":[{"text":"a diagram and a spec"}]},{"role":"user","content":[{"text":"and the spec's version?"},{"cachePoint":{"type":"default"}}]}]}"#,
     ),
     (
+        "nova/image_result",
+        r#"{"messages":[{"role":"user","content":[{"text":"look at a.png"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"toolu_7","name":"read_file","input":{"path":"a.png"}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"toolu_7","content":[{"text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}}]}}]}]}"#,
+    ),
+    (
         "nova/output_schema",
         r#"{"messages":[{"role":"user","content":[{"text":"q"}]}]}"#,
     ),
@@ -193,6 +201,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "other/attachments",
         r#"{"messages":[{"role":"user","content":[{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}},{"document":{"format":"pdf","name":"spec v2","source":{"bytes":"JVBERi0xLjcKJSVFT0YK"}}},{"text":"what do these show?"}]},{"role":"assistant","content":[{"text":"a diagram and a spec"}]},{"role":"user","content":[{"text":"and the spec's version?"}]}]}"#,
+    ),
+    (
+        "other/image_result",
+        r#"{"messages":[{"role":"user","content":[{"text":"look at a.png"}]},{"role":"assistant","content":[{"toolUse":{"toolUseId":"toolu_7","name":"read_file","input":{"path":"a.png"}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"toolu_7","content":[{"text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}}]}}]}]}"#,
     ),
     (
         "other/output_schema",

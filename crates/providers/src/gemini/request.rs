@@ -231,13 +231,24 @@ fn contents(messages: &[Message], own: &str, sign_unsigned: bool) -> Vec<Content
                 }
                 ("model", parts)
             }
-            Message::ToolResults(results) => (
-                "user",
-                results
+            Message::ToolResults(results) => {
+                let mut parts: Vec<Part> = results
                     .iter()
                     .map(|r| response_part(r, &gemini_ids))
-                    .collect(),
-            ),
+                    .collect();
+                // The images the results carry, after them in the same turn (a function
+                // response holds JSON only).
+                let media: Vec<Part> = results
+                    .iter()
+                    .flat_map(|r| &r.media)
+                    .map(Part::inline)
+                    .collect();
+                if !media.is_empty() {
+                    parts.push(Part::text(crate::attachment::FROM_RESULTS));
+                    parts.extend(media);
+                }
+                ("user", parts)
+            }
         };
         if parts.is_empty() {
             continue;

@@ -77,6 +77,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0xLjcKJSVFT0YK"}},{"text":"what do these show?"}]},{"role":"model","parts":[{"text":"a diagram and a spec"}]},{"role":"user","parts":[{"text":"and the spec's version?"}]}]}"#,
     ),
     (
+        "gemini_2_5/image_result",
+        r#"{"contents":[{"role":"user","parts":[{"text":"look at a.png"}]},{"role":"model","parts":[{"functionCall":{"id":"toolu_7","name":"read_file","args":{"path":"a.png"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"toolu_7","name":"read_file","response":{"output":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"}}},{"text":"The images the tool results above refer to:"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}]}]}"#,
+    ),
+    (
         "gemini_2_5/output_schema",
         r#"{"contents":[{"role":"user","parts":[{"text":"q"}]}]}"#,
     ),
@@ -134,6 +138,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0xLjcKJSVFT0YK"}},{"text":"what do these show?"}]},{"role":"model","parts":[{"text":"a diagram and a spec"}]},{"role":"user","parts":[{"text":"and the spec's version?"}]}]}"#,
     ),
     (
+        "gemini_3/image_result",
+        r#"{"contents":[{"role":"user","parts":[{"text":"look at a.png"}]},{"role":"model","parts":[{"functionCall":{"id":"toolu_7","name":"read_file","args":{"path":"a.png"}},"thoughtSignature":"skip_thought_signature_validator"}]},{"role":"user","parts":[{"functionResponse":{"id":"toolu_7","name":"read_file","response":{"output":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"}}},{"text":"The images the tool results above refer to:"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}]}]}"#,
+    ),
+    (
         "gemini_3/output_schema",
         r#"{"contents":[{"role":"user","parts":[{"text":"q"}]}]}"#,
     ),
@@ -189,6 +197,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "vertex/attachments",
         r#"{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0xLjcKJSVFT0YK"}},{"text":"what do these show?"}]},{"role":"model","parts":[{"text":"a diagram and a spec"}]},{"role":"user","parts":[{"text":"and the spec's version?"}]}]}"#,
+    ),
+    (
+        "vertex/image_result",
+        r#"{"contents":[{"role":"user","parts":[{"text":"look at a.png"}]},{"role":"model","parts":[{"functionCall":{"id":"toolu_7","name":"read_file","args":{"path":"a.png"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"toolu_7","name":"read_file","response":{"output":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"}}},{"text":"The images the tool results above refer to:"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}]}]}"#,
     ),
     (
         "vertex/output_schema",

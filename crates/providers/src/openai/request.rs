@@ -294,6 +294,23 @@ fn push_messages<'a>(message: &'a Message, out: &mut Vec<ChatMessage<'a>>) {
                     tool_call_id: &r.tool_use_id,
                 });
             }
+            // A tool message carries text only: the images the results carry follow as a user
+            // message, right after them (as llm and opencode send them).
+            let media: Vec<ChatPart> = results
+                .iter()
+                .flat_map(|r| &r.media)
+                .map(ChatPart::of)
+                .collect();
+            if !media.is_empty() {
+                let mut content = vec![ChatPart::Text {
+                    text: crate::attachment::FROM_RESULTS,
+                }];
+                content.extend(media);
+                out.push(ChatMessage::Parts {
+                    content,
+                    role: "user",
+                });
+            }
         }
     }
 }

@@ -79,6 +79,10 @@ const EXPECTED: &[(&str, &str)] = &[
         r#"{"model":"gpt-4.1","stream":true,"stream_options":{"include_usage":true},"prompt_cache_key":"run-1","messages":[{"content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK","filename":"spec v2.pdf"}},{"type":"text","text":"what do these show?"}],"role":"user"},{"content":"a diagram and a spec","role":"assistant"},{"content":"and the spec's version?","role":"user"}]}"#,
     ),
     (
+        "openai/image_result",
+        r#"{"model":"gpt-4.1","stream":true,"stream_options":{"include_usage":true},"messages":[{"content":"look at a.png","role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"a.png\"}","name":"read_file"},"id":"toolu_7","type":"function"}]},{"content":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached","role":"tool","tool_call_id":"toolu_7"},{"content":[{"type":"text","text":"The images the tool results above refer to:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}],"role":"user"}]}"#,
+    ),
+    (
         "openai/output_schema",
         r#"{"model":"gpt-4.1","stream":true,"stream_options":{"include_usage":true},"response_format":{"json_schema":{"name":"final_answer","schema":{"properties":{"ok":{"type":"boolean"}},"type":"object"},"strict":false},"type":"json_schema"},"messages":[{"content":"q","role":"user"}]}"#,
     ),
@@ -137,6 +141,10 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "compatible/attachments",
         r#"{"model":"qwen3","stream":true,"stream_options":{"include_usage":true},"messages":[{"content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}},{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK","filename":"spec v2.pdf"}},{"type":"text","text":"what do these show?"}],"role":"user"},{"content":"a diagram and a spec","role":"assistant"},{"content":"and the spec's version?","role":"user"}]}"#,
+    ),
+    (
+        "compatible/image_result",
+        r#"{"model":"qwen3","stream":true,"stream_options":{"include_usage":true},"messages":[{"content":"look at a.png","role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"a.png\"}","name":"read_file"},"id":"toolu_7","type":"function"}]},{"content":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached","role":"tool","tool_call_id":"toolu_7"},{"content":[{"type":"text","text":"The images the tool results above refer to:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}}],"role":"user"}]}"#,
     ),
     (
         "compatible/output_schema",

@@ -265,6 +265,7 @@ fn round_two_request_matches_the_reference_body() {
         redacted: Vec::new(),
         volatile: Vec::new(),
         exit_code: None,
+        media: Vec::new(),
     };
     let messages = vec![
         Message::User(want["messages"][1]["content"].as_str().unwrap().into()),

@@ -91,7 +91,7 @@ enum Item<'a> {
     },
     FunctionCallOutput {
         call_id: &'a str,
-        output: String,
+        output: CallOutput<'a>,
     },
     Reasoning {
         id: &'a str,
@@ -104,6 +104,15 @@ enum Item<'a> {
         role: &'static str,
         content: Vec<InputPart<'a>>,
     },
+}
+
+/// A call's output: its text, or its text and the images it carries (as codex's image viewing
+/// returns them).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum CallOutput<'a> {
+    Text(String),
+    Parts(Vec<InputPart<'a>>),
 }
 
 /// A part of an input message (`input_image`, `input_file`, `input_text`).
@@ -282,6 +291,13 @@ fn push_items<'a>(message: &'a Message, provider: &str, out: &mut Vec<Item<'a>>)
                     format!("Error: {}", r.content)
                 } else {
                     r.content.clone()
+                };
+                let output = if r.media.is_empty() {
+                    CallOutput::Text(output)
+                } else {
+                    let mut parts = vec![InputPart::InputText { text: &r.content }];
+                    parts.extend(r.media.iter().map(InputPart::of));
+                    CallOutput::Parts(parts)
                 };
                 out.push(Item::FunctionCallOutput {
                     call_id: &r.tool_use_id,

@@ -319,6 +319,7 @@ fn result(id: &str, content: &str) -> ToolResult {
         redacted: Vec::new(),
         volatile: Vec::new(),
         exit_code: None,
+        media: Vec::new(),
     }
 }
 

@@ -118,6 +118,7 @@ impl BuiltinTool for Bash {
 fn exited(code: i32, secs: f64, streams: &str) -> ToolOutput {
     let duration = format!("duration: {secs:.2}s");
     ToolOutput {
+        media: Vec::new(),
         text: format!("exit code: {code}\n{duration}\n{streams}"),
         volatile: vec![duration],
         exit_code: Some(code),
@@ -165,6 +166,7 @@ mod tests {
                 text,
                 volatile,
                 exit_code,
+                ..
             } = exited(code, secs, streams);
             assert_eq!(exit_code, Some(code));
             assert_eq!(text, want);

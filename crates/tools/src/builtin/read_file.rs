@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::typed::{BuiltinTool, Files, SubjectOf};
+use crate::attachment::{self, Limits};
 use crate::{Class, ToolContext, ToolError, ToolOutput};
 
 /// Bytes of file content shown per call.
@@ -55,9 +56,8 @@ impl BuiltinTool for ReadFile {
     }
 
     async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        Files::run(Self::NAME, ctx, move |files| read(files, &args))
-            .await
-            .map(ToolOutput::from)
+        let images = ctx.images;
+        Files::run(Self::NAME, ctx, move |files| read(files, &args, images)).await
     }
 }
 
@@ -69,7 +69,7 @@ enum Cut {
     LongLine,
 }
 
-fn read(files: &Files, args: &Args) -> Result<String, ToolError> {
+fn read(files: &Files, args: &Args, images: Option<Limits>) -> Result<ToolOutput, ToolError> {
     let path = args.path.as_str();
     let start = args.start_line.unwrap_or(1);
     if start == 0 {
@@ -93,12 +93,12 @@ fn read(files: &Files, args: &Args) -> Result<String, ToolError> {
         .map_err(io_err)?;
     if head.is_empty() {
         return match start {
-            1 => Ok("(empty file)".to_owned()),
+            1 => Ok("(empty file)".to_owned().into()),
             _ => Err(past_end(path, start, 0)),
         };
     }
     if looks_binary(&head, (head.len() as u64) < SNIFF_BYTES) {
-        return Ok(format!("binary file {path:?} ({size} bytes); not shown"));
+        return binary(file, path, size, head, images);
     }
 
     let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(head).chain(file));
@@ -109,7 +109,58 @@ fn read(files: &Files, args: &Args) -> Result<String, ToolError> {
     if let Some(footer) = shown.footer(start, size) {
         shown.text.push_str(&footer);
     }
-    Ok(shown.text)
+    Ok(shown.text.into())
+}
+
+/// A binary file: an image, to a model that takes images, within its provider's limits;
+/// otherwise a note saying what it is.
+fn binary(
+    file: std::fs::File,
+    path: &str,
+    size: u64,
+    mut head: Vec<u8>,
+    images: Option<Limits>,
+) -> Result<ToolOutput, ToolError> {
+    let image = attachment::sniff(&head).filter(|k| k.is_image());
+    let (Some(kind), Some(limits)) = (image, images) else {
+        return Ok(match image {
+            Some(kind) => format!(
+                "binary file {path:?} ({size} bytes), an image ({}) this model is not known \
+                 to take; not shown",
+                kind.media_type()
+            ),
+            None => format!("binary file {path:?} ({size} bytes); not shown"),
+        }
+        .into());
+    };
+    let refuse = |why: String| ToolError::failed(format!("cannot show the image {path:?}: {why}"));
+    if size > limits.image_bytes {
+        return Err(refuse(format!(
+            "{size} bytes, more than the {} bytes {} takes",
+            limits.image_bytes, limits.who
+        )));
+    }
+    (&file)
+        .take(limits.image_bytes + 1)
+        .read_to_end(&mut head)
+        .map_err(|e| refuse(e.to_string()))?;
+    let shown = attachment::Attachment::of(path, head).map_err(|e| refuse(e.to_string()))?;
+    if let Some(why) = limits.refusal(&shown) {
+        return Err(refuse(why));
+    }
+    let pixels = shown
+        .size
+        .map(|(w, h)| format!(", {w}×{h} pixels"))
+        .unwrap_or_default();
+    Ok(ToolOutput {
+        text: format!(
+            "image {path:?} ({}, {size} bytes{pixels}), attached",
+            kind.media_type()
+        ),
+        volatile: Vec::new(),
+        exit_code: None,
+        media: vec![shown],
+    })
 }
 
 /// What one pass over the file showed of the range asked for.
@@ -403,7 +454,10 @@ mod tests {
         write(&root, "latin1.txt", b"caf\xe9\n");
         assert_eq!(
             call(&ws, json!({"path": "x.png"})).await,
-            Ok(r#"binary file "x.png" (16 bytes); not shown"#.to_owned())
+            Ok(
+                r#"binary file "x.png" (16 bytes), an image (image/png) this model is not known to take; not shown"#
+                    .to_owned()
+            )
         );
         assert_eq!(
             call(&ws, json!({"path": "latin1.txt"})).await,

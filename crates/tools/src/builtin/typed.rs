@@ -235,6 +235,7 @@ mod tests {
                 text: format!("count {}", input.count),
                 volatile: vec![format!("count {}", input.count)],
                 exit_code: None,
+                media: Vec::new(),
             })
         }
     }

@@ -74,6 +74,7 @@ impl Toolbox {
             hooks: self.hooks.clone(),
             sandbox: self.sandbox.clone(),
             redactor: self.redactor.clone(),
+            images: self.images,
             delegate: delegate.map(OnceLock::from).unwrap_or_default(),
             scope: scope.to_owned(),
         }

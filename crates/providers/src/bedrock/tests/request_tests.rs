@@ -155,6 +155,7 @@ fn result(id: &str, content: &str, is_error: bool) -> ToolResult {
         redacted: Vec::new(),
         volatile: Vec::new(),
         exit_code: None,
+        media: Vec::new(),
     }
 }
 
