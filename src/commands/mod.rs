@@ -82,7 +82,8 @@ pub(crate) fn show(args: &ShowArgs) -> Result<(), Failure> {
     let transcript = transcript::read(&path)?;
     let shown = path.display().to_string();
     if let Some(out) = &args.html {
-        let page = show::html::render(&transcript, &shown);
+        let kept = show::html::Kept::beside(&path, &transcript);
+        let page = show::html::render(&transcript, &shown, &kept);
         // `-` is stdout, as for the jobs of `rounds batch`: a file named `-` is `./-`.
         if out.as_os_str() == "-" {
             render::print_document(page.as_bytes());

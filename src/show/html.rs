@@ -51,14 +51,93 @@ dt,.meta,.thinking,.note{color:#9198a1}section{border-color:#3d444d}\
 .error>summary,.error>pre,.err,.status-bad{color:#f85149}.warn{color:#d29922}}";
 
 /// The whole transcript as an HTML document.
-pub(crate) fn render(t: &Transcript, path: &str) -> String {
+/// The images a transcript's run was given or shown (`--attach`, `read_file`), read back from
+/// beside it by digest, as `data:` URLs the page shows inline (its CSP allows `data:` images and
+/// nothing else): a file that is gone or is not the one recorded is named, not shown.
+#[derive(Default)]
+pub(crate) struct Kept(std::collections::HashMap<String, String>);
+
+impl Kept {
+    pub(crate) fn beside(transcript: &std::path::Path, t: &Transcript) -> Kept {
+        let results = t
+            .rounds
+            .iter()
+            .flat_map(|r| &r.results)
+            .flat_map(|r| &r.media);
+        let records: Vec<crate::transcript::Attached> = t
+            .start
+            .attachments
+            .iter()
+            .cloned()
+            .chain(results.map(crate::transcript::Attached::from))
+            .filter(|a| a.kind.is_image())
+            .collect();
+        let dir = transcript.with_extension("outputs").join("attachments");
+        let mut kept = std::collections::HashMap::new();
+        for a in records {
+            let file = dir.join(format!(
+                "{}.{}",
+                a.sha256,
+                crate::attachment::Attachment::extension(a.kind)
+            ));
+            let mut data = Vec::new();
+            let read = crate::files::open_regular(&file)
+                .ok()
+                .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut data).ok());
+            if read.is_none() {
+                continue;
+            }
+            if let Ok(found) = crate::attachment::Attachment::of(&a.path, data)
+                && found.sha256 == a.sha256
+                && found.kind.is_image()
+            {
+                kept.insert(a.sha256.clone(), crate::attachment::data_url(&found));
+            }
+        }
+        Kept(kept)
+    }
+}
+
+/// An attached image inline, or what it was when it is not kept; a PDF as its name.
+fn figure(out: &mut String, a: &crate::transcript::Attached, kept: &Kept) {
+    let about = format!(
+        "{} ({}, {} bytes{})",
+        a.path,
+        a.kind.media_type(),
+        a.bytes,
+        a.width
+            .zip(a.height)
+            .map(|(w, h)| format!(", {w}×{h}"))
+            .unwrap_or_default()
+    );
+    match kept.0.get(&a.sha256) {
+        Some(url) => {
+            let _ = writeln!(
+                out,
+                "<figure><img src=\"{}\" alt=\"{}\"><figcaption>{}</figcaption></figure>",
+                escape(url),
+                escape(&a.path),
+                escape(&about)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"meta\">Attached: {} (not shown: not kept beside the transcript)</p>",
+                escape(&about)
+            );
+        }
+    }
+}
+
+pub(crate) fn render(t: &Transcript, path: &str, kept: &Kept) -> String {
     let s = &t.start;
     let mut out = String::new();
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
-         style-src 'unsafe-inline'\">\n\
+         style-src 'unsafe-inline'; img-src data:\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <title>rounds run {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
@@ -85,9 +164,15 @@ pub(crate) fn render(t: &Transcript, path: &str) -> String {
     outcome(&mut out, t);
     let _ = writeln!(
         out,
-        "<section class=\"prompt\">\n<h2>Prompt</h2>\n<pre>{}</pre>\n</section>",
+        "<section class=\"prompt\">\n<h2>Prompt</h2>\n<pre>{}</pre>",
         escape(s.user_prompt())
     );
+    for a in &s.attachments {
+        if a.kind != crate::attachment::Kind::Text {
+            figure(&mut out, a, kept);
+        }
+    }
+    out.push_str("</section>\n");
     // The answer is shown once, at the top; the round whose text it is points there.
     let answered = t
         .end
@@ -97,6 +182,7 @@ pub(crate) fn render(t: &Transcript, path: &str) -> String {
     let agents = Nest {
         lines: t.agents.iter().map(|(_, l)| l).collect(),
         path: String::new(),
+        kept,
     };
     for (i, round) in t.rounds.iter().enumerate() {
         render_round(&mut out, round, answered && i + 1 == last, &agents);
@@ -154,6 +240,8 @@ fn outcome(out: &mut String, t: &Transcript) {
 struct Nest<'a> {
     lines: Vec<&'a AgentLine>,
     path: String,
+    /// The images the page shows inline.
+    kept: &'a Kept,
 }
 
 fn render_round(out: &mut String, round: &Round, answer: bool, agents: &Nest<'_>) {
@@ -293,7 +381,12 @@ fn render_call(out: &mut String, round: &Round, call: &ToolUse, agents: &Nest<'_
         subagent(out, &call.id, agents);
     }
     match super::result_of(round, call) {
-        Some(r) => result(out, r),
+        Some(r) => {
+            result(out, r);
+            for m in &r.media {
+                figure(out, &crate::transcript::Attached::from(m), agents.kept);
+            }
+        }
         None if call.defect.is_none() => {
             out.push_str("<p class=\"warn\">No result recorded.</p>\n");
         }
@@ -312,6 +405,7 @@ fn subagent(out: &mut String, id: &str, agents: &Nest<'_>) {
     let inner = Nest {
         lines: agents.lines.clone(),
         path: path.clone(),
+        kept: agents.kept,
     };
     let mine: Vec<&AgentLine> = agents
         .lines

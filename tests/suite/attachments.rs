@@ -363,3 +363,52 @@ fn read_file_shows_an_image_to_a_model_that_takes_images_and_a_note_to_one_that_
     );
     assert!(!second.to_string().contains("data:image/png"));
 }
+
+#[test]
+fn the_html_page_shows_attached_and_looked_at_images_inline_under_its_csp() {
+    let sb = Sandbox::new();
+    files(&sb);
+    std::fs::write(sb.path("ws/chart.png"), png(300, 200)).unwrap();
+    let look = Reply::sse(sse::anthropic(
+        &[B::Tool("t1", "read_file", r#"{"path":"chart.png"}"#)],
+        "tool_use",
+        10,
+        5,
+    ));
+    let server = MockServer::start(vec![look, sse::answer("seen")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["-i", "shot.dat", "-i", "spec.pdf", "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("compare"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = run(sb
+        .rounds()
+        .args(["show", "--html", "-"])
+        .arg(sb.transcript_path()));
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    let html = &page.stdout;
+    assert!(
+        html.contains("img-src data:"),
+        "the CSP allows data: images"
+    );
+    for image in [png(640, 480), png(300, 200)] {
+        let url = format!("data:image/png;base64,{}", base64(&image));
+        assert!(html.contains(&format!("<img src=\"{url}\"")), "{html}");
+    }
+    assert!(
+        html.contains("spec.pdf (application/pdf, 48 bytes)"),
+        "{html}"
+    );
+    // The control: without the kept bytes, the image is named, not shown.
+    std::fs::remove_dir_all(sb.path("t.outputs/attachments")).unwrap();
+    let page = run(sb
+        .rounds()
+        .args(["show", "--html", "-"])
+        .arg(sb.transcript_path()));
+    assert!(!page.stdout.contains("<img "), "{}", page.stdout);
+    assert!(
+        page.stdout
+            .contains("shot.dat (image/png, 33 bytes, 640×480) (not shown")
+    );
+}
