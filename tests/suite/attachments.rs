@@ -412,3 +412,23 @@ fn the_html_page_shows_attached_and_looked_at_images_inline_under_its_csp() {
             .contains("shot.dat (image/png, 33 bytes, 640×480) (not shown")
     );
 }
+
+#[test]
+fn a_recorded_run_with_attachments_replays() {
+    let sb = Sandbox::new();
+    files(&sb);
+    let server = MockServer::start(vec![sse::answer("a chart and a spec")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args(["-i", "shot.dat", "-i", "spec.pdf", "--transcript"])
+        .arg(sb.transcript_path())
+        .arg("what are these?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let replay = format!("replay:{}", sb.transcript_path().display());
+    let out = run(sb
+        .rounds()
+        .args(["-m", &replay, "-o", "json", "--no-transcript"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["final_text"], "a chart and a spec");
+}
