@@ -325,19 +325,10 @@ impl Config {
             ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
             _ => None,
         };
-
         // A resumed run goes on; a replay asks its recorded question again.
-        let fallback = match (&resume, recorded) {
-            (Some(_), _) => Some(CONTINUE),
-            (None, start) => start.map(|s| s.prompt.as_str()),
-        };
-        let prompt = resolve_prompt(
-            &cli,
-            inputs.stdin_kind,
-            inputs.read_stdin,
-            fallback,
-            &inputs.cwd,
-        )?;
+        let fallback = (resume.as_ref().map(|_| CONTINUE)).or(recorded.map(|s| s.prompt.as_str()));
+        let stdin = &mut *inputs.read_stdin;
+        let prompt = resolve_prompt(&cli, inputs.stdin_kind, stdin, fallback, &inputs.cwd)?;
         let workspace = workspace(&cli.tools, &inputs.cwd)?;
         let project_docs = project_docs(&cli, resume.is_some(), recorded, &workspace)?;
         let system = system_prompt(&cli, recorded, &inputs.cwd)?;
@@ -355,12 +346,11 @@ impl Config {
         // Whole outputs of cut results live beside the transcript, or in a new directory of
         // the temp dir; made now, before any tool runs, and written only through this handle.
         let outputs_dir = records::outputs_dir(transcript.as_ref())?;
-        let earlier = resume.as_ref().map_or(&[][..], |r| &r.history[..]);
         let attached = attach::resolve(
             &cli,
             &inputs.cwd,
             (&provider, &model),
-            earlier,
+            resume.as_ref(),
             &outputs_dir,
         )?;
         let prompt = attached.text.clone() + &prompt;
@@ -368,16 +358,11 @@ impl Config {
             sandbox(&cli.tools, workspace.root(), &inputs.cwd, may_spawn(&cli))?;
         let redactor = Redactor::for_run(provider.key(), &inputs.env_all, &cli.redact);
         let outputs = Outputs::new(outputs_dir, cli.max_spill_bytes);
-        let mut tool_settings = tool_settings(&cli, tool_env, outputs, sandbox, redactor);
-        tool_settings.images = attach::images(&cli, &provider, &model);
+        let images = attach::images(&cli, &provider, &model);
+        let tool_settings = tool_settings(&cli, tool_env, (outputs, sandbox, redactor), images);
         let model_info = model_info(&cli, &inputs.cwd, &provider, &model)?;
         let limits = limits::loop_limits(&cli, &model_info, &provider, &options);
-        let media: u64 = attached
-            .media
-            .iter()
-            .map(|a| a.estimated_tokens() * 4)
-            .sum();
-        let turn = prompt.len() + project_docs.len() + media as usize;
+        let turn = prompt.len() + project_docs.len() + attached.bytes();
         limits::prompt_size(turn, limits.context_window, recorded.is_some())?;
         let cache = limits::cache(&cli, resume.as_ref(), &run_id);
         let (output_last_message, output_schema) = answer_files(&cli, &inputs.cwd)?;
@@ -520,9 +505,8 @@ fn model_info(
 fn tool_settings(
     cli: &Cli,
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-    outputs: Outputs,
-    sandbox: Sandbox,
-    redactor: Redactor,
+    (outputs, sandbox, redactor): (Outputs, Sandbox, Redactor),
+    images: Option<crate::attachment::Limits>,
 ) -> Settings {
     Settings {
         timeout: Duration::from_secs_f64(cli.tool_timeout),
@@ -536,7 +520,7 @@ fn tool_settings(
         },
         sandbox,
         redactor,
-        images: None,
+        images,
     }
 }
 

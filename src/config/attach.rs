@@ -24,17 +24,28 @@ pub(crate) struct Attachments {
     pub(crate) record: Vec<Attached>,
 }
 
+impl Attachments {
+    /// About the bytes of text the images and PDFs stand for in the first turn (four a token).
+    pub(crate) fn bytes(&self) -> usize {
+        self.media
+            .iter()
+            .map(|a| a.estimated_tokens() as usize * 4)
+            .sum()
+    }
+}
+
 /// Reads every `--attach` file (relative to `cwd`), keeps each image's and PDF's bytes in
 /// `outputs` (`attachments/SHA256.EXT`), and checks them, with those of the conversation a
-/// resumed run goes on from (`earlier`: each request carries them all again), against what
+/// resumed run goes on from (each request carries them all again), against what
 /// `provider` and `model` take.
 pub(crate) fn resolve(
     cli: &Cli,
     cwd: &Path,
     (provider, model): (&ProviderChoice, &str),
-    earlier: &[crate::conversation::Message],
+    resumed: Option<&super::Resume>,
     outputs: &Dir,
 ) -> Result<Attachments, ConfigError> {
+    let earlier = resumed.map_or(&[][..], |r| &r.history[..]);
     let mut out = Attachments::default();
     for file in &cli.attach {
         let shown = file.display().to_string();

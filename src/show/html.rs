@@ -244,6 +244,15 @@ struct Nest<'a> {
     kept: &'a Kept,
 }
 
+/// What a round's id starts with: a subagent's rounds are numbered from 1 too, so their ids
+/// name the way down to it.
+fn id_prefix(agents: &Nest<'_>) -> String {
+    match agents.path.as_str() {
+        "" => String::new(),
+        path => format!("agent-{}-", escape(&path.replace('/', "-"))),
+    }
+}
+
 fn render_round(out: &mut String, round: &Round, answer: bool, agents: &Nest<'_>) {
     let _ = writeln!(
         out,
@@ -253,11 +262,7 @@ fn render_round(out: &mut String, round: &Round, answer: bool, agents: &Nest<'_>
         duration(round.tools_ms),
         escape(&super::usage_text(&round.usage, round.cost_usd)),
         n = round.round,
-        // A subagent's rounds are numbered from 1 too: their ids name the way down to it.
-        at = match agents.path.as_str() {
-            "" => String::new(),
-            path => format!("agent-{}-", escape(&path.replace('/', "-"))),
-        },
+        at = id_prefix(agents),
         summary = if round.summary {
             " (summary, no tools)"
         } else {

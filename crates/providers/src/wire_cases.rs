@@ -225,7 +225,18 @@ pub(crate) fn cases(own: &str) -> Vec<Case> {
     let mut bare = Case::new("cache_no_system", vec![Message::User("q".into())]);
     bare.cache = Some(cache(CacheTtl::FiveMinutes));
     out.push(bare);
-    // A turn with an image and a PDF attached (tiny, but what each wire sends whole), cached.
+    out.extend(media_cases(own));
+    let mut schema = Case::new("output_schema", vec![Message::User("q".into())]);
+    schema.output_schema =
+        Some(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
+    out.push(schema);
+    out
+}
+
+/// The cases with files: a turn with an image and a PDF attached (tiny, but what each wire sends
+/// whole), cached; and a tool result that carries an image.
+fn media_cases(own: &str) -> Vec<Case> {
+    let mut out = Vec::new();
     let png = [
         0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13, b'I', b'H', b'D', b'R', 0, 0,
         0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0,
@@ -246,7 +257,10 @@ pub(crate) fn cases(own: &str) -> Vec<Case> {
             Message::User("and the spec's version?".into()),
         ],
     );
-    attached.cache = Some(cache(CacheTtl::FiveMinutes));
+    attached.cache = Some(Cache {
+        ttl: CacheTtl::FiveMinutes,
+        key: "run-1".into(),
+    });
     out.push(attached);
     // A tool result that carries an image (`read_file` of one, for a model that takes images).
     let look = ToolUse::from_raw("toolu_7".into(), "read_file".into(), r#"{"path":"a.png"}"#);
@@ -263,10 +277,6 @@ pub(crate) fn cases(own: &str) -> Vec<Case> {
             Message::ToolResults(vec![seen]),
         ],
     ));
-    let mut schema = Case::new("output_schema", vec![Message::User("q".into())]);
-    schema.output_schema =
-        Some(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
-    out.push(schema);
     out
 }
 

@@ -49,16 +49,7 @@ async fn export_from(
         .await
         .map_err(&fail)?;
     // A database no run was ever kept in has no tables: the run is unknown, nothing failed.
-    let has_tables: bool = tx
-        .query_one(
-            "SELECT to_regclass('rounds_schema_migrations') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(&fail)?
-        .try_get(0)
-        .map_err(&fail)?;
-    if !has_tables {
+    if !has_table(&tx, database, "rounds_schema_migrations").await? {
         return Err(unknown());
     }
     let key = escape(run_id);
@@ -112,6 +103,20 @@ async fn export_from(
     Ok(jsonl)
 }
 
+/// Whether the database has the table `name` (in the search path).
+async fn has_table(
+    tx: &tokio_postgres::Transaction<'_>,
+    database: &str,
+    name: &str,
+) -> Result<bool, StoreError> {
+    let fail = database_error(database);
+    tx.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&name])
+        .await
+        .map_err(&fail)?
+        .try_get(0)
+        .map_err(&fail)
+}
+
 /// A run's subagent lines, in order (they came with schema version 8: a database from before
 /// has no such table, and no subagents).
 async fn agent_rows(
@@ -120,13 +125,7 @@ async fn agent_rows(
     key: &str,
 ) -> Result<Vec<Row>, StoreError> {
     let fail = database_error(database);
-    let has_agents: bool = tx
-        .query_one("SELECT to_regclass('agent_lines') IS NOT NULL", &[])
-        .await
-        .map_err(&fail)?
-        .try_get(0)
-        .map_err(&fail)?;
-    if !has_agents {
+    if !has_table(tx, database, "agent_lines").await? {
         return Ok(Vec::new());
     }
     tx.query(
