@@ -9,6 +9,7 @@
 //! results are never elided. Sizes are estimated from bytes, corrected by what the provider
 //! reported for the previous request.
 
+use crate::attachment::TokenRule;
 use crate::conversation::{Block, Message};
 
 /// Share of the window past which a request triggers elision.
@@ -27,26 +28,29 @@ pub(crate) struct Context {
     fixed: u64,
     /// Tokens per byte, learnt from the provider's reports (a quarter to start with).
     tokens_per_byte: f64,
+    /// How the provider bills the images and PDFs the conversation holds.
+    rule: TokenRule,
 }
 
 impl Context {
-    pub(crate) fn new(window: u64, fixed_bytes: u64) -> Context {
+    pub(crate) fn new(window: u64, fixed_bytes: u64, rule: TokenRule) -> Context {
         Context {
             window,
             fixed: fixed_bytes,
             tokens_per_byte: 0.25,
+            rule,
         }
     }
 
     /// The estimated size of a request over `history`, in tokens.
     pub(crate) fn estimate(&self, history: &[Message]) -> u64 {
-        ((self.fixed + bytes(history)) as f64 * self.tokens_per_byte) as u64
+        ((self.fixed + bytes(history, self.rule)) as f64 * self.tokens_per_byte) as u64
     }
 
     /// Learns from what the provider reported for a request over `history`: code and JSON
     /// often take more tokens per byte than prose.
     pub(crate) fn calibrate(&mut self, history: &[Message], reported_input: u64) {
-        let bytes = self.fixed + bytes(history);
+        let bytes = self.fixed + bytes(history, self.rule);
         if bytes > 0 && reported_input > 0 {
             self.tokens_per_byte = (reported_input as f64 / bytes as f64).clamp(0.1, 1.0);
         }
@@ -93,14 +97,14 @@ impl Context {
 }
 
 /// The bytes a conversation takes in a request, roughly.
-fn bytes(history: &[Message]) -> u64 {
+fn bytes(history: &[Message], rule: TokenRule) -> u64 {
     history
         .iter()
         .map(|m| match m {
             Message::User(text) => text.len() as u64 + FRAMING,
             // Counted as the tokens a provider bills them as, four bytes each.
             Message::Attached { attachments, text } => {
-                let media: u64 = attachments.iter().map(|a| a.estimated_tokens() * 4).sum();
+                let media: u64 = attachments.iter().map(|a| a.tokens(rule) * 4).sum();
                 text.len() as u64 + FRAMING + media
             }
             Message::Assistant { blocks, .. } => blocks
@@ -126,7 +130,7 @@ fn bytes(history: &[Message]) -> u64 {
             Message::ToolResults(results) => results
                 .iter()
                 .map(|r| {
-                    let media: u64 = r.media.iter().map(|m| m.estimated_tokens() * 4).sum();
+                    let media: u64 = r.media.iter().map(|m| m.tokens(rule) * 4).sum();
                     FRAMING + r.tool_use_id.len() as u64 + r.content.len() as u64 + media
                 })
                 .sum(),
@@ -165,7 +169,7 @@ mod tests {
 
     #[test]
     fn nothing_is_elided_below_the_high_mark() {
-        let context = Context::new(20_000, 2_000);
+        let context = Context::new(20_000, 2_000, TokenRule::default());
         let mut h = history(5, 8_000);
         assert!(context.estimate(&h) < 17_000);
         assert!(context.fit(&mut h).is_empty());
@@ -173,7 +177,7 @@ mod tests {
 
     #[test]
     fn the_oldest_results_go_in_one_chunk_down_to_the_low_mark_and_the_newest_stays() {
-        let context = Context::new(20_000, 2_000);
+        let context = Context::new(20_000, 2_000, TokenRule::default());
         let mut h = history(9, 8_000);
         assert!(context.estimate(&h) as f64 > 0.85 * 20_000.0);
         let elided = context.fit(&mut h);
@@ -202,7 +206,7 @@ mod tests {
 
     #[test]
     fn the_user_turns_are_never_elided_and_calibration_follows_the_provider() {
-        let mut context = Context::new(1_000, 0);
+        let mut context = Context::new(1_000, 0, TokenRule::default());
         let mut h = vec![Message::User("p".repeat(8_000))];
         h.extend(round("t0", 100));
         context.fit(&mut h);

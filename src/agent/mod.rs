@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::attachment::TokenRule;
 use crate::conversation::{Block, ErrorKind, Message, StopReason, ToolResult, Usage};
 use crate::outcome::{Failure, FailureRecord, Outcome, Status};
 use crate::pricing::Price;
@@ -107,7 +108,8 @@ impl Agent {
         let mut done = Outcome::new(Status::MaxRounds, None);
         let offered = self.toolbox.offered();
         let mut context = self.context(&offered);
-        let mut next_input = estimate_tokens(history) + (self.system.len() / 4) as u64;
+        let rule = self.token_rule();
+        let mut next_input = estimate_tokens(history, rule) + (self.system.len() / 4) as u64;
         let mut number = 0;
         let mut corrected = false;
         let mut repeats = guards::Repeats::new(self.limits.max_repeats);
@@ -150,7 +152,7 @@ impl Agent {
             }
             self.observer.round_finished(&round);
             let tripped = self.tripped(&round.results);
-            next_input = next_request(&round);
+            next_input = next_request(&round, rule);
             let (has_calls, stop_reason) = self.remember(history, round);
             if stop.is_some() {
                 return stopped(done, stop, cancel);
@@ -177,6 +179,12 @@ impl Agent {
         }
     }
 
+    /// How the run's provider bills images and PDFs.
+    fn token_rule(&self) -> TokenRule {
+        let wire = crate::providers::find(self.provider.name()).map(|e| e.wire);
+        TokenRule::of(wire, self.provider.model())
+    }
+
     /// A finished round as its line: the run's `round`, or its subagent's `agent_round`.
     fn line(&self, round: &Round) -> Line {
         match &self.at {
@@ -196,7 +204,7 @@ impl Agent {
                 .iter()
                 .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
                 .sum::<usize>();
-        context::Context::new(self.limits.context_window, fixed as u64)
+        context::Context::new(self.limits.context_window, fixed as u64, self.token_rule())
     }
 
     /// The round's blocks and results, into the conversation; whether it called tools, and
@@ -398,12 +406,12 @@ fn count(done: &mut Outcome, round: &Round) {
 
 /// About how many tokens the next request takes: it resends all of this one, its answer and
 /// the tool results, or the output of the check that failed.
-fn next_request(round: &Round) -> u64 {
+fn next_request(round: &Round, rule: TokenRule) -> u64 {
     let results: u64 = round
         .results
         .iter()
         .map(|r| {
-            let media: u64 = r.media.iter().map(|m| m.estimated_tokens()).sum();
+            let media: u64 = r.media.iter().map(|m| m.tokens(rule)).sum();
             r.content.len() as u64 / 4 + media
         })
         .sum();
@@ -421,17 +429,13 @@ fn next_request(round: &Round) -> u64 {
 
 /// A rough token count for what the user gave the model (about four bytes a token of text,
 /// and what the providers bill an attachment as).
-fn estimate_tokens(history: &[Message]) -> u64 {
+fn estimate_tokens(history: &[Message], rule: TokenRule) -> u64 {
     history
         .iter()
         .map(|m| match m {
             Message::User(t) => t.len() as u64 / 4,
             Message::Attached { attachments, text } => {
-                text.len() as u64 / 4
-                    + attachments
-                        .iter()
-                        .map(|a| a.estimated_tokens())
-                        .sum::<u64>()
+                text.len() as u64 / 4 + attachments.iter().map(|a| a.tokens(rule)).sum::<u64>()
             }
             _ => 0,
         })

@@ -22,6 +22,8 @@ pub(crate) struct Attachments {
     pub(crate) text: String,
     /// What the start line records of every file, in the order given.
     pub(crate) record: Vec<Attached>,
+    /// How the run's provider bills them.
+    rule: crate::attachment::TokenRule,
 }
 
 impl Attachments {
@@ -29,7 +31,7 @@ impl Attachments {
     pub(crate) fn bytes(&self) -> usize {
         self.media
             .iter()
-            .map(|a| a.estimated_tokens() as usize * 4)
+            .map(|a| a.tokens(self.rule) as usize * 4)
             .sum()
     }
 }
@@ -76,6 +78,7 @@ pub(crate) fn resolve(
     all.extend(out.media.iter().cloned());
     if let (Some(first), ProviderChoice::Api { entry, wire, .. }) = (all.first(), provider) {
         let wire = *wire;
+        out.rule = crate::attachment::TokenRule::of(Some(wire), model);
         if !cli.vision && !takes_media(entry.local, model) {
             return Err(ConfigError::Attach(
                 crate::attachment::AttachError::Refused {

@@ -277,25 +277,68 @@ impl Attachment {
     }
 }
 
-impl Attachment {
-    /// About how many input tokens the attachment is billed as, by Anthropic's published rule
-    /// (the larger of the providers' for an image of ordinary size): an image's pixels ÷ 750 once
-    /// its long side is at most 1568 px; a PDF, each page as its text (about 1,500 tokens) and
-    /// as an image (about 1,600). An estimate for budgets and the context window, not a bill.
-    pub fn estimated_tokens(&self) -> u64 {
-        match self.kind {
-            Kind::Text => 0,
-            Kind::Pdf => {
-                let pages = self.pages.map_or(1 + self.bytes / (64 * 1024), u64::from);
-                pages * 3100
-            }
-            _ => {
-                let (w, h) = self.size.unwrap_or((1568, 1568));
-                let (w, h) = (f64::from(w.max(1)), f64::from(h.max(1)));
-                let scale = (1568.0 / w.max(h)).min(1.0);
-                ((w * scale) * (h * scale) / 750.0).ceil().max(1.0) as u64
-            }
+/// How a provider bills an image, for estimates (the context window, budgets): each provider's
+/// published rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenRule {
+    /// Anthropic (and Bedrock, Claude on Vertex): pixels ÷ 750 once the long side is at most
+    /// 1568 px; a PDF page as its text and an image, about 3,100.
+    #[default]
+    Anthropic,
+    /// OpenAI: 85 + 170 per 512 px tile, once the image fits 2048 px and its short side is at
+    /// most 768 px.
+    OpenAi,
+    /// Gemini: 258 for an image of at most 384 px a side, else 258 per 768 px tile; 258 a PDF
+    /// page.
+    Gemini,
+}
+
+impl TokenRule {
+    /// The rule of `wire` for `model` (`None`: a recording, billed as Anthropic bills).
+    pub fn of(wire: Option<Wire>, model: &str) -> TokenRule {
+        match wire {
+            Some(Wire::Chat | Wire::Responses) => TokenRule::OpenAi,
+            Some(Wire::Gemini) => TokenRule::Gemini,
+            Some(Wire::Vertex) if !model.starts_with("claude") => TokenRule::Gemini,
+            _ => TokenRule::Anthropic,
         }
+    }
+}
+
+impl Attachment {
+    /// About how many input tokens the attachment is billed as under `rule`. An estimate, not a
+    /// bill: exact counts need the provider's token counting.
+    pub fn tokens(&self, rule: TokenRule) -> u64 {
+        let pages = || self.pages.map_or(1 + self.bytes / (64 * 1024), u64::from);
+        let (w, h) = self.size.unwrap_or((1568, 1568));
+        let (w, h) = (f64::from(w.max(1)), f64::from(h.max(1)));
+        let fit = |side: f64, w: f64, h: f64| {
+            let scale = (side / w.max(h)).min(1.0);
+            (w * scale, h * scale)
+        };
+        match (self.kind, rule) {
+            (Kind::Text, _) => 0,
+            (Kind::Pdf, TokenRule::Gemini) => pages() * 258,
+            (Kind::Pdf, _) => pages() * 3100,
+            (_, TokenRule::Anthropic) => {
+                let (w, h) = fit(1568.0, w, h);
+                (w * h / 750.0).ceil().max(1.0) as u64
+            }
+            (_, TokenRule::OpenAi) => {
+                let (w, h) = fit(2048.0, w, h);
+                let short = (768.0 / w.min(h)).min(1.0);
+                let tiles = ((w * short) / 512.0).ceil() * ((h * short) / 512.0).ceil();
+                85 + 170 * tiles as u64
+            }
+            (_, TokenRule::Gemini) if w <= 384.0 && h <= 384.0 => 258,
+            (_, TokenRule::Gemini) => 258 * ((w / 768.0).ceil() * (h / 768.0).ceil()) as u64,
+        }
+    }
+
+    /// [`Attachment::tokens`] under Anthropic's rule, the largest for an image of ordinary size:
+    /// for estimates made before the provider is known.
+    pub fn estimated_tokens(&self) -> u64 {
+        self.tokens(TokenRule::Anthropic)
     }
 }
 

@@ -215,3 +215,33 @@ fn each_provider_refuses_what_its_documentation_says_and_names_the_file_and_the_
         }
     }
 }
+
+#[test]
+fn each_provider_bills_an_image_by_its_own_rule() {
+    let image = |w, h| attach("i.png", png(w, h));
+    // Anthropic: pixels ÷ 750 after fitting 1568 px (1000×1000: 1334; 3136×3136 fits to 1568).
+    assert_eq!(image(1000, 1000).tokens(TokenRule::Anthropic), 1334);
+    assert_eq!(image(3136, 3136).tokens(TokenRule::Anthropic), 3279);
+    // OpenAI: 1024×1024 fits its short side to 768: 2×2 tiles, 85 + 4 × 170.
+    assert_eq!(image(1024, 1024).tokens(TokenRule::OpenAi), 765);
+    assert_eq!(image(200, 200).tokens(TokenRule::OpenAi), 255);
+    // Gemini: 258 small, else 258 per 768 px tile.
+    assert_eq!(image(300, 300).tokens(TokenRule::Gemini), 258);
+    assert_eq!(image(1000, 800).tokens(TokenRule::Gemini), 4 * 258);
+    let doc = attach("d.pdf", pdf(3, false));
+    assert_eq!(doc.tokens(TokenRule::Gemini), 3 * 258);
+    assert_eq!(doc.tokens(TokenRule::Anthropic), 3 * 3100);
+    assert_eq!(
+        TokenRule::of(Some(Wire::Chat), "gpt-4.1"),
+        TokenRule::OpenAi
+    );
+    assert_eq!(
+        TokenRule::of(Some(Wire::Vertex), "gemini-2.5-pro"),
+        TokenRule::Gemini
+    );
+    assert_eq!(
+        TokenRule::of(Some(Wire::Vertex), "claude-sonnet-4-5"),
+        TokenRule::Anthropic
+    );
+    assert_eq!(TokenRule::of(None, "anything"), TokenRule::Anthropic);
+}
