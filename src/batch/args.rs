@@ -17,7 +17,8 @@ use crate::cli::Cli;
 pub(crate) struct BatchFlags {
     /// The jobs: a JSONL file (or - for stdin), one job per line: {"id": …, "prompt": …} plus
     /// any of model, workspace, allow, deny, system, output_schema, max_rounds, max_tokens,
-    /// timeout, budget_tokens, budget_usd, temperature, reasoning_effort for that job.
+    /// timeout, budget_tokens, budget_usd, temperature, reasoning_effort, check, max_checks,
+    /// attach for that job.
     #[arg(value_name = "JOBS", index = 1)]
     pub(crate) jobs_file: Option<PathBuf>,
 

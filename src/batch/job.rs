@@ -121,6 +121,9 @@ impl Setup {
         if let Some(n) = o.max_checks {
             ov.limit("max-checks", &mut cli.max_checks, n.get());
         }
+        if let Some(files) = o.attach {
+            ov.set("attach", &mut cli.attach, files);
+        }
         if let Some(effort) = o.reasoning_effort {
             ov.set("reasoning-effort", &mut cli.reasoning_effort, Some(effort));
         }

@@ -70,6 +70,10 @@ pub struct Overrides {
     pub check: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_checks: Option<std::num::NonZeroU32>,
+    /// Files attached to the job's prompt, as `--attach` (a queue row's only under
+    /// `--trust-queue`: they are read on the worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<Vec<PathBuf>>,
 }
 
 /// Allowlist rules: one string (comma-separated, as on the command line) or a list of them.

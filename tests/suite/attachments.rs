@@ -432,3 +432,29 @@ fn a_recorded_run_with_attachments_replays() {
     let json: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(json["final_text"], "a chart and a spec");
 }
+
+#[test]
+fn a_batch_job_line_attaches_its_own_files() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("ws/one.png"), png(10, 10)).unwrap();
+    sb.write(
+        "jobs.jsonl",
+        "{\"id\": \"a\", \"prompt\": \"look\", \"attach\": [\"one.png\"]}\n{\"id\": \"b\", \"prompt\": \"plain\"}\n",
+    );
+    let server = MockServer::respond(|_| sse::answer("ok"));
+    let out =
+        run(sb
+            .anthropic(&server)
+            .args(["batch", "jobs.jsonl", "--out", "results", "--jobs", "1"]));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let bodies: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["messages"][0]["content"].to_string())
+        .collect();
+    let with = bodies
+        .iter()
+        .filter(|b| b.contains(&base64(&png(10, 10))))
+        .count();
+    assert_eq!((bodies.len(), with), (2, 1), "{bodies:?}");
+}
