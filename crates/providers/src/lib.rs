@@ -512,6 +512,8 @@ fn deadline_after(idle: Duration) -> tokio::time::Instant {
 
 #[cfg(test)]
 mod drive_tests;
+#[cfg(test)]
+mod interop_tests;
 
 /// Parses an event's JSON data, naming the provider and event on failure.
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(

@@ -120,8 +120,9 @@ enum CallOutput<'a> {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[allow(clippy::enum_variant_names)]
 enum InputPart<'a> {
-    /// `image_url` is a `data:` URL.
+    /// `image_url` is a `data:` URL; `detail` is `auto` (the SDK's type requires it).
     InputImage {
+        detail: &'static str,
         image_url: String,
     },
     /// `file_data` is a `data:` URL.
@@ -138,7 +139,10 @@ impl<'a> InputPart<'a> {
     fn of(attachment: &'a crate::attachment::Attachment) -> InputPart<'a> {
         let url = crate::attachment::data_url(attachment);
         if attachment.kind.is_image() {
-            InputPart::InputImage { image_url: url }
+            InputPart::InputImage {
+                detail: "auto",
+                image_url: url,
+            }
         } else {
             InputPart::InputFile {
                 filename: attachment.file_name(),

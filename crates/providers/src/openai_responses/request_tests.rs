@@ -79,11 +79,11 @@ const EXPECTED: &[(&str, &str)] = &[
     ),
     (
         "reasoning/attachments",
-        r#"{"model":"o3","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"include":["reasoning.encrypted_content"],"prompt_cache_key":"run-1"}"#,
+        r#"{"model":"o3","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"include":["reasoning.encrypted_content"],"prompt_cache_key":"run-1"}"#,
     ),
     (
         "reasoning/image_result",
-        r#"{"model":"o3","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"look at a.png"},{"type":"function_call","call_id":"toolu_7","name":"read_file","arguments":"{\"path\":\"a.png\"}"},{"type":"function_call_output","call_id":"toolu_7","output":[{"type":"input_text","text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}]}],"include":["reasoning.encrypted_content"]}"#,
+        r#"{"model":"o3","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"look at a.png"},{"type":"function_call","call_id":"toolu_7","name":"read_file","arguments":"{\"path\":\"a.png\"}"},{"type":"function_call_output","call_id":"toolu_7","output":[{"type":"input_text","text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}]}],"include":["reasoning.encrypted_content"]}"#,
     ),
     (
         "reasoning/output_schema",
@@ -143,11 +143,11 @@ const EXPECTED: &[(&str, &str)] = &[
     ),
     (
         "chat_model/attachments",
-        r#"{"model":"gpt-4.1","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"prompt_cache_key":"run-1"}"#,
+        r#"{"model":"gpt-4.1","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"prompt_cache_key":"run-1"}"#,
     ),
     (
         "chat_model/image_result",
-        r#"{"model":"gpt-4.1","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"look at a.png"},{"type":"function_call","call_id":"toolu_7","name":"read_file","arguments":"{\"path\":\"a.png\"}"},{"type":"function_call_output","call_id":"toolu_7","output":[{"type":"input_text","text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}]}]}"#,
+        r#"{"model":"gpt-4.1","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"look at a.png"},{"type":"function_call","call_id":"toolu_7","name":"read_file","arguments":"{\"path\":\"a.png\"}"},{"type":"function_call_output","call_id":"toolu_7","output":[{"type":"input_text","text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}]}]}"#,
     ),
     (
         "chat_model/output_schema",
@@ -207,11 +207,11 @@ const EXPECTED: &[(&str, &str)] = &[
     ),
     (
         "compatible/attachments",
-        r#"{"model":"local","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"prompt_cache_key":"run-1"}"#,
+        r#"{"model":"local","stream":true,"store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="},{"type":"input_file","filename":"spec v2.pdf","file_data":"data:application/pdf;base64,JVBERi0xLjcKJSVFT0YK"},{"type":"input_text","text":"what do these show?"}]},{"type":"message","role":"assistant","content":"a diagram and a spec"},{"type":"message","role":"user","content":"and the spec's version?"}],"prompt_cache_key":"run-1"}"#,
     ),
     (
         "compatible/image_result",
-        r#"{"model":"local","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"look at a.png"},{"type":"function_call","call_id":"toolu_7","name":"read_file","arguments":"{\"path\":\"a.png\"}"},{"type":"function_call_output","call_id":"toolu_7","output":[{"type":"input_text","text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}]}]}"#,
+        r#"{"model":"local","stream":true,"store":false,"input":[{"type":"message","role":"user","content":"look at a.png"},{"type":"function_call","call_id":"toolu_7","name":"read_file","arguments":"{\"path\":\"a.png\"}"},{"type":"function_call_output","call_id":"toolu_7","output":[{"type":"input_text","text":"image \"a.png\" (image/png, 27 bytes, 1×1 pixels), attached"},{"type":"input_image","detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAA="}]}]}"#,
     ),
     (
         "compatible/output_schema",
