@@ -359,6 +359,7 @@ impl Config {
         let redactor = Redactor::for_run(provider.key(), &inputs.env_all, &cli.redact);
         let outputs = Outputs::new(outputs_dir, cli.max_spill_bytes);
         let images = attach::images(&cli, &provider, &model);
+        tools.builtin.images = images.is_some();
         let tool_settings = tool_settings(&cli, tool_env, (outputs, sandbox, redactor), images);
         let model_info = model_info(&cli, &inputs.cwd, &provider, &model)?;
         let limits = limits::loop_limits(&cli, &model_info, &provider, &options);
@@ -555,6 +556,7 @@ pub(crate) fn tool_setup(
             search_url: flags.search_url.clone(),
             web_allow_private: flags.web_allow_private,
             agents: Vec::new(),
+            images: false,
         },
         allow: flags.allow.clone(),
         deny: flags.deny.clone(),

@@ -306,6 +306,15 @@ fn read_file_shows_an_image_to_a_model_that_takes_images_and_a_note_to_one_that_
         .arg(sb.transcript_path())
         .arg("what is chart.png?"));
     assert_eq!(out.code, 0, "{}", out.stderr);
+    // The model is told it can look.
+    let says = "A PNG, JPEG, GIF or WebP image is shown to you as an image.";
+    let first = server.requests()[0].json();
+    assert!(
+        first["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .ends_with(says)
+    );
     let second = server.requests()[1].json();
     let result = &second["messages"][2]["content"][0];
     assert_eq!(result["type"], "tool_result");
@@ -362,6 +371,9 @@ fn read_file_shows_an_image_to_a_model_that_takes_images_and_a_note_to_one_that_
         "{tool}"
     );
     assert!(!second.to_string().contains("data:image/png"));
+    // And it was not told it could look: its first request is as it always was.
+    let first = local.requests()[0].json();
+    assert!(!first.to_string().contains(says));
 }
 
 #[test]

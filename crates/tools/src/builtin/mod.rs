@@ -31,12 +31,16 @@ pub struct Options {
     pub web_allow_private: bool,
     /// The agents `task` may name, besides `general`.
     pub agents: Vec<crate::delegate::AgentBrief>,
+    /// The run's model takes images: `read_file` says it shows them.
+    pub images: bool,
 }
 
 /// A registry holding the built-in tools, in the order they are offered.
 pub(crate) fn registry(options: &Options) -> Registry {
     let mut registry = Registry::default();
-    registry.register(Arc::new(Typed::new(read_file::ReadFile)));
+    registry.register(Arc::new(Typed::new(read_file::ReadFile {
+        images: options.images,
+    })));
     registry.register(Arc::new(Typed::new(list_dir::ListDir)));
     registry.register(Arc::new(Typed::new(glob::Glob)));
     registry.register(Arc::new(Typed::new(grep::Grep)));

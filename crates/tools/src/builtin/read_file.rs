@@ -24,7 +24,11 @@ const SNIFF_BYTES: u64 = 8 * 1024;
 /// make every call read all of it.
 const COUNT_LIMIT: u64 = 64 * 1024 * 1024;
 
-pub(crate) struct ReadFile;
+/// `images`: the run's model takes images, and is told it can look at them with this tool.
+#[derive(Default)]
+pub(crate) struct ReadFile {
+    pub(crate) images: bool,
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,12 +51,16 @@ impl BuiltinTool for ReadFile {
     const SUBJECT: SubjectOf = SubjectOf::Path { default: None };
 
     fn description(&self) -> String {
-        format!(
+        let mut text = format!(
             "Read a text file. Each line comes as its number, a tab and its text. At most \
              {MAX_LINES} lines or {} KiB per call; when more remain, the last line says where \
              to continue.",
             MAX_BYTES / 1024
-        )
+        );
+        if self.images {
+            text.push_str(" A PNG, JPEG, GIF or WebP image is shown to you as an image.");
+        }
+        text
     }
 
     async fn run(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -348,7 +356,7 @@ mod tests {
     use serde_json::Value;
 
     async fn call(ws: &Workspace, input: Value) -> Result<String, String> {
-        testing::call(&Typed::new(ReadFile), ws, input)
+        testing::call(&Typed::new(ReadFile::default()), ws, input)
             .await
             .map_err(|e| e.to_string())
     }
@@ -506,7 +514,7 @@ mod tests {
     #[test]
     fn subject_is_workspace_relative() {
         let (_dir, root, ws) = workspace();
-        let tool = Typed::new(ReadFile);
+        let tool = Typed::new(ReadFile::default());
         let abs = root.join("src/a.rs");
         assert_eq!(
             tool.subject(&json!({"path": abs}), &ws),
