@@ -1,5 +1,6 @@
 mod action;
 mod answers;
+mod attachment_wires;
 mod attachments;
 mod azure;
 mod batch;
