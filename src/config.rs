@@ -321,10 +321,7 @@ impl Config {
         };
         let cli = keep_resumed(cli, resume.as_ref(), &inputs.cwd)?;
         let (provider, model, options) = choose_provider(&cli, &inputs, &env)?;
-        let recorded = match &provider {
-            ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
-            _ => None,
-        };
+        let recorded = recorded_start(&provider);
         // A resumed run goes on; a replay asks its recorded question again.
         let fallback = (resume.as_ref().map(|_| CONTINUE)).or(recorded.map(|s| s.prompt.as_str()));
         let stdin = &mut *inputs.read_stdin;
@@ -412,6 +409,14 @@ impl Config {
             &self.project_docs.sent,
             &self.prompt,
         )
+    }
+}
+
+/// The start line of the run a replay plays back, if the provider is one.
+fn recorded_start(provider: &ProviderChoice) -> Option<&crate::transcript::Start> {
+    match provider {
+        ProviderChoice::Replay { transcript, .. } => Some(&transcript.start),
+        _ => None,
     }
 }
 

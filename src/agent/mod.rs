@@ -108,8 +108,7 @@ impl Agent {
         let mut done = Outcome::new(Status::MaxRounds, None);
         let offered = self.toolbox.offered();
         let mut context = self.context(&offered);
-        let rule = self.token_rule();
-        let mut next_input = estimate_tokens(history, rule) + (self.system.len() / 4) as u64;
+        let mut next_input = self.first_request(history);
         let mut number = 0;
         let mut corrected = false;
         let mut repeats = guards::Repeats::new(self.limits.max_repeats);
@@ -152,7 +151,7 @@ impl Agent {
             }
             self.observer.round_finished(&round);
             let tripped = self.tripped(&round.results);
-            next_input = next_request(&round, rule);
+            next_input = next_request(&round, self.token_rule());
             let (has_calls, stop_reason) = self.remember(history, round);
             if stop.is_some() {
                 return stopped(done, stop, cancel);
@@ -177,6 +176,11 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// About how many tokens the first request over `history` takes, the system prompt included.
+    fn first_request(&self, history: &[Message]) -> u64 {
+        estimate_tokens(history, self.token_rule()) + (self.system.len() / 4) as u64
     }
 
     /// How the run's provider bills images and PDFs.

@@ -461,6 +461,7 @@ mod tests {
             names,
             [
                 "allow",
+                "attach",
                 "budget_tokens",
                 "budget_usd",
                 "check",
