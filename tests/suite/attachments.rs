@@ -413,3 +413,42 @@ fn a_batch_job_line_attaches_its_own_files() {
         .count();
     assert_eq!((bodies.len(), with), (2, 1), "{bodies:?}");
 }
+
+#[test]
+fn a_stores_export_keeps_the_attachments_and_a_results_images() {
+    let Some(base) = crate::common::pg::server() else {
+        return;
+    };
+    let schema = crate::common::pg::Schema::new(base);
+    let sb = Sandbox::new();
+    files(&sb);
+    std::fs::write(sb.path("ws/chart.png"), png(300, 200)).unwrap();
+    let look = Reply::sse(sse::anthropic(
+        &[B::Tool("t1", "read_file", r#"{"path":"chart.png"}"#)],
+        "tool_use",
+        10,
+        5,
+    ));
+    let server = MockServer::start(vec![look, sse::answer("seen")]);
+    let out = run(sb
+        .anthropic(&server)
+        .args([
+            "-i",
+            "shot.dat",
+            "-i",
+            "spec.pdf",
+            "--store",
+            &schema.url,
+            "--transcript",
+        ])
+        .arg(sb.transcript_path())
+        .arg("compare"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = sb.transcript();
+    let id = lines[0]["run_id"].as_str().unwrap();
+    let exported = run(sb.rounds().args(["export", "--store", &schema.url, id]));
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    assert_eq!(crate::common::parse_lines(&exported.stdout), lines);
+    assert_eq!(lines[0]["attachments"].as_array().unwrap().len(), 2);
+    assert_eq!(lines[1]["results"][0]["media"][0]["width"], 300);
+}
