@@ -409,25 +409,44 @@ impl Run {
 
     /// A subagent ended: its span says how.
     pub fn agent_finished(&self, end: &AgentEnd) {
+        let ok = end.status == rounds_base::outcome::Status::Completed;
+        self.end_root(
+            &name_of(&end.status),
+            &end.usage,
+            end.cost_usd,
+            ok,
+            &end.error,
+        );
+    }
+
+    /// Ends the root span with how its agent ended: status, usage, cost, and the error when it
+    /// did not succeed.
+    fn end_root(
+        &self,
+        status: &str,
+        usage: &Usage,
+        cost: Option<f64>,
+        ok: bool,
+        error: &Option<String>,
+    ) {
         let span = self.root.span();
-        let status = name_of(&end.status);
-        span.set_attribute(KeyValue::new(STATUS, status.clone()));
+        span.set_attribute(KeyValue::new(STATUS, status.to_owned()));
         span.set_attribute(KeyValue::new(
             GEN_AI_USAGE_INPUT_TOKENS,
-            int(input_tokens(&end.usage)),
+            int(input_tokens(usage)),
         ));
         span.set_attribute(KeyValue::new(
             GEN_AI_USAGE_OUTPUT_TOKENS,
-            int(end.usage.output_tokens),
+            int(usage.output_tokens),
         ));
-        if let Some(cost) = end.cost_usd {
+        if let Some(cost) = cost {
             span.set_attribute(KeyValue::new(COST_USD, cost));
         }
-        if end.status == rounds_base::outcome::Status::Completed {
+        if ok {
             span.set_status(Status::Ok);
         } else {
-            span.set_attribute(KeyValue::new(ERROR_TYPE, status.clone()));
-            span.set_status(Status::error(end.error.clone().unwrap_or(status)));
+            span.set_attribute(KeyValue::new(ERROR_TYPE, status.to_owned()));
+            span.set_status(Status::error(error.clone().unwrap_or(status.to_owned())));
         }
         span.end();
     }
@@ -446,28 +465,11 @@ impl Run {
             ],
         );
         let span = self.root.span();
-        span.set_attribute(KeyValue::new(STATUS, status.clone()));
         span.set_attribute(KeyValue::new(EXIT_CODE, i64::from(end.exit_code)));
-        span.set_attribute(KeyValue::new(
-            GEN_AI_USAGE_INPUT_TOKENS,
-            int(input_tokens(&end.usage)),
-        ));
-        span.set_attribute(KeyValue::new(
-            GEN_AI_USAGE_OUTPUT_TOKENS,
-            int(end.usage.output_tokens),
-        ));
-        if let Some(cost) = end.cost_usd {
-            span.set_attribute(KeyValue::new(COST_USD, cost));
-        }
         if let Some(failure) = &end.failure {
             span.set_attribute(KeyValue::new(FAILURE, name_of(&failure.kind)));
         }
-        if end.exit_code == 0 {
-            span.set_status(Status::Ok);
-        } else {
-            span.set_attribute(KeyValue::new(ERROR_TYPE, status.clone()));
-            span.set_status(Status::error(end.error.clone().unwrap_or(status)));
-        }
-        span.end();
+        let ok = end.exit_code == 0;
+        self.end_root(&status, &end.usage, end.cost_usd, ok, &end.error);
     }
 }
