@@ -22,6 +22,7 @@ mod credential_routes;
 mod credentials;
 mod day_one;
 mod diagnostics;
+mod dist;
 mod doctor;
 mod embed;
 mod exit_codes;
