@@ -15,6 +15,14 @@ use crate::common::{Run, Sandbox, run};
 /// Commands that cannot run in a test, each with why.
 const CANNOT_RUN: &[(&str, &str)] = &[
     (
+        "pipx install rounds",
+        "needs PyPI and a published release; .ci/run installs the same wheel (scripts/dist.sh check)",
+    ),
+    (
+        "cargo binstall --git https://github.com/rounds-cli/rounds rounds",
+        "needs the network and a published release; tests/suite/dist.rs checks its metadata",
+    ),
+    (
         "cargo install --locked --path .",
         "a release build of minutes; the suite tests the same binary in debug",
     ),
@@ -24,7 +32,7 @@ const CANNOT_RUN: &[(&str, &str)] = &[
     ),
     (
         "pipx install .",
-        "needs PyPI; scripts/check-wheel.sh does it",
+        "needs PyPI and a dist build of minutes; scripts/dist.sh check installs the wheel",
     ),
     (
         "cargo test",
@@ -279,7 +287,7 @@ fn the_readme_commands_are_extracted_whole() {
     assert!(commands.iter().any(|c| c == recipe), "{commands:#?}");
     assert_eq!(
         commands.first().map(String::as_str),
-        Some("cargo install --locked --path .")
+        Some("pipx install rounds")
     );
     // The quick start stays first among the commands that run something.
     let quick = commands
