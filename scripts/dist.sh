@@ -114,6 +114,7 @@ build() {
     *-gnu) compat="manylinux_${GLIBC_FLOOR/./_}" ;;
     *-musl) compat=musllinux_1_2 ;;
   esac
+  command -v readelf >/dev/null || fail "readelf is needed to check the binary (Debian: apt-get install binutils)"
   tools
   mkdir -p "$out"
   # Reproducible: the same commit gives the same archive (timestamps from the commit).
@@ -189,42 +190,61 @@ $out"
   say "ok: $what ran the quick start (\`rounds ${args[*]}\`) and exited 0"
 }
 
-check() {
-  local dir=${1:-dist} target v
-  dir=$(cd "$dir" && pwd)
-  target=$(host)
-  v=$(version)
-  # Global: the EXIT trap runs after this function's locals are gone.
-  work=$(mktemp -d "${TMPDIR:-/tmp}/rounds-check.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
-  [ -f "$dir/SHA256SUMS" ] || fail "no $dir/SHA256SUMS (scripts/dist.sh sums)"
-  (cd "$dir" && sha256sum --quiet -c SHA256SUMS) || fail "$dir/SHA256SUMS does not match its files"
-
-  # The tarball, as a person unpacks it.
-  local tarball=$dir/$(asset_name "$target")
-  [ -f "$tarball" ] || fail "no $tarball"
-  mkdir "$work/tar"
-  tar -xzf "$tarball" -C "$work/tar"
-  local unpacked=$work/tar/rounds-$v-$target
-  [ "$(ls "$work/tar")" = "rounds-$v-$target" ] || fail "the archive's top directory: $(ls "$work/tar")"
+# One target's archive and wheel, as people install them. The glibc wheel goes into a fresh
+# virtualenv with pip; pip will not install a musllinux wheel on a glibc machine, so that one's
+# binary is compared with its archive's, which runs here (it is static).
+check_target() {
+  local dir=$1 target=$2 v=$3
+  local tarball unpacked pattern wheels contents
+  tarball=$dir/$(asset_name "$target")
+  mkdir "$work/$target"
+  tar -xzf "$tarball" -C "$work/$target"
+  unpacked=$work/$target/rounds-$v-$target
+  [ "$(ls "$work/$target")" = "rounds-$v-$target" ] || fail "the archive's top directory: $(ls "$work/$target")"
   [ "$("$unpacked/rounds" --version)" = "rounds $v" ] || fail "the archive's rounds: $("$unpacked/rounds" --version)"
-  quick_start "$unpacked/rounds" "$work/tar-run" "the archive $(basename "$tarball")"
+  quick_start "$unpacked/rounds" "$work/$target-run" "the archive $(basename "$tarball")"
 
-  # The wheel, into a fresh virtualenv, from the file only (nothing from an index).
-  local pattern wheels
   pattern=$(wheel_glob "$target")
-  shopt -s nullglob
+  # shellcheck disable=SC2206 # the pattern is a glob, meant to expand
   wheels=("$dir"/$pattern)
-  [ "${#wheels[@]}" = 1 ] && [ -f "${wheels[0]}" ] || fail "expected one wheel for $target, got: ${wheels[*]}"
-  local contents
+  if [ "${#wheels[@]}" != 1 ]; then fail "expected one wheel for $target, got: ${wheels[*]}"; fi
   contents=$(python3 -m zipfile -l "${wheels[0]}" | awk 'NR > 1 { print $1 }')
   if grep -v '^rounds-[^/]*\.dist-info/' <<<"$contents" | grep -vqx 'rounds-[^/]*\.data/scripts/rounds'; then
     fail "the wheel holds more than the binary: $contents"
+  fi
+  if [ "$target" != "$(host)" ]; then
+    python3 -m zipfile -e "${wheels[0]}" "$work/$target-wheel"
+    cmp -s "$work/$target-wheel"/rounds-*.data/scripts/rounds "$unpacked/rounds" \
+      || fail "the wheel's binary is not the archive's ($target)"
+    say "ok: the wheel $(basename "${wheels[0]}") holds the archive's binary"
+    return
   fi
   python3 -m venv "$work/venv"
   "$work/venv/bin/pip" install --quiet --disable-pip-version-check --no-index "${wheels[0]}"
   cmp -s "$work/venv/bin/rounds" "$unpacked/rounds" || fail "the wheel's binary is not the archive's"
   quick_start "$work/venv/bin/rounds" "$work/wheel-run" "the wheel $(basename "${wheels[0]}")"
+}
+
+check() {
+  local dir=${1:-dist} v arch target
+  dir=$(cd "$dir" && pwd)
+  v=$(version)
+  arch=$(uname -m)
+  # Global: the EXIT trap runs after this function's locals are gone.
+  work=$(mktemp -d "${TMPDIR:-/tmp}/rounds-check.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  shopt -s nullglob
+  [ -f "$dir/SHA256SUMS" ] || fail "no $dir/SHA256SUMS (scripts/dist.sh sums)"
+  (cd "$dir" && sha256sum --quiet -c SHA256SUMS) || fail "$dir/SHA256SUMS does not match its files"
+  local files=("$dir"/rounds-*.tar.gz "$dir"/rounds-*.whl) listed
+  listed=$(wc -l <"$dir/SHA256SUMS")
+  [ "$listed" = "${#files[@]}" ] || fail "SHA256SUMS lists $listed files, $dir has ${#files[@]}"
+  # This machine's own build must be there; the other C library's (same architecture) is
+  # checked when it is.
+  [ -f "$dir/$(asset_name "$(host)")" ] || fail "no $dir/$(asset_name "$(host)")"
+  for target in "$arch-unknown-linux-gnu" "$arch-unknown-linux-musl"; do
+    if [ -f "$dir/$(asset_name "$target")" ]; then check_target "$dir" "$target" "$v"; fi
+  done
 }
 
 check_version() {
