@@ -72,6 +72,9 @@ pub(super) struct Job<'a> {
     path: Vec<PathBuf>,
     pub(super) env: Vec<(String, String)>,
     pub(super) outputs: HashMap<String, HashMap<String, String>>,
+    /// `github.action_ref` and `github.action_repository`: empty, as for `uses: ./`, unless set.
+    pub(super) action_ref: String,
+    pub(super) action_repository: String,
 }
 
 impl<'a> Job<'a> {
@@ -82,6 +85,8 @@ impl<'a> Job<'a> {
             path,
             env: Vec::new(),
             outputs: HashMap::new(),
+            action_ref: String::new(),
+            action_repository: String::new(),
         }
     }
 
@@ -185,7 +190,7 @@ impl<'a> Job<'a> {
     }
 
     /// The value of an expression of action.yml: an input (its default when not given), the
-    /// action's own directory, or an earlier step's output.
+    /// action's own directory, ref and repository, or an earlier step's output.
     pub(super) fn context(&self, action: &Yaml, inputs: &[(&str, &str)], expr: &str) -> String {
         if let Some(name) = expr.strip_prefix("inputs.") {
             let declared = &action["inputs"][name];
@@ -193,8 +198,11 @@ impl<'a> Job<'a> {
             let given = inputs.iter().find(|(k, _)| *k == name);
             return given.map_or_else(|| scalar(&declared["default"]), |(_, v)| (*v).to_owned());
         }
-        if expr == "github.action_path" {
-            return ROOT.to_owned();
+        match expr {
+            "github.action_path" => return ROOT.to_owned(),
+            "github.action_ref" => return self.action_ref.clone(),
+            "github.action_repository" => return self.action_repository.clone(),
+            _ => {}
         }
         let (id, name) = expr
             .strip_prefix("steps.")
