@@ -12,6 +12,10 @@
 //! (d) prompt caching: a 20-round run against a loopback server that simulates Anthropic's
 //!     cache rules (`tests/common/cache_sim.rs`), billed as the API would bill it (writes
 //!     ×1.25, reads ×0.1), relative to the same input sent uncached.
+//!
+//! `ROUNDS_BENCH_BIN=PATH` measures another build of rounds instead of the bench profile's:
+//! what a release ships (`scripts/dist.sh build`, then
+//! `target/x86_64-unknown-linux-gnu/dist/rounds`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -34,12 +38,19 @@ use sse::B;
 
 const REPEATS: usize = 5;
 
+/// The binary measured: the bench profile's, or `ROUNDS_BENCH_BIN`'s.
+fn binary() -> std::path::PathBuf {
+    std::env::var_os("ROUNDS_BENCH_BIN")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| env!("CARGO_BIN_EXE_rounds").into(), Into::into)
+}
+
 fn rounds(dir: &Path, server: &MockServer, args: &[&str]) -> Command {
     asking(dir, server, args, "bench")
 }
 
 fn asking(dir: &Path, server: &MockServer, args: &[&str], prompt: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rounds"));
+    let mut cmd = Command::new(binary());
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", dir)
@@ -232,7 +243,7 @@ fn quick_start(env: &[(&str, &str)]) -> (f64, f64) {
     let peaks = (0..REPEATS)
         .map(|_| {
             let dir = sandbox();
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_rounds"));
+            let mut cmd = Command::new(binary());
             cmd.env_clear()
                 .env("PATH", std::env::var("PATH").unwrap_or_default())
                 .env("HOME", dir.path())
@@ -262,6 +273,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    eprintln!("measuring {}", binary().display());
     let par = parallel("8");
     let seq = parallel("1");
     let Fifty {
