@@ -3,6 +3,9 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Nothing reads the loader's relocation table again: a release's binary (no packed
+    // relocations) holds 0.9 MiB less for the whole run, and so does every tool's supervisor.
+    rounds_process::relocations::release();
     // Tool processes run under a re-exec of this binary (see `process::supervisor`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 pub mod argv;
 pub mod capture;
 pub(crate) mod pin;
+pub mod relocations;
 pub mod sandbox;
 mod seccomp;
 mod settle;
