@@ -1,4 +1,5 @@
 mod action;
+mod action_release;
 mod answers;
 mod attachment_wires;
 mod attachments;
