@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::typed::{BuiltinTool, Files, SubjectOf};
 use crate::workspace::PathError;
 use crate::{Class, ToolContext, ToolError, ToolOutput, Workspace};
+use named::Named;
 
 /// Matching lines shown per call.
 const MAX_MATCHES: usize = 200;
@@ -23,6 +24,8 @@ const SNIFF_BYTES: usize = 8 * 1024;
 /// Characters shown of one line; minified files would otherwise flood the result.
 const MAX_LINE_CHARS: usize = 500;
 const MAX_CONTEXT: usize = 5;
+
+mod named;
 
 pub(crate) struct Grep;
 
@@ -111,14 +114,24 @@ fn search(files: &Files, args: &Args) -> Result<String, ToolError> {
     }
 
     let mut big = 0usize;
+    let mut named = Named::new(&args.pattern, args.case_insensitive);
     for entry in workspace.walker(&base).build() {
         if cancel.is_cancelled() {
             return Err(ToolError::failed("grep was cancelled"));
         }
         let Ok(entry) = entry else { continue };
+        let kind = entry.file_type();
+        if let Some(named) = &mut named
+            && entry.depth() > 0
+        {
+            let display = workspace.display(entry.path());
+            if gate.hides(&display).is_none() {
+                named.visit(&display, kind.is_some_and(|t| t.is_dir()));
+            }
+        }
         // Symlinks are not file types here (the walk does not follow them): their targets are
         // either searched where they really are or outside the workspace.
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
+        if !kind.is_some_and(|t| t.is_file()) {
             continue;
         }
         let path = entry.path();
@@ -143,7 +156,13 @@ fn search(files: &Files, args: &Args) -> Result<String, ToolError> {
             Err(Skip::Binary | Skip::Unreadable(_)) => {}
         }
     }
-    Ok(out.finish(args, big))
+    let matched = out.shown > 0;
+    let mut text = out.finish(args, big);
+    if let Some(note) = named.and_then(|n| n.note(matched)) {
+        text.push('\n');
+        text.push_str(&note);
+    }
+    Ok(text)
 }
 
 /// The `glob` argument: a bare pattern filters file names, one with `/` the path under the base.
@@ -472,6 +491,62 @@ mod tests {
         assert_eq!(
             got,
             Ok("small.txt:1:a\n[1 file larger than 10 MiB was not searched]".to_owned())
+        );
+    }
+
+    /// A model that greps for a file's name inside files is told where the file is; a file a
+    /// deny rule hides from grep is not named.
+    #[tokio::test]
+    async fn a_pattern_that_names_a_file_of_the_workspace_says_where_it_is() {
+        let (_dir, root, ws) = workspace();
+        tree(&root);
+        write(&root, "docs/notes.txt", "Stand-up is at 9:30.\n");
+        write(&root, "secrets/keys.txt", "k\n");
+        let got = call(&ws, json!({"pattern": r"notes\.txt"})).await.unwrap();
+        assert_eq!(
+            got,
+            "no matches for /notes\\.txt/ (7 files searched; case-sensitive: try \
+             case_insensitive: true; or a shorter pattern: \"notes\")\n\
+             [docs/notes.txt is a file in the workspace: read it with read_file]"
+        );
+        let got = call(&ws, json!({"pattern": "src"})).await.unwrap();
+        assert!(got.ends_with("\n[src is a directory in the workspace: list it with list_dir]"));
+        // Beside matches too, for a name that looks like a path.
+        write(&root, "a.md", "see notes.txt\n");
+        let got = call(&ws, json!({"pattern": "notes.txt"})).await.unwrap();
+        assert_eq!(
+            got,
+            "a.md:1:see notes.txt\n[docs/notes.txt is a file in the workspace: read it with read_file]"
+        );
+
+        // A deny rule that hides the file from grep hides its name too; the control: the same
+        // search without the rule names it.
+        let search = |deny: &[&str]| {
+            let policy = crate::policy::Policy::new(
+                &["grep".to_owned()],
+                &deny.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
+                &["grep", "read_file", "list_dir", "glob"],
+            )
+            .unwrap();
+            let mut ctx = context(&ws);
+            ctx.gate = crate::Gate::new(std::sync::Arc::new(policy), "grep");
+            let input = json!({"pattern": "keys.txt"});
+            async move { Typed::new(Grep).run(input, &ctx).await.unwrap() }
+        };
+        assert!(
+            search(&["read_file(secrets/**)"])
+                .await
+                .starts_with("no matches")
+        );
+        assert!(
+            !search(&["read_file(secrets/**)"])
+                .await
+                .contains("secrets/keys.txt")
+        );
+        assert!(
+            search(&[])
+                .await
+                .contains("[secrets/keys.txt is a file in the workspace")
         );
     }
 
