@@ -175,14 +175,24 @@ impl Files {
     }
 }
 
-/// A path error as the model reads it. A path that does not exist comes with the closest names
-/// beside it (up to three, none that a deny rule hides from this tool), so a misspelt or guessed
-/// path is put right in one step.
+/// A path error as the model reads it. A path that does not exist comes with where its name is
+/// in the workspace, if anywhere, else the closest names beside it (up to three, none that a
+/// deny rule hides from this tool), so a misspelt or guessed path is put right in one step.
 fn path_error(e: PathError, given: &str, workspace: &Workspace, gate: &Gate) -> ToolError {
     if !matches!(e, PathError::NotFound(_)) {
         return e.into();
     }
     let keep = |rel: &str| gate.hides(rel).is_none();
+    let elsewhere = workspace.named_elsewhere(given, 3, &keep);
+    if !elsewhere.is_empty() {
+        let paths: Vec<String> = elsewhere.iter().map(|p| format!("{p:?}")).collect();
+        let what = if elsewhere.len() == 1 {
+            "it is at"
+        } else {
+            "that name is at"
+        };
+        return ToolError::failed(format!("{e}; {what} {}", paths.join(", ")));
+    }
     match workspace.similar(given, 3, &keep) {
         Some((dir, names)) if !names.is_empty() => {
             let dir = if dir == "." {

@@ -59,6 +59,40 @@ impl Workspace {
         let names = names.into_iter().take(n).map(|(_, name)| name).collect();
         Some((display_relative(&dir), names))
     }
+
+    /// For a path that does not exist: up to `n` places elsewhere in the workspace with its
+    /// file name (workspace-relative; directories ending in `/`), as a walk finds them (what
+    /// .gitignore ignores is not looked at). A model often gives a file's bare name, or guesses
+    /// its folder, when the file is one or two folders down. Only names `keep` accepts.
+    pub(crate) fn named_elsewhere(
+        &self,
+        path: &str,
+        n: usize,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let Some(name) = self.relative(path).ok().and_then(|rel| {
+            let name = rel.file_name()?.to_str()?.to_owned();
+            (!self.root.join(&rel).exists()).then_some(name)
+        }) else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for entry in self.walker(&self.root).build().take(MAX_SCAN).flatten() {
+            if entry.depth() == 0 || entry.file_name().to_str() != Some(name.as_str()) {
+                continue;
+            }
+            let shown = self.display(entry.path());
+            if !keep(&shown) {
+                continue;
+            }
+            let dir = entry.file_type().is_some_and(|t| t.is_dir());
+            found.push(if dir { format!("{shown}/") } else { shown });
+            if found.len() == n {
+                break;
+            }
+        }
+        found
+    }
 }
 
 /// Levenshtein distance, by characters.
@@ -81,6 +115,37 @@ fn distance(a: &str, b: &str) -> usize {
 mod tests {
     use super::*;
     use crate::workspace::testing::{workspace, write};
+
+    #[test]
+    fn a_missing_paths_name_is_found_where_it_is() {
+        let (_dir, root, ws) = workspace();
+        write(&root, "deploy/service.ini", "port = 1\n");
+        write(&root, "old/deploy/service.ini", "port = 2\n");
+        write(&root, "secret/service.ini", "x\n");
+        write(&root, "tools/migrations/001.sql", "\n");
+        let all = |_: &str| true;
+        let mut got = ws.named_elsewhere("service.ini", 5, &all);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "deploy/service.ini",
+                "old/deploy/service.ini",
+                "secret/service.ini"
+            ]
+        );
+        let keep = |rel: &str| !rel.starts_with("secret/");
+        assert_eq!(ws.named_elsewhere("conf/service.ini", 5, &keep).len(), 2);
+        assert_eq!(ws.named_elsewhere("service.ini", 1, &all).len(), 1);
+        assert_eq!(
+            ws.named_elsewhere("migrations", 5, &all),
+            ["tools/migrations/"]
+        );
+        // A path that exists, a name nothing has, a path outside: nothing.
+        assert!(ws.named_elsewhere("deploy/service.ini", 5, &all).is_empty());
+        assert!(ws.named_elsewhere("nothing.ini", 5, &all).is_empty());
+        assert!(ws.named_elsewhere("../service.ini", 5, &all).is_empty());
+    }
 
     #[test]
     fn edit_distance() {
