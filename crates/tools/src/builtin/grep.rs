@@ -96,21 +96,7 @@ fn search(files: &Files, args: &Args) -> Result<String, ToolError> {
     };
 
     if !base.is_dir() {
-        if let Some(rule) = gate.hides(&workspace.display(&base)) {
-            return Err(ToolError::failed(format!(
-                "{given:?} is not searched: the rule --deny {rule} covers it"
-            )));
-        }
-        // An explicitly named file is searched even if ignored, and a skip is worth saying.
-        return match read_searchable(workspace, &base, given) {
-            Ok(data) => {
-                out.file(given, &data);
-                Ok(out.finish(args, 0))
-            }
-            Err(Skip::TooBig) => Ok(format!("{given:?} is larger than 10 MiB; not searched")),
-            Err(Skip::Binary) => Ok(format!("{given:?} is a binary file; not searched")),
-            Err(Skip::Unreadable(e)) => Err(e.into()),
-        };
+        return search_file(files, args, &base, given, out);
     }
 
     let mut big = 0usize;
@@ -120,18 +106,12 @@ fn search(files: &Files, args: &Args) -> Result<String, ToolError> {
             return Err(ToolError::failed("grep was cancelled"));
         }
         let Ok(entry) = entry else { continue };
-        let kind = entry.file_type();
-        if let Some(named) = &mut named
-            && entry.depth() > 0
-        {
-            let display = workspace.display(entry.path());
-            if gate.hides(&display).is_none() {
-                named.visit(&display, kind.is_some_and(|t| t.is_dir()));
-            }
+        if let Some(named) = &mut named {
+            named.walked(files, &entry);
         }
         // Symlinks are not file types here (the walk does not follow them): their targets are
         // either searched where they really are or outside the workspace.
-        if !kind.is_some_and(|t| t.is_file()) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
         let path = entry.path();
@@ -157,12 +137,38 @@ fn search(files: &Files, args: &Args) -> Result<String, ToolError> {
         }
     }
     let matched = out.shown > 0;
-    let mut text = out.finish(args, big);
-    if let Some(note) = named.and_then(|n| n.note(matched)) {
-        text.push('\n');
-        text.push_str(&note);
+    let text = out.finish(args, big);
+    Ok(match named.and_then(|n| n.note(matched)) {
+        Some(note) => format!("{text}\n{note}"),
+        None => text,
+    })
+}
+
+/// A file named outright: searched even if ignored, and a skip is worth saying.
+fn search_file(
+    files: &Files,
+    args: &Args,
+    base: &Path,
+    given: &str,
+    mut out: Output,
+) -> Result<String, ToolError> {
+    let Files {
+        workspace, gate, ..
+    } = files;
+    if let Some(rule) = gate.hides(&workspace.display(base)) {
+        return Err(ToolError::failed(format!(
+            "{given:?} is not searched: the rule --deny {rule} covers it"
+        )));
     }
-    Ok(text)
+    match read_searchable(workspace, base, given) {
+        Ok(data) => {
+            out.file(given, &data);
+            Ok(out.finish(args, 0))
+        }
+        Err(Skip::TooBig) => Ok(format!("{given:?} is larger than 10 MiB; not searched")),
+        Err(Skip::Binary) => Ok(format!("{given:?} is a binary file; not searched")),
+        Err(Skip::Unreadable(e)) => Err(e.into()),
+    }
 }
 
 /// The `glob` argument: a bare pattern filters file names, one with `/` the path under the base.

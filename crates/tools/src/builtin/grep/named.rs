@@ -4,6 +4,8 @@
 //! that is a plain name (a file name, a path) is compared with each, and the result says where
 //! that file or directory is and which tool reads it.
 
+use crate::builtin::typed::Files;
+
 /// Names listed in the note, at most.
 const MAX_LISTED: usize = 3;
 
@@ -38,6 +40,17 @@ impl Named {
             case_insensitive,
             found: Vec::new(),
         })
+    }
+
+    /// One entry of the search's walk; what a deny rule hides from grep is not compared.
+    pub(super) fn walked(&mut self, files: &Files, entry: &ignore::DirEntry) {
+        if entry.depth() == 0 {
+            return;
+        }
+        let display = files.workspace.display(entry.path());
+        if files.gate.hides(&display).is_none() {
+            self.visit(&display, entry.file_type().is_some_and(|t| t.is_dir()));
+        }
     }
 
     /// One entry of the walk, as the workspace displays it.
