@@ -142,7 +142,12 @@ impl Agent {
             round.check = Some(run);
             return (Verdict::Done, Some(Stop::Cancelled));
         }
-        let verdict = checks.verdict(Some(&run));
+        let verdict = match checks.verdict(Some(&run)) {
+            Verdict::Again(turn) if has_code(&round.blocks) => {
+                Verdict::Again(format!("{turn}\n\n{}", self.code_note()))
+            }
+            verdict => verdict,
+        };
         if let Verdict::Again(_) = verdict {
             tracing::warn!(
                 "the check failed (attempt {attempt} of {}); the model is told and goes on",
@@ -151,6 +156,23 @@ impl Agent {
         }
         round.check = Some(run);
         (verdict, stop)
+    }
+
+    /// What a failed check's turn adds after an answer that showed code: it changed no file.
+    fn code_note(&self) -> String {
+        let writers: Vec<&str> = ["edit_file", "write_file"]
+            .into_iter()
+            .filter(|t| self.toolbox.policy().offers(t))
+            .collect();
+        let how = if writers.is_empty() {
+            "with a tool".to_owned()
+        } else {
+            format!("with {}", writers.join(" or "))
+        };
+        format!(
+            "Your last answer had code in it, but no file changed: code written in an answer \
+             is not applied to any file. Make the change in the file {how}, then answer again."
+        )
     }
 
     /// The model answered without calling tools: whether the answer stands (the check passed,
@@ -189,6 +211,13 @@ impl Agent {
             }
         }
     }
+}
+
+/// Whether an answer shows a fenced block of code.
+fn has_code(blocks: &[crate::conversation::Block]) -> bool {
+    super::final_text(blocks)
+        .lines()
+        .any(|l| l.trim_start().starts_with("```"))
 }
 
 /// What becomes of an answer given without tool calls.

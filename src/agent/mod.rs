@@ -25,6 +25,7 @@ mod observer;
 mod round;
 pub(crate) mod scheduler;
 mod spend;
+mod text_edits;
 
 pub(crate) use answer::OutputSchema;
 pub(crate) use cancel::Cancel;

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::scheduler::Scheduler;
 use super::{Agent, RoundEnd, Stop, guards, now_rfc3339};
-use crate::conversation::{Block, StopReason, ToolResult, Usage};
+use crate::conversation::{Block, StopReason, ToolResult, ToolUse, Usage};
 use crate::provider::{ProviderError, Request, StreamEvent};
 use crate::redact::{Redactor, TextStream};
 use crate::transcript::{RetryNote, Round};
@@ -46,6 +46,14 @@ impl Agent {
                 .await;
             let e = match outcome {
                 Ok(()) => {
+                    if !summary {
+                        self.edits_from_text(
+                            number,
+                            request.messages,
+                            &mut scheduler,
+                            &mut streamed,
+                        );
+                    }
                     let (results, tools) = scheduler.finish().await;
                     return RoundEnd::complete(record.round(streamed, results, tools));
                 }
@@ -153,18 +161,7 @@ impl Agent {
                         out.partial.clear();
                     }
                     if let Block::ToolUse(call) = &block {
-                        self.observer.tool_use(call);
-                        match out.guard.admit(call) {
-                            guards::Admit::Answer(result) => {
-                                self.observer.tool_finished(&result);
-                                scheduler.answer(call.clone(), result);
-                            }
-                            guards::Admit::Run if summary => scheduler.refuse(
-                                call.clone(),
-                                "tools are disabled for the final answer at the round limit",
-                            ),
-                            guards::Admit::Run => scheduler.submit(call.clone()),
-                        }
+                        self.start(call, summary, scheduler, out);
                     }
                     out.blocks.push(block);
                 }
@@ -177,12 +174,34 @@ impl Agent {
 }
 
 impl Agent {
+    /// Hands a complete call to the scheduler, or answers it, as the response's guards say.
+    pub(super) fn start(
+        &self,
+        call: &ToolUse,
+        summary: bool,
+        scheduler: &mut Scheduler,
+        out: &mut Streamed,
+    ) {
+        self.observer.tool_use(call);
+        match out.guard.admit(call) {
+            guards::Admit::Answer(result) => {
+                self.observer.tool_finished(&result);
+                scheduler.answer(call.clone(), result);
+            }
+            guards::Admit::Run if summary => scheduler.refuse(
+                call.clone(),
+                "tools are disabled for the final answer at the round limit",
+            ),
+            guards::Admit::Run => scheduler.submit(call.clone()),
+        }
+    }
+
     /// Redacts a complete block, and says the rest of the deltas it ends: the model may write
     /// back decoded what a tool printed encoded, and its tool calls may carry it on. A thinking
     /// block that held a secret loses its signature: it no longer is what the provider signed,
     /// and the secret must not go back to it (the provider may then refuse the next request;
     /// that is the price of never recording the secret).
-    fn settle(&self, block: &mut Block, out: &mut Streamed) {
+    pub(super) fn settle(&self, block: &mut Block, out: &mut Streamed) {
         match block {
             Block::Text { text, .. } => {
                 let rest = out.text.finish();
@@ -269,12 +288,12 @@ impl Record {
 }
 
 /// What one attempt streamed, and what its guards did.
-struct Streamed {
-    blocks: Vec<Block>,
+pub(super) struct Streamed {
+    pub(super) blocks: Vec<Block>,
     /// Text deltas of a text block not complete yet.
     partial: String,
     usage: Usage,
-    stop: Option<StopReason>,
+    pub(super) stop: Option<StopReason>,
     guard: guards::Response,
     /// The redaction of the text and thinking deltas, which may split a secret.
     text: TextStream,

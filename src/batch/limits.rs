@@ -382,6 +382,10 @@ impl Provider for Limited {
         self.inner.structured_output()
     }
 
+    fn reads_text_edits(&self) -> bool {
+        self.inner.reads_text_edits()
+    }
+
     /// A subagent's own provider (a recording's), behind the same gate and budget.
     fn for_subagent(&self, at: &crate::transcript::AgentRef) -> Option<Arc<dyn Provider>> {
         let inner = self.inner.for_subagent(at)?;

@@ -70,6 +70,7 @@ mod stream_bounds;
 mod subagent_trust;
 mod subagents;
 mod terminal;
+mod text_edits;
 mod tool_errors;
 mod tools_bash;
 mod tools_files;

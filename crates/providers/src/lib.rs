@@ -137,6 +137,12 @@ pub trait Provider: Send + Sync {
     fn structured_output(&self) -> bool {
         false
     }
+    /// Whether answers are read for what a small model writes as text instead of calling a
+    /// tool (edits, see `tools::text_edits`): a server on the user's machine, whose calls
+    /// written as text are read too (`text_calls`). A hosted model's text is its answer.
+    fn reads_text_edits(&self) -> bool {
+        false
+    }
     /// Starts one streamed response. HTTP-level failures are returned here; failures after the
     /// response started arrive through the stream.
     async fn stream(&self, request: &Request<'_>) -> Result<EventStream, ProviderError>;

@@ -46,6 +46,10 @@ impl Provider for OpenAi {
         &self.endpoint.model
     }
 
+    fn reads_text_edits(&self) -> bool {
+        self.endpoint.local
+    }
+
     /// api.openai.com's `response_format`; compatible servers turn it into a grammar that
     /// would leave no room for tool calls, so they get the instruction instead.
     fn structured_output(&self) -> bool {

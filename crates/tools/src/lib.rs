@@ -31,6 +31,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod presets;
 pub(crate) mod shell;
+pub mod text_edits;
 pub(crate) mod web;
 pub mod workspace;
 

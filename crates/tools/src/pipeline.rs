@@ -256,7 +256,7 @@ impl Toolbox {
     }
 
     /// Everything that can be decided without running anything.
-    fn checked(&self, call: &ToolUse, input: &Value) -> Result<&Entry, Box<ToolResult>> {
+    pub(crate) fn checked(&self, call: &ToolUse, input: &Value) -> Result<&Entry, Box<ToolResult>> {
         let fail = |kind, msg: String| Box::new(ToolResult::error(call, kind, msg));
         if let Some(why) = defect(call) {
             return Err(fail(ErrorKind::InvalidJson, why));

@@ -80,12 +80,14 @@ fn edit(files: &Files, args: &Args) -> Result<String, ToolError> {
             "old_string is empty; to create a file or replace all of it, use write_file",
         ));
     }
+    // The path first: an edit read from text whose file cannot be read is the block over
+    // itself (see `text_edits`), and must be refused for its path as any edit of it is.
+    let (file, real) = files.open_file(path)?;
     if args.old_string == args.new_string {
         return Err(ToolError::failed(
             "old_string and new_string are identical; there is nothing to change",
         ));
     }
-    let (file, real) = files.open_file(path)?;
     let mut bytes = Vec::new();
     (&file)
         .take(MAX_FILE_BYTES + 1)
