@@ -22,6 +22,8 @@ The "how it went wrong" columns count runs (a run can count in several):
   text_call   a response whose text holds a tool call (`"name"` + `"arguments"`/`"parameters"`,
               or `<tool_call>`) that was not run as one
   from_text   a tool call rounds recognised in the text and ran (its id is call_from_text_…)
+  code_answer an answer (no call) showing code in a fenced block, in a task that edits files
+  text_edit   an edit rounds read from an answer's code and ran (its id is edit_from_text_…)
   edit_miss   an edit_file whose old_string did not match
   stuck       the loop guards saw a repeated call (repeated/stuck), or the run ended `stuck`
   wrote       a question task (its check reads only the answer) that wrote or edited a file
@@ -31,10 +33,13 @@ same binary and server."""
 import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KINDS = ["no_tool", "text_call", "from_text", "edit_miss", "stuck", "wrote"]
+KINDS = ["no_tool", "text_call", "from_text", "code_answer", "text_edit", "edit_miss", "stuck",
+         "wrote"]
 WRITERS = {"write_file", "edit_file"}
 # The id prefix of the calls rounds read from a response's text (a local server's).
 FROM_TEXT = "call_from_text_"
+# The id prefix of the edits rounds read from an answer's code (a local server's).
+EDIT_FROM_TEXT = "edit_from_text_"
 
 
 def check(task, answer, ws):
@@ -105,6 +110,10 @@ def classify(task, rounds, status, before, after):
         texts = [b.get("text", "") for b in r.get("blocks", []) if b.get("type") == "text"]
         uses = [b for b in r.get("blocks", []) if b.get("type") == "tool_use"]
         calls += len(uses)
+        if any(u.get("id", "").startswith(EDIT_FROM_TEXT) for u in uses):
+            kinds.add("text_edit")
+        if not uses and not is_question(task) and any("```" in t for t in texts):
+            kinds.add("code_answer")
         if any(u.get("id", "").startswith(FROM_TEXT) for u in uses):
             kinds.add("from_text")
         elif not uses and any(text_call(t) for t in texts):

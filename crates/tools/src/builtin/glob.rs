@@ -6,6 +6,7 @@ use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::tally::Tally;
 use super::typed::{BuiltinTool, Files, SubjectOf};
 use crate::{Class, ToolContext, ToolError, ToolOutput};
 
@@ -69,6 +70,7 @@ fn find(files: &Files, args: &Args) -> Result<String, ToolError> {
 
     let mut shown = Vec::new();
     let mut more = 0usize;
+    let mut tally = Tally::default();
     for entry in workspace.walker(&base).build() {
         if cancel.is_cancelled() {
             return Err(ToolError::failed("glob was cancelled"));
@@ -86,11 +88,17 @@ fn find(files: &Files, args: &Args) -> Result<String, ToolError> {
         if gate.hides(&line).is_some() {
             continue;
         }
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        if is_dir {
+            tally.dir();
+        } else {
+            tally.file(&entry.file_name().to_string_lossy());
+        }
         if shown.len() == MAX_RESULTS {
             more += 1;
             continue;
         }
-        if entry.file_type().is_some_and(|t| t.is_dir()) {
+        if is_dir {
             line.push('/');
         }
         shown.push(line);
@@ -102,6 +110,10 @@ fn find(files: &Files, args: &Args) -> Result<String, ToolError> {
     let mut out = shown.join("\n");
     if more > 0 {
         out.push_str(&format!("\n[... {more} more matches not shown]"));
+    }
+    if tally.total() > 1 {
+        out.push('\n');
+        out.push_str(&tally.line("matches"));
     }
     Ok(out)
 }
@@ -175,7 +187,8 @@ mod tests {
         let (_dir, root, ws) = workspace();
         tree(&root);
         let got = call(&ws, json!({"pattern": "**/*.rs"})).await;
-        let want = ".hidden/h.rs\nb.rs\nsrc/a.rs\nsrc/main.rs\nsrc/tools/mod.rs";
+        let want =
+            ".hidden/h.rs\nb.rs\nsrc/a.rs\nsrc/main.rs\nsrc/tools/mod.rs\n[5 matches: 5 .rs files]";
         assert_eq!(got, Ok(want.to_owned()));
     }
 
@@ -185,7 +198,9 @@ mod tests {
         tree(&root);
         assert_eq!(
             call(&ws, json!({"pattern": "src/*"})).await,
-            Ok("src/a.rs\nsrc/config.toml\nsrc/main.rs\nsrc/tools/".to_owned())
+            Ok("src/a.rs\nsrc/config.toml\nsrc/main.rs\nsrc/tools/\n\
+                [4 matches: 2 .rs files, 1 .toml file, 1 directory]"
+                .to_owned())
         );
         assert_eq!(
             call(&ws, json!({"pattern": "*.toml"})).await,
@@ -230,7 +245,7 @@ mod tests {
         tree(&root);
         assert_eq!(
             call(&ws, json!({"pattern": "*.rs", "path": "src"})).await,
-            Ok("src/a.rs\nsrc/main.rs".to_owned())
+            Ok("src/a.rs\nsrc/main.rs\n[2 matches: 2 .rs files]".to_owned())
         );
         assert_eq!(
             call(&ws, json!({"pattern": "*.md", "path": "src"})).await,
@@ -265,6 +280,8 @@ mod tests {
         let got = call(&ws, json!({"pattern": "d/*.txt"})).await.unwrap();
         let mut want: Vec<String> = (0..200).map(|i| format!("d/f{i:03}.txt")).collect();
         want.push("[... 50 more matches not shown]".to_owned());
+        // The count is of every match, not only those shown.
+        want.push("[250 matches: 250 .txt files]".to_owned());
         assert_eq!(got, want.join("\n"));
     }
 

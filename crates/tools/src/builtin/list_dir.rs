@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use super::tally::Tally;
 use super::typed::{BuiltinTool, Files, SubjectOf};
 use crate::{Class, Gate, ToolContext, ToolError, ToolOutput, Workspace};
 
@@ -65,6 +66,7 @@ fn list(files: &Files, args: &Args) -> Result<String, ToolError> {
         depth,
         lines: Vec::new(),
         total: 0,
+        top: Tally::default(),
     };
     // The top directory must be listable; below it, an unreadable directory is a note.
     let entries = workspace.open_dir(&dir, given)?;
@@ -77,8 +79,18 @@ fn list(files: &Files, args: &Args) -> Result<String, ToolError> {
     let more = listing.total.saturating_sub(MAX_ENTRIES);
     if listing.total >= MAX_COUNTED {
         out.push_str(&format!("\n[... more than {more} more entries not shown]"));
+        return Ok(out);
     } else if more > 0 {
         out.push_str(&format!("\n[... {more} more entries not shown]"));
+    }
+    if listing.top.total() > 1 {
+        let noun = if depth > 1 {
+            "entries at the top"
+        } else {
+            "entries"
+        };
+        out.push('\n');
+        out.push_str(&listing.top.line(noun));
     }
     Ok(out)
 }
@@ -91,6 +103,8 @@ struct Listing<'a> {
     depth: usize,
     lines: Vec<String>,
     total: usize,
+    /// The directory's own entries, counted by kind.
+    top: Tally,
 }
 
 impl Listing<'_> {
@@ -122,6 +136,15 @@ impl Listing<'_> {
                 self.push(format!("{indent}{name} (unreadable)"));
                 continue;
             };
+            if level == 0 {
+                if file_type.is_dir() {
+                    self.top.dir();
+                } else if file_type.is_file() {
+                    self.top.file(&name);
+                } else {
+                    self.top.other();
+                }
+            }
             if file_type.is_symlink() {
                 let line = format!("{indent}{name} -> {}", self.link_target(&path));
                 self.push(line);
@@ -213,7 +236,8 @@ mod tests {
         let (_dir, root, ws) = workspace();
         tree(&root);
         let got = call(&ws, json!({})).await;
-        let want = ".git/\n.gitignore (3 bytes)\na/\nb.txt (5 bytes)\nempty/";
+        let want = ".git/\n.gitignore (3 bytes)\na/\nb.txt (5 bytes)\nempty/\n\
+                    [5 entries: 1 file without an extension, 1 .txt file, 3 directories]";
         assert_eq!(got, Ok(want.to_owned()));
     }
 
@@ -223,7 +247,8 @@ mod tests {
         tree(&root);
         let got = call(&ws, json!({"path": ".", "depth": 3})).await;
         let want = ".git/\n.gitignore (3 bytes)\na/\n  deep/\n    y.rs (3 bytes)\n  \
-                    x.rs (2 bytes)\nb.txt (5 bytes)\nempty/";
+                    x.rs (2 bytes)\nb.txt (5 bytes)\nempty/\n[5 entries at the top: 1 file \
+                    without an extension, 1 .txt file, 3 directories]";
         assert_eq!(got, Ok(want.to_owned()));
         let got = call(&ws, json!({"path": "a/deep"})).await;
         assert_eq!(got, Ok("y.rs (3 bytes)".to_owned()));
@@ -244,7 +269,8 @@ mod tests {
         let got = call(&ws, json!({"depth": 2})).await.unwrap();
         let want = format!(
             "dangling -> gone (broken)\nescape -> {} (outside the workspace)\ninner -> \
-             real\npipe (FIFO)\nreal/\n  f (1 byte)",
+             real\npipe (FIFO)\nreal/\n  f (1 byte)\n[5 entries at the top: 1 directory, 4 other \
+             entries]",
             out.path().display()
         );
         assert_eq!(got, want);
@@ -277,6 +303,7 @@ mod tests {
         let got = call(&ws, json!({})).await.unwrap();
         let mut want: Vec<String> = (0..500).map(|i| format!("f{i:04} (0 bytes)")).collect();
         want.push("[... 120 more entries not shown]".to_owned());
+        want.push("[620 entries: 620 files without an extension]".to_owned());
         assert_eq!(got, want.join("\n"));
     }
 

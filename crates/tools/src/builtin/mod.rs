@@ -17,6 +17,7 @@ pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod list_dir;
 pub(crate) mod read_file;
+mod tally;
 pub(crate) mod typed;
 pub(crate) mod web_fetch;
 pub(crate) mod web_search;
