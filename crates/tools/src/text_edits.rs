@@ -31,6 +31,8 @@ pub const ID_PREFIX: &str = "edit_from_text_";
 const MAX_FILE: u64 = 1 << 20;
 /// Files named only in prose that are read to place one block.
 const MAX_CANDIDATES: usize = 8;
+/// Fenced blocks of one answer looked at.
+const MAX_BLOCKS: usize = 16;
 /// At most this many edits are taken from one answer.
 const MAX_EDITS: usize = 8;
 
@@ -43,6 +45,7 @@ impl Toolbox {
             return Vec::new();
         }
         let mut edits = Vec::new();
+        let mut blocks = 0;
         for form in forms(text) {
             match form {
                 Form::Replace {
@@ -55,6 +58,11 @@ impl Toolbox {
                     mut prose,
                     code,
                 } => {
+                    // Each block may read a few files: an answer of many blocks is not all read.
+                    blocks += 1;
+                    if blocks > MAX_BLOCKS {
+                        break;
+                    }
                     prose.extend(asked.iter().flat_map(|a| parse::paths_in(a)));
                     edits.extend(self.code_edits(named, &prose, &code));
                 }

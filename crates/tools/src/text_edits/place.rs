@@ -186,7 +186,7 @@ fn indented_end(lines: &[&str], at: usize, own: usize) -> usize {
 
 /// The words before a header's keyword (`export default `, `pub(crate) async `).
 fn modifiers(line: &str) -> &str {
-    let t = line.trim_start();
+    let t = &line[indent(line)..];
     let mut rest = t;
     for prefix in MODIFIERS {
         rest = rest.strip_prefix(prefix).unwrap_or(rest);
@@ -196,7 +196,7 @@ fn modifiers(line: &str) -> &str {
 
 /// A definition's keyword and name, when `line` starts one.
 fn header(line: &str) -> Option<(&str, &str)> {
-    let rest = &line.trim_start()[modifiers(line).len()..];
+    let rest = &line[indent(line) + modifiers(line).len()..];
     let (keyword, rest) = rest.split_once(' ')?;
     if !["def", "class", "fn", "function", "func", "struct", "enum"].contains(&keyword) {
         return None;
@@ -224,8 +224,9 @@ fn reindent(lines: &[&str], from: usize, prefix: &str) -> String {
         .join("\n")
 }
 
+/// Leading spaces and tabs, in bytes (other whitespace is text: slicing at it could split one).
 fn indent(line: &str) -> usize {
-    line.len() - line.trim_start().len()
+    line.len() - line.trim_start_matches([' ', '\t']).len()
 }
 
 fn is_comment(t: &str) -> bool {

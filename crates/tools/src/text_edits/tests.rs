@@ -306,3 +306,24 @@ fn paths_are_read_out_of_prose() {
         vec!["src/app.py", ".env", "docs/a.md", "e.g"]
     );
 }
+
+#[test]
+fn awkward_answers_never_panic() {
+    for text in [
+        "```",
+        "```\n",
+        "~~~x\n\u{3000}# a.py\n~~~",
+        "<<<<<<< SEARCH",
+        "a.py\n<<<<<<< SEARCH\n=======",
+        "a.py\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE",
+        "```py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```",
+        "\u{3000}```\u{3000}é.py\nx\n```",
+    ] {
+        let _ = forms(text);
+    }
+    // A search/replace block with no file named anywhere is not taken.
+    assert_eq!(
+        forms("<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE"),
+        vec![]
+    );
+}

@@ -146,3 +146,21 @@ fn headers_are_read_for_the_common_languages() {
         assert_eq!(header(line), want, "{line}");
     }
 }
+
+#[test]
+fn awkward_text_never_panics() {
+    let awkward = [
+        "\u{3000}def f():\n\u{3000}\u{3000}return 1",
+        "def f():\n\t\u{a0}return é",
+        "def \u{e9}t\u{e9}():\n    pass",
+        "}}}{{{",
+        "def f(:\n",
+        "\n\n\n",
+        "fn a() {\n\"\\\"{\"\n}",
+    ];
+    for file in awkward {
+        for code in awkward {
+            let _ = place(file, code);
+        }
+    }
+}
