@@ -72,7 +72,8 @@ impl Checks {
             Some(code) => format!("exit code {code}"),
             None => "it did not finish".to_owned(),
         };
-        let output = unnumbered(&check.output);
+        // A test runner's timing ("Ran 1 test in 0.001s") is no difference either.
+        let output = super::guards::timeless(&unnumbered(&check.output)).into_owned();
         if self.last_failed.as_deref() == Some(output.as_str()) {
             return Verdict::Failed(format!(
                 "the check failed ({how}) with the same output as the time before, and the \
@@ -289,6 +290,14 @@ mod tests {
         ));
         checks.next();
         let end = checks.verdict(Some(&run(3, 1, "x")));
+        assert!(matches!(&end, Verdict::Failed(w) if w.contains("not making progress")));
+        // A runner's timing is no difference.
+        let mut checks = Checks::new(Some("t".into()), 10);
+        checks.next();
+        let first = checks.verdict(Some(&run(1, 1, "FAILED\nRan 1 test in 0.001s")));
+        assert!(matches!(first, Verdict::Again(_)));
+        checks.next();
+        let end = checks.verdict(Some(&run(2, 1, "FAILED\nRan 1 test in 0.004s")));
         assert!(matches!(&end, Verdict::Failed(w) if w.contains("not making progress")));
         // A cut output names its round's own spill file: that alone is no difference.
         let mut checks = Checks::new(Some("t".into()), 10);

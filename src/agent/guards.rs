@@ -290,15 +290,40 @@ fn fingerprint(result: &ToolResult) -> u64 {
     let content = result.content.replace(&result.tool_use_id, "");
     for line in content.lines() {
         if !result.volatile.iter().any(|v| v == line) {
-            line.hash(&mut h);
+            timeless(line).hash(&mut h);
         }
     }
     h.finish()
 }
 
+/// A line with its durations (`0.003s`, `12 ms`) made alike: a test runner's "Ran 1 test in
+/// 0.001s" must not make the same failing run look like progress each time.
+pub(super) fn timeless(line: &str) -> std::borrow::Cow<'_, str> {
+    static DURATION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\b\d+(\.\d+)? ?(s|ms|us|µs|ns|sec|secs|seconds)\b").unwrap()
+    });
+    DURATION.replace_all(line, "#s")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_do_not_make_a_result_new() {
+        assert_eq!(
+            timeless("Ran 1 test in 0.001s"),
+            timeless("Ran 1 test in 0.013s")
+        );
+        assert_eq!(timeless("took 12 ms, 3 seconds"), "took #s, #s");
+        // Other numbers are the result: a count that changed is progress.
+        assert_ne!(timeless("3 files"), timeless("4 files"));
+        assert_ne!(
+            timeless("FAILED (failures=1)"),
+            timeless("FAILED (failures=2)")
+        );
+        assert_eq!(timeless("v1.2s3"), "v1.2s3");
+    }
 
     fn call(id: &str, name: &str, args: &str) -> ToolUse {
         ToolUse::from_raw(id.into(), name.into(), args)
