@@ -29,6 +29,10 @@ const MIN_RATIO: f32 = 0.5;
 pub(super) fn place(file: &str, code: &str) -> Vec<(String, String)> {
     let file_lines: Vec<&str> = file.lines().collect();
     let code_lines: Vec<&str> = code.lines().collect();
+    // A sketch ("# your implementation here", "// ... rest of the code") is not the code.
+    if code_lines.iter().any(|l| is_elision(l)) {
+        return Vec::new();
+    }
     if let Some(edits) = definitions(file, &file_lines, &code_lines) {
         return edits;
     }
@@ -95,6 +99,10 @@ fn definitions(file: &str, file_lines: &[&str], code: &[&str]) -> Option<Vec<(St
             return None;
         }
         taken.push((target.start, target.end));
+        // A body emptied to `pass` where the file has code is a stub, not a fix.
+        if hollow(&code[u.header + 1..u.end]) && !hollow(&file_lines[at + 1..target.end]) {
+            return None;
+        }
         let old = file_lines[target.start..target.end].join("\n");
         let prefix = &file_lines[at][..indent(file_lines[at])];
         let mut new = reindent(&code[u.start..u.end], indent(code[u.header]), prefix);
@@ -227,6 +235,46 @@ fn reindent(lines: &[&str], from: usize, prefix: &str) -> String {
 /// Leading spaces and tabs, in bytes (other whitespace is text: slicing at it could split one).
 fn indent(line: &str) -> usize {
     line.len() - line.trim_start_matches([' ', '\t']).len()
+}
+
+/// A line that stands for code left out: `...`, or a comment saying the rest goes there.
+fn is_elision(line: &str) -> bool {
+    let t = line.trim();
+    if t == "..." || t == "…" {
+        return true;
+    }
+    if !is_comment(t) {
+        return false;
+    }
+    let words = t.to_lowercase();
+    [
+        "...",
+        "…",
+        "your code",
+        "your implementation",
+        "implementation here",
+        "implement this",
+        "rest of",
+        "existing code",
+        "remains the same",
+        "unchanged",
+        "same as before",
+    ]
+    .iter()
+    .any(|w| words.contains(w))
+}
+
+/// A body with no code in it: only blanks, comments, docstring quotes, `pass`, a brace.
+fn hollow(body: &[&str]) -> bool {
+    body.iter().all(|l| {
+        let t = l.trim();
+        t.is_empty()
+            || is_comment(t)
+            || t == "pass"
+            || t == "}"
+            || t.starts_with("\"\"\"")
+            || t.starts_with("'''")
+    })
 }
 
 fn is_comment(t: &str) -> bool {

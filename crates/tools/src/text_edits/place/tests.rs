@@ -60,6 +60,15 @@ fn a_method_is_reindented_to_the_file_and_brace_bodies_are_whole() {
 }
 
 #[test]
+fn a_stub_filled_in_is_placed() {
+    let file = "def is_even(n):\n    \"\"\"True when n is even.\"\"\"\n    pass\n";
+    assert_eq!(
+        applied(file, "def is_even(n):\n    return n % 2 == 0").unwrap(),
+        "def is_even(n):\n    return n % 2 == 0\n"
+    );
+}
+
+#[test]
 fn the_whole_file_rewritten_is_placed_as_the_whole_file() {
     let file = "x = 1\ny = 2\nprint(x + y)\n";
     assert_eq!(
@@ -122,6 +131,22 @@ fn what_has_no_clear_place_is_not_placed() {
             "x = 1\ny = 2\nz = 4",
         ),
         ("an empty file", "", "x = 1"),
+        (
+            "a stub for a body with code",
+            GEOMETRY,
+            "def circle_area(r):\n    # Your implementation here\n    pass",
+        ),
+        ("a body emptied", GEOMETRY, "def circle_area(r):\n    pass"),
+        (
+            "an elided rest",
+            GEOMETRY,
+            "def circle_area(r):\n    return 3.14 * r * r\n\n# ... rest of the file unchanged",
+        ),
+        (
+            "an ellipsis",
+            GEOMETRY,
+            "def square_perimeter(side):\n    ...\n    return side * 4",
+        ),
     ];
     for (what, file, code) in cases {
         assert_eq!(pairs(file, code), vec![], "{what}");
